@@ -1,0 +1,213 @@
+"""``composer info``: what one order costs before anything runs — work and traffic per tendency
+call, device memory per path against the machine, and the roofline lower bounds."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from composer import counts
+from composer.config.machines import Machine, get_machine
+from composer.config.schedules import load_schedule, schedule_file_name
+
+DEFAULT_MACHINE = "h200"
+DEFAULT_RESERVE = 0.05
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "info",
+        help="counts, memory fit and roofline bounds of one order",
+        description="FLOP, unique bytes and index-map bytes per tendency call, device memory per "
+        "path and whether it fits the machine, and roofline lower bounds (FP64 Tensor Core peak, "
+        "HBM bandwidth).",
+    )
+    parser.add_argument(
+        "--order", "-p", type=int, required=True, metavar="P", help="polynomial order p"
+    )
+    parser.add_argument(
+        "--machine",
+        default=DEFAULT_MACHINE,
+        metavar="NAME",
+        help=f"machine name (default: {DEFAULT_MACHINE})",
+    )
+    parser.add_argument(
+        "--machines-file",
+        default=None,
+        metavar="TOML",
+        help="user machine table adding or overriding machines",
+    )
+    parser.add_argument(
+        "--grid",
+        type=parse_grid,
+        default=None,
+        metavar="N|NX,NY,NZ",
+        help="element grid (default: the schedule's benchmark grid)",
+    )
+    parser.add_argument(
+        "--reserve",
+        type=float,
+        default=DEFAULT_RESERVE,
+        metavar="FRACTION",
+        help=f"fraction of device memory kept free in the fit check (default: {DEFAULT_RESERVE})",
+    )
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.set_defaults(func=run)
+
+
+def parse_grid(text: str) -> counts.Grid:
+    """``N`` (cubic) or ``NX,NY,NZ``."""
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or NX,NY,NZ, got {text!r}") from None
+    if len(values) == 1:
+        values *= 3
+    if len(values) != 3 or min(values) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected N or NX,NY,NZ of positive integers, got {text!r}"
+        )
+    return (values[0], values[1], values[2])
+
+
+def run(args: argparse.Namespace) -> int:
+    machine = get_machine(args.machine, args.machines_file)
+    if args.grid is None:
+        grid, grid_source = load_schedule(args.order).benchmark.grid, schedule_file_name(args.order)
+    else:
+        grid, grid_source = args.grid, "--grid"
+    report = build_report(args.order, grid, machine, args.reserve)
+    report["grid_source"] = grid_source
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        render(report, Console())
+    return 0
+
+
+def build_report(order: int, grid: counts.Grid, machine: Machine, reserve: float) -> dict[str, Any]:
+    """Everything ``info`` shows, as JSON-ready data (bytes, FLOP and seconds in base units)."""
+    roof = counts.roofline(order, grid, machine)
+    usable = counts.memory_limit_bytes(machine, reserve)
+    memory = []
+    for path in counts.PATHS:
+        estimate = counts.device_memory_estimate(order, grid, path)
+        memory.append(
+            {
+                "path": path,
+                "total_bytes": estimate.total_bytes,
+                "fits": estimate.total_bytes <= usable,
+                "items": [
+                    {
+                        "name": i.name,
+                        "count": i.count,
+                        "bytes_each": i.bytes_each,
+                        "bytes": i.bytes,
+                        "note": i.note,
+                    }
+                    for i in estimate.items
+                ],
+            }
+        )
+    return {
+        "order": order,
+        "nq": order + 1,
+        "grid": list(grid),
+        "elements": counts.num_elements(grid),
+        "points": counts.num_points(order, grid),
+        "per_call": {
+            "flop": roof.flop,
+            "unique_bytes": roof.bytes,
+            "index_map_bytes": counts.index_map_bytes(order, grid),
+            "intensity_flop_per_byte": roof.intensity,
+        },
+        "machine": {
+            "name": machine.name,
+            "description": machine.description,
+            "fp64_tc_peak_flops": machine.fp64_tc_peak_flops,
+            "hbm_bandwidth": machine.hbm_bandwidth,
+            "hbm_bandwidth_kind": "measured" if machine.hbm_bandwidth_measured_tbs else "nominal",
+            "memory_bytes": machine.memory_bytes,
+            "reserve_fraction": reserve,
+            "usable_bytes": usable,
+        },
+        "roofline": {
+            "t_compute_s": roof.t_compute,
+            "t_memory_s": roof.t_memory,
+            "roof_s": roof.roof,
+            "bound": roof.bound,
+            "machine_balance_flop_per_byte": roof.machine_balance,
+        },
+        "memory": memory,
+    }
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+
+def _bytes(n: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= scale:
+            return f"{n / scale:,.2f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def _seconds(t: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if t >= scale:
+            return f"{t / scale:,.3f} {unit}"
+    return f"{t * 1e9:,.3f} ns"
+
+
+def render(report: dict[str, Any], console: Console) -> None:
+    m, per, roof = report["machine"], report["per_call"], report["roofline"]
+    grid = "x".join(str(n) for n in report["grid"])
+
+    problem = Table(
+        title=f"p = {report['order']} (Nq = {report['nq']}), grid {grid} ({report['grid_source']})"
+    )
+    problem.add_column("quantity")
+    problem.add_column("value", justify="right")
+    problem.add_row("elements Ne", f"{report['elements']:,}")
+    problem.add_row("volume points Nq^3 Ne", f"{report['points']:,}")
+    problem.add_row("FLOP per tendency call", f"{per['flop']:,} ({per['flop'] / 1e9:,.3f} GFLOP)")
+    problem.add_row(
+        "unique bytes per call", f"{per['unique_bytes']:,} ({_bytes(per['unique_bytes'])})"
+    )
+    problem.add_row(
+        "index-map bytes (vmapM, vmapP)",
+        f"{per['index_map_bytes']:,} ({_bytes(per['index_map_bytes'])})",
+    )
+    problem.add_row("intensity (FLOP/unique byte)", f"{per['intensity_flop_per_byte']:.3f}")
+    console.print(problem)
+
+    bound = Table(title=f"roofline per tendency call on {m['name']}", caption=m["description"])
+    bound.add_column("bound")
+    bound.add_column("time", justify="right")
+    bound.add_row(
+        f"FP64 TC peak {m['fp64_tc_peak_flops'] / 1e12:.1f} TFLOP/s", _seconds(roof["t_compute_s"])
+    )
+    bound.add_row(
+        f"HBM {m['hbm_bandwidth'] / 1e12:.2f} TB/s ({m['hbm_bandwidth_kind']})",
+        _seconds(roof["t_memory_s"]),
+    )
+    bound.add_row(f"roof ({roof['bound']} bound)", _seconds(roof["roof_s"]), style="bold")
+    console.print(bound)
+
+    memory = Table(
+        title=f"device memory per path on {m['name']}",
+        caption=f"usable {_bytes(m['usable_bytes'])} of {_bytes(m['memory_bytes'])} "
+        f"({m['reserve_fraction']:.0%} reserved)",
+    )
+    memory.add_column("path")
+    memory.add_column("estimate", justify="right")
+    memory.add_column("fits")
+    for row in report["memory"]:
+        memory.add_row(
+            row["path"], _bytes(row["total_bytes"]), "yes" if row["fits"] else "[red]no[/red]"
+        )
+    console.print(memory)

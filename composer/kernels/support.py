@@ -1,0 +1,148 @@
+"""Support kernels of the library paths (pointwise flux, surface flux, lift/assembly, RK3 stage).
+
+Templates in ``templates/*.cu.j2`` are specialized by Nq, compiled through NVRTC (disk-cached) and
+launched with typed helpers. Array layouts follow shared/spec/operator.md: volume [e,k,j,i],
+faces [e,f,b,a], all float64; vmapM/vmapP are int64 flat volume indices in the face layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from composer.runtime.device import Device, ensure_context
+from composer.runtime.errors import LaunchError
+from composer.runtime.module import Kernel, Module
+from composer.runtime.nvrtc import CompiledKernel, compile_cuda
+from composer.runtime.params import Param, params
+
+from .render import render
+
+DEFAULT_BLOCK = 256
+BLOCKS_PER_SM = 16  # grid cap = SMs x this; grid-stride loops cover the rest
+
+SIGNATURES: dict[str, tuple[Param, ...]] = {
+    "volume_flux": params("q:ptr u:ptr v:ptr w:ptr qu:ptr qv:ptr qw:ptr ne:i64"),
+    "surface_flux": params("q:ptr u:ptr v:ptr w:ptr vmapM:ptr vmapP:ptr nx:ptr ny:ptr nz:ptr F:ptr "
+                           "fstar:ptr ne:i64"),
+    "separable_lift": params("dx:ptr dy:ptr dz:ptr Ex:ptr Ey:ptr Ez:ptr fstar:ptr dqdt:ptr ne:i64"),
+    "rk3_stage": params("q0:ptr q_stage:ptr dqdt:ptr q_out:ptr a:f64 b:f64 dt:f64 ne:i64"),
+}
+FAMILIES = tuple(SIGNATURES)
+_PAIRED = {"volume_flux", "rk3_stage"}  # kernels whose main loop moves two doubles per iteration
+
+
+def symbol(family: str, nq: int) -> str:
+    """Entry-point name, e.g. ``volume_flux_nq8``."""
+    _check_family(family)
+    return f"{family}_nq{int(nq)}"
+
+
+def _check_family(family: str) -> None:
+    if family not in SIGNATURES:
+        raise ValueError(f"unknown support kernel {family!r}; known: {', '.join(FAMILIES)}")
+
+
+def source(family: str, nq: int, block: int = DEFAULT_BLOCK) -> str:
+    """Rendered CUDA C++ of one kernel family for ``nq`` nodes per direction."""
+    _check_family(family)
+    if nq < 2:
+        raise ValueError(f"nq must be >= 2, got {nq}")
+    if not 1 <= block <= 1024:
+        raise ValueError(f"block must be in [1, 1024], got {block}")
+    return render(f"{family}.cu.j2", family=family, nq=int(nq), block=int(block))
+
+
+def compile_support(family: str, nq: int, arch: str = "sm_90", block: int = DEFAULT_BLOCK,
+                    cache_dir: Path | None = None) -> CompiledKernel:
+    """NVRTC-compile one support kernel to a CUBIN (no GPU needed)."""
+    name = symbol(family, nq)
+    return compile_cuda(source(family, nq, block), f"{name}.cu", arch=arch, cache_dir=cache_dir,
+                        entry_points=[name])
+
+
+def load_support_kernel(family: str, nq: int, device: Device | None = None, block: int = DEFAULT_BLOCK,
+                        cache_dir: Path | None = None) -> Kernel:
+    """Compile for the device's arch, load, and return the Kernel with its signature and block."""
+    dev = ensure_context(device)
+    built = compile_support(family, nq, dev.arch, block, cache_dir)
+    module = Module.from_cubin(built.cubin, dev)
+    return module.get_kernel(built.symbol(symbol(family, nq)), SIGNATURES[family], block)
+
+
+@dataclass
+class SupportKernels:
+    """The four support kernels for one Nq, loaded on one device."""
+
+    nq: int
+    volume_flux: Kernel
+    surface_flux: Kernel
+    separable_lift: Kernel
+    rk3_stage: Kernel
+
+    @classmethod
+    def load(cls, nq: int, device: Device | None = None, block: int = DEFAULT_BLOCK,
+             cache_dir: Path | None = None) -> "SupportKernels":
+        """Compile (or fetch from cache) and load all four families."""
+        return cls(nq, **{f: load_support_kernel(f, nq, device, block, cache_dir) for f in FAMILIES})
+
+
+def grid_size(work_items: int, block: int, sm_count: int | None, blocks_per_sm: int = BLOCKS_PER_SM) -> int:
+    """Blocks for a grid-stride loop: enough to cover the work, capped at ``sm_count * blocks_per_sm``."""
+    need = max(1, -(-int(work_items) // int(block)))
+    if sm_count:
+        need = min(need, int(sm_count) * blocks_per_sm)
+    return min(need, 2**31 - 1)
+
+
+def launch_shape(family: str, nq: int, ne: int, block: int, sm_count: int | None) -> tuple[int, int]:
+    """(grid, block) used by the launch helpers: one thread per node (per pair for paired kernels)."""
+    _check_family(family)
+    per_elem = 6 * nq * nq if family == "surface_flux" else nq**3
+    work = ne * per_elem
+    if family in _PAIRED:
+        work = (work + 1) // 2
+    return grid_size(work, block, sm_count), block
+
+
+def _launch(kernel: Kernel, family: str, args: tuple, ne: int, stream: Any) -> None:
+    prefix = f"{family}_nq"
+    if not kernel.name.startswith(prefix) or not kernel.name[len(prefix):].isdigit():
+        raise LaunchError(f"expected a {family} kernel, got {kernel.name!r}")
+    if int(ne) < 0:
+        raise LaunchError(f"ne must be >= 0, got {ne}")
+    if int(ne) == 0:
+        return
+    nq = int(kernel.name[len(prefix):])
+    block = kernel.block[0] if kernel.block else DEFAULT_BLOCK
+    grid, block = launch_shape(family, nq, int(ne), block, kernel.device.sm_count)
+    kernel.launch(grid, block, args, 0, stream)
+
+
+def launch_volume_flux(kernel: Kernel, q: Any, u: Any, v: Any, w: Any, qu: Any, qv: Any, qw: Any,
+                       ne: int, stream: Any = None) -> None:
+    """qu = q*u, qv = q*v, qw = q*w (volume arrays)."""
+    _launch(kernel, "volume_flux", (q, u, v, w, qu, qv, qw, ne), ne, stream)
+
+
+def launch_surface_flux(kernel: Kernel, q: Any, u: Any, v: Any, w: Any, vmapM: Any, vmapP: Any, nx: Any,
+                        ny: Any, nz: Any, F: Any, fstar: Any, ne: int, stream: Any = None) -> None:
+    """fstar (face array) from interior/exterior traces gathered through int64 vmapM/vmapP."""
+    _launch(kernel, "surface_flux", (q, u, v, w, vmapM, vmapP, nx, ny, nz, F, fstar, ne), ne, stream)
+
+
+def launch_separable_lift(kernel: Kernel, dx: Any, dy: Any, dz: Any, Ex: Any, Ey: Any, Ez: Any, fstar: Any,
+                          dqdt: Any, ne: int, stream: Any = None) -> None:
+    """dqdt = -(Ex*dx + Ey*dy + Ez*dz + LIFT(fstar))."""
+    _launch(kernel, "separable_lift", (dx, dy, dz, Ex, Ey, Ez, fstar, dqdt, ne), ne, stream)
+
+
+def launch_rk3_stage(kernel: Kernel, q0: Any, q_stage: Any, dqdt: Any, q_out: Any, a: float, b: float,
+                     dt: float, ne: int, stream: Any = None) -> None:
+    """q_out = a*q0 + b*(q_stage + dt*dqdt); q_out may alias q0 or q_stage."""
+    _launch(kernel, "rk3_stage", (q0, q_stage, dqdt, q_out, a, b, dt, ne), ne, stream)
+
+
+RK3_STAGES: tuple[tuple[float, float], ...] = ((0.0, 1.0), (0.75, 0.25), (1.0 / 3.0, 2.0 / 3.0))
+"""(a, b) of the three SSP-RK3 stages for launch_rk3_stage."""

@@ -1,0 +1,109 @@
+"""Exception types of the runtime layer and ``check``, the one place CUDA status codes become exceptions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _bindings
+
+
+class CudaError(RuntimeError):
+    """A CUDA driver or NVRTC call returned an error status."""
+
+    def __init__(self, code: Any, name: str, message: str, api: str = "") -> None:
+        self.code = code
+        self.name = name
+        self.api = api
+        where = f"{api}: " if api else ""
+        super().__init__(f"{where}{name} ({int(code)}): {message}")
+
+
+class NoGpuError(RuntimeError):
+    """No usable NVIDIA driver or device; raised instead of an opaque loader/cuInit failure."""
+
+
+class OutOfDeviceMemory(MemoryError):
+    """A device allocation would not fit into the currently free device memory."""
+
+    def __init__(self, requested: int, free: int, total: int | None = None) -> None:
+        self.requested = requested
+        self.free = free
+        self.total = total
+        tot = f" of {total} total" if total is not None else ""
+        super().__init__(
+            f"device allocation of {requested} bytes ({requested / 2**30:.3f} GiB) exceeds free device "
+            f"memory {free} bytes ({free / 2**30:.3f} GiB){tot}"
+        )
+
+
+class CompileError(RuntimeError):
+    """NVRTC rejected a source; the message carries the compile log and the offending source lines."""
+
+    def __init__(self, name: str, arch: str, log: str, excerpt: str = "") -> None:
+        self.log = log
+        self.program = name
+        self.arch = arch
+        text = f"NVRTC failed to compile {name!r} for {arch}:\n{log.rstrip()}"
+        if excerpt:
+            text += f"\n--- source ---\n{excerpt.rstrip()}"
+        super().__init__(text)
+
+
+class ManifestError(ValueError):
+    """A kernel manifest is malformed, or a cubin it describes is missing or stale."""
+
+
+class LaunchError(ValueError):
+    """Kernel arguments or launch geometry do not match the kernel's declared parameters."""
+
+
+def _cu_error_text(code: Any) -> tuple[str, str]:
+    drv = _bindings.driver
+    name = getattr(code, "name", str(code))
+    message = "(no description: driver unavailable)"
+    try:
+        err, raw_name = drv.cuGetErrorName(code)
+        if int(err) == 0 and raw_name:
+            name = raw_name.decode()
+        err, raw_msg = drv.cuGetErrorString(code)
+        if int(err) == 0 and raw_msg:
+            message = raw_msg.decode()
+    except Exception:  # driver library absent: the enum name is still informative
+        pass
+    return name, message
+
+
+def _nvrtc_error_text(code: Any) -> tuple[str, str]:
+    name = getattr(code, "name", str(code))
+    try:
+        err, raw = _bindings.nvrtc.nvrtcGetErrorString(code)
+        if int(err) == 0 and raw:
+            return name, raw.decode()
+    except Exception:
+        pass
+    return name, name
+
+
+def check(result: Any, api: str = "") -> Any:
+    """Unwrap a cuda-python result tuple ``(status, *values)``.
+
+    Returns None, the single value, or a tuple of values; raises CudaError on a non-success
+    CUresult or nvrtcResult. ``api`` names the call in the message.
+    """
+    if not isinstance(result, tuple):
+        result = (result,)
+    if not result:
+        raise TypeError("check() needs a (status, *values) tuple")
+    status, values = result[0], result[1:]
+    if int(status) != 0:
+        drv, nv = _bindings.driver, _bindings.nvrtc
+        if nv is not None and isinstance(status, nv.nvrtcResult):
+            name, message = _nvrtc_error_text(status)
+        elif drv is not None and isinstance(status, drv.CUresult):
+            name, message = _cu_error_text(status)
+        else:
+            name, message = getattr(status, "name", repr(status)), "unknown status type"
+        raise CudaError(status, name, message, api)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else values

@@ -1,0 +1,90 @@
+"""Work/traffic counts against the spec formulas, rooflines, and memory fits against the paper."""
+
+from __future__ import annotations
+
+import pytest
+
+from composer import counts
+from composer.config.machines import get_machine
+
+
+def test_flop_and_bytes_formulas():
+    # p = 7 on 32^3: Nq = 8, Ne = 32768
+    assert counts.flop(7, 32) == 3 * 2 * 8**4 * 32**3 == 805_306_368
+    assert (
+        counts.unique_bytes(7, (32, 32, 32))
+        == 8 * 32**3 * (8 * 8**3 + 4 * 6 * 8**2)
+        == 1_476_395_008
+    )
+    assert counts.index_map_bytes(7, 32) == 2 * 8 * 6 * 8**2 * 32**3
+    # single element at p = 1023: Nq = 1024
+    assert counts.flop(1023, 1) == 6 * 1024**4
+    assert counts.unique_bytes(1023, [1, 1, 1]) == 8 * (8 * 1024**3 + 24 * 1024**2)
+    # a non-cubic grid
+    assert counts.num_elements((2, 3, 4)) == 24
+    assert counts.flop(3, (2, 3, 4)) == 6 * 4**4 * 24
+    assert counts.num_points(3, (2, 3, 4)) == 4**3 * 24
+
+
+@pytest.mark.parametrize("bad", [0, (1, 2), (1, 0, 1), (1.5, 1, 1), True])
+def test_bad_grid(bad):
+    with pytest.raises(ValueError):
+        counts.flop(7, bad)
+
+
+def test_bad_order():
+    with pytest.raises(ValueError):
+        counts.flop(0, 1)
+
+
+def test_roofline_h200():
+    h200 = get_machine("h200")
+    low = counts.roofline(7, 32, h200)
+    assert low.t_compute == pytest.approx(805_306_368 / 66.908e12, rel=1e-4)
+    assert low.t_memory == pytest.approx(1_476_395_008 / 4.24e12)
+    assert low.bound == "memory" and low.roof == low.t_memory
+    high = counts.roofline(1023, 1, h200)
+    assert high.bound == "compute" and high.roof == high.t_compute
+    assert high.intensity > high.machine_balance > low.intensity
+
+
+def test_memory_items_and_path_differences():
+    vol = counts.volume_array_bytes(63, 4)
+    face = counts.face_array_bytes(63, 4)
+    gemm = counts.device_memory_estimate(63, 4, "GEMM")
+    einsum = counts.device_memory_estimate(63, 4, "EINSUM")
+    fused_low = counts.device_memory_estimate(31, 8, "FUSED_TC")
+    fused_high = counts.device_memory_estimate(63, 4, "FUSED_TC")
+    assert einsum.total_bytes - gemm.total_bytes == 2 * vol
+    assert gemm.total_bytes - fused_high.total_bytes == 6 * vol
+    assert "face flux" in {i.name for i in fused_high.items}
+    assert "face flux" not in {i.name for i in fused_low.items}
+    base = (7 + 1 + 4) * vol + 4 * face + counts.index_map_bytes(63, 4) + 8 * 64**2
+    assert fused_high.total_bytes == base + face
+    assert all(item.note for item in gemm.items)
+    with pytest.raises(ValueError, match="GEMM"):
+        counts.device_memory_estimate(7, 1, "CUBLAS")
+
+
+def test_fits_h200():
+    h200 = get_machine("h200")
+    assert not counts.fits(1023, 1, "GEMM", h200)
+    assert counts.fits(767, 1, "GEMM", h200)
+    for path in counts.PATHS:
+        assert counts.fits(255, 1, path, h200)
+
+
+def test_fits_reproduce_paper_coverage():
+    """Section 3.1: p = 1023 fits only GB200; A100 stops at p = 575 (GEMM runs everywhere)."""
+    machines = {name: get_machine(name) for name in ("gb200", "h100", "a100")}
+    assert [n for n, m in machines.items() if counts.fits(1023, 1, "GEMM", m)] == ["gb200"]
+    assert counts.fits(767, 1, "GEMM", machines["h100"])
+    assert counts.fits(575, 1, "GEMM", machines["a100"])
+    assert not counts.fits(767, 1, "GEMM", machines["a100"])
+
+
+def test_reserve_fraction():
+    h200 = get_machine("h200")
+    assert counts.memory_limit_bytes(h200, 0.0) == h200.memory_bytes
+    with pytest.raises(ValueError):
+        counts.memory_limit_bytes(h200, 1.0)
