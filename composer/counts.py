@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from numbers import Integral
 
 from composer.config.machines import Machine
 
@@ -38,26 +39,26 @@ Grid = tuple[int, int, int]
 
 
 def as_grid(grid: int | Sequence[int]) -> Grid:
-    """``(NeX, NeY, NeZ)`` from an int (cubic grid) or a 3-sequence of positive ints."""
-    if isinstance(grid, int) and not isinstance(grid, bool):
-        grid = (grid, grid, grid)
-    try:
+    """``(NeX, NeY, NeZ)`` from an int (cubic grid) or a 3-sequence of positive ints
+    (NumPy integers accepted)."""
+    dims: tuple[object, ...] = ()
+    if isinstance(grid, Integral):
+        dims = (grid, grid, grid)
+    elif isinstance(grid, Sequence) and not isinstance(grid, str):
         dims = tuple(grid)
-    except TypeError:
-        dims = ()
     if len(dims) != 3 or not all(
-        isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in dims
+        isinstance(n, Integral) and not isinstance(n, bool) and int(n) > 0 for n in dims
     ):
         raise ValueError(
             f"grid must be a positive int or three positive ints (NeX, NeY, NeZ), got {grid!r}"
         )
-    return dims  # type: ignore[return-value]
+    return (int(dims[0]), int(dims[1]), int(dims[2]))  # type: ignore[call-overload]
 
 
 def _nq(order: int) -> int:
-    if isinstance(order, bool) or not isinstance(order, int) or order < 1:
+    if isinstance(order, bool) or not isinstance(order, Integral) or int(order) < 1:
         raise ValueError(f"order must be a positive integer, got {order!r}")
-    return order + 1
+    return int(order) + 1
 
 
 def num_elements(grid: int | Sequence[int]) -> int:

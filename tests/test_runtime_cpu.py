@@ -8,9 +8,23 @@ import struct
 
 import pytest
 
-from composer.runtime import (CompileError, CudaError, KernelEntry, LaunchError, ManifestError, NoGpuError,
-                              Param, check, compile_cuda, elf_symbols, entry_points, file_sha256, gpu_available,
-                              read_manifest, write_manifest)
+from composer.runtime import (
+    CompileError,
+    CudaError,
+    KernelEntry,
+    LaunchError,
+    ManifestError,
+    NoGpuError,
+    Param,
+    check,
+    compile_cuda,
+    elf_symbols,
+    entry_points,
+    file_sha256,
+    gpu_available,
+    read_manifest,
+    write_manifest,
+)
 from composer.runtime import nvrtc as nvrtc_mod
 from composer.runtime._bindings import driver, nvrtc
 from composer.runtime.gridexpr import GridRuleError, check_rule, evaluate

@@ -10,13 +10,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from composer.kernels import support
+from composer.runtime import (
+    CudaGraph,
+    Device,
+    DeviceBuffer,
+    Event,
+    Module,
+    OutOfDeviceMemory,
+    Stream,
+    compile_cuda,
+    file_sha256,
+    params,
+    read_manifest,
+    write_manifest,
+)
 from composer.runtime.device import gpu_available
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not gpu_available(), reason="no NVIDIA GPU/driver")]
-
-from composer.kernels import support  # noqa: E402
-from composer.runtime import (CudaGraph, Device, DeviceBuffer, Event, Module, OutOfDeviceMemory, Stream,  # noqa: E402
-                              compile_cuda, file_sha256, params, read_manifest, write_manifest)
 
 NQ, NE = 4, 3
 ATOL = 1e-14  # relative to max|ref|: FMA contraction may differ from NumPy in the last bit

@@ -35,7 +35,7 @@ def _cuobjdump() -> str | None:
         import nvidia.cu13
     except ImportError:
         return None
-    cand = Path(list(nvidia.cu13.__path__)[0]) / "bin" / "cuobjdump"
+    cand = Path(next(iter(nvidia.cu13.__path__))) / "bin" / "cuobjdump"
     return str(cand) if cand.exists() else None
 
 
@@ -69,13 +69,13 @@ def _cuobjdump_lists_entry(elf_dump: str, name: str) -> bool:
     """Symbol-table line for ``name`` marked as a global function entry: cuobjdump 13.5 spells it
     ``FUNC GLOBAL DEFAULT ENTRY``, 13.0 prints st_info/st_other numerically (0x12, 0x10)."""
     for line in elf_dump.splitlines():
-        if line.split() and line.split()[-1] == name:
-            if re.search(r"FUNC\s+GLOBAL\s+\S+\s+ENTRY", line) or re.search(r"\s0x12\s+0x10\s", line):
-                return True
+        marked = re.search(r"FUNC\s+GLOBAL\s+\S+\s+ENTRY", line) or re.search(r"\s0x12\s+0x10\s", line)
+        if line.split() and line.split()[-1] == name and marked:
+            return True
     return False
 
 
-_SIG_RE = re.compile(r'extern "C" __global__ void __launch_bounds__\((\d+)\)\s*(\w+)\(([^)]*)\)', re.S)
+_SIG_RE = re.compile(r'extern "C" __global__ void __launch_bounds__\((\d+)\)\s*(\w+)\(([^)]*)\)', re.DOTALL)
 
 
 @pytest.mark.parametrize("family", support.FAMILIES)

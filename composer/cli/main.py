@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from composer.errors import ComposerError
 
-COMMANDS: tuple[str, ...] = ("info",)
+COMMANDS: tuple[str, ...] = ("info", "validate", "bench")
 EXIT_ERROR = 2
 
 

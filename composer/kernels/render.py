@@ -6,7 +6,7 @@ an empty string into C++. Other packages (e.g. ``composer.fused``) pass their ow
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import jinja2
@@ -14,7 +14,7 @@ import jinja2
 TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
 
 
-@lru_cache(maxsize=None)
+@cache
 def environment(template_dir: Path = TEMPLATE_DIR) -> jinja2.Environment:
     """The (cached) Environment loading templates from ``template_dir``."""
     return jinja2.Environment(

@@ -83,7 +83,7 @@ class SupportKernels:
 
     @classmethod
     def load(cls, nq: int, device: Device | None = None, block: int = DEFAULT_BLOCK,
-             cache_dir: Path | None = None) -> "SupportKernels":
+             cache_dir: Path | None = None) -> SupportKernels:
         """Compile (or fetch from cache) and load all four families."""
         return cls(nq, **{f: load_support_kernel(f, nq, device, block, cache_dir) for f in FAMILIES})
 

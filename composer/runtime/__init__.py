@@ -3,10 +3,18 @@ memory, streams, modules/launches and graph capture. Importable (and NVRTC usabl
 
 from .device import Device, default_device, device_count, gpu_available
 from .elf import ElfSymbol, elf_symbols, entry_points
-from .errors import (CompileError, CudaError, LaunchError, ManifestError, NoGpuError, OutOfDeviceMemory,
-                     check)
+from .errors import (
+    CompileError,
+    CudaError,
+    LaunchError,
+    ManifestError,
+    NoGpuError,
+    OutOfDeviceMemory,
+    check,
+)
 from .graph import CudaGraph, capture_graph
-from .gridexpr import GridRuleError, evaluate as evaluate_grid_rule
+from .gridexpr import GridRuleError
+from .gridexpr import evaluate as evaluate_grid_rule
 from .manifest import KernelEntry, file_sha256, read_manifest, write_manifest
 from .memory import DeviceBuffer, PinnedHostBuffer
 from .module import Kernel, Module

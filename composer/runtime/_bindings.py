@@ -6,19 +6,18 @@ grid-rule code must be able to import ``composer.runtime`` even when it is absen
 
 from __future__ import annotations
 
-from types import ModuleType
+from typing import Any
 
-driver: ModuleType | None
-nvrtc: ModuleType | None
+driver: Any = None  # cuda.bindings.driver, or None without cuda-bindings
+nvrtc: Any = None  # cuda.bindings.nvrtc, or None
+IMPORT_ERROR: ImportError | None = None
 try:
-    from cuda.bindings import driver, nvrtc
-    IMPORT_ERROR: ImportError | None = None
+    from cuda.bindings import driver, nvrtc  # type: ignore[no-redef]
 except ImportError as exc:  # pragma: no cover - exercised only without cuda-bindings
-    driver = nvrtc = None
     IMPORT_ERROR = exc
 
 
-def require_driver() -> ModuleType:
+def require_driver() -> Any:
     """Return ``cuda.bindings.driver`` or raise NoGpuError explaining what is missing."""
     if driver is None:
         from .errors import NoGpuError
@@ -27,7 +26,7 @@ def require_driver() -> ModuleType:
     return driver
 
 
-def require_nvrtc() -> ModuleType:
+def require_nvrtc() -> Any:
     """Return ``cuda.bindings.nvrtc`` or raise ImportError; NVRTC needs no GPU, only the package."""
     if nvrtc is None:
         raise ImportError(f"cuda-bindings is not installed ({IMPORT_ERROR}); install composer-dg[gpu]")

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _bindings
 from .errors import CudaError, NoGpuError, check
 
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
 _lock = threading.Lock()
-_default: "Device | None" = None
+_default: Device | None = None
 
 
 def _init_driver() -> Any:
@@ -34,7 +37,7 @@ def gpu_available() -> bool:
     """True when a driver is loadable and at least one device exists; never raises."""
     try:
         return device_count() > 0
-    except Exception:
+    except Exception:  # noqa: BLE001 - documented to never raise
         return False
 
 
@@ -100,7 +103,7 @@ class Device:
             except CudaError:
                 pass
 
-    def __enter__(self) -> "Device":
+    def __enter__(self) -> Self:
         self.make_current()
         return self
 

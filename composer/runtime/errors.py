@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from . import _bindings
@@ -61,26 +62,22 @@ def _cu_error_text(code: Any) -> tuple[str, str]:
     drv = _bindings.driver
     name = getattr(code, "name", str(code))
     message = "(no description: driver unavailable)"
-    try:
+    with contextlib.suppress(Exception):  # driver library absent: the enum name is still informative
         err, raw_name = drv.cuGetErrorName(code)
         if int(err) == 0 and raw_name:
             name = raw_name.decode()
         err, raw_msg = drv.cuGetErrorString(code)
         if int(err) == 0 and raw_msg:
             message = raw_msg.decode()
-    except Exception:  # driver library absent: the enum name is still informative
-        pass
     return name, message
 
 
 def _nvrtc_error_text(code: Any) -> tuple[str, str]:
     name = getattr(code, "name", str(code))
-    try:
+    with contextlib.suppress(Exception):
         err, raw = _bindings.nvrtc.nvrtcGetErrorString(code)
         if int(err) == 0 and raw:
             return name, raw.decode()
-    except Exception:
-        pass
     return name, name
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .errors import check
 from .stream import Stream
@@ -23,7 +25,7 @@ class CudaGraph:
         self._drv = stream._drv
 
     @classmethod
-    def capture(cls, fn: Callable[[Stream], None], stream: Stream) -> "CudaGraph":
+    def capture(cls, fn: Callable[[Stream], None], stream: Stream) -> CudaGraph:
         """Run ``fn(stream)`` under thread-local capture; its launches on ``stream`` form the graph.
 
         If ``fn`` raises, capture is ended and the partial graph discarded before re-raising.
@@ -63,10 +65,8 @@ class CudaGraph:
 
     def __del__(self) -> None:
         if getattr(self, "exec", None) is not None and not sys.is_finalizing():
-            try:
+            with contextlib.suppress(Exception):  # a finalizer must never raise
                 self.close()
-            except Exception:
-                pass
 
 
 def capture_graph(fn: Callable[[Stream], None], stream: Stream) -> CudaGraph:

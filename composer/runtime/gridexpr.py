@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import Mapping
+from typing import Any
 
 _BINOPS = {
     ast.Add: lambda a, b: a + b,
@@ -20,7 +21,7 @@ _BINOPS = {
     ast.FloorDiv: lambda a, b: a // b,
     ast.Mod: lambda a, b: a % b,
 }
-_FUNCS = {
+_FUNCS: dict[str, tuple[int | None, Callable[..., Any]]] = {
     "ceil": (1, lambda x: math.ceil(x)),
     "floor": (1, lambda x: math.floor(x)),
     "cdiv": (2, lambda a, b: -((-a) // b)),

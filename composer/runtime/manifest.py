@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from . import gridexpr
 from .errors import ManifestError
@@ -96,7 +97,7 @@ def entry_from_dict(raw: Any, where: str, base_dir: Path | None = None) -> Kerne
             raise _fail(where, key, "missing")
     unknown = set(raw) - set(_REQUIRED) - set(_OPTIONAL)
     if unknown:
-        raise _fail(where, sorted(unknown)[0], f"unknown key (allowed: {', '.join(_REQUIRED + _OPTIONAL)})")
+        raise _fail(where, min(unknown), f"unknown key (allowed: {', '.join(_REQUIRED + _OPTIONAL)})")
     for key in ("symbol", "cubin", "arch"):
         if not isinstance(raw[key], str) or not raw[key]:
             raise _fail(where, key, f"expected a non-empty string, got {raw[key]!r}")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +41,7 @@ class DeviceBuffer:
             raise
 
     @classmethod
-    def from_numpy(cls, arr: np.ndarray, stream: Any = None, device: Device | None = None) -> "DeviceBuffer":
+    def from_numpy(cls, arr: np.ndarray, stream: Any = None, device: Device | None = None) -> DeviceBuffer:
         """Allocate and upload a C-contiguous copy of ``arr``."""
         host = np.ascontiguousarray(arr)
         buf = cls(host.nbytes, device)
@@ -49,7 +52,7 @@ class DeviceBuffer:
         if nbytes > self.nbytes:
             raise ValueError(f"{what}: {nbytes} bytes do not fit in a {self.nbytes}-byte buffer")
 
-    def copy_from(self, src: "DeviceBuffer | np.ndarray", stream: Any = None) -> None:
+    def copy_from(self, src: DeviceBuffer | np.ndarray, stream: Any = None) -> None:
         """Copy a host array (HtoD) or another DeviceBuffer (DtoD) into the start of this buffer."""
         self.device.make_current()
         h = _stream_handle(stream)
@@ -101,10 +104,8 @@ class DeviceBuffer:
 
     def __del__(self) -> None:
         if getattr(self, "ptr", 0) and not sys.is_finalizing():
-            try:
+            with contextlib.suppress(Exception):  # a finalizer must never raise
                 self.free()
-            except Exception:
-                pass
 
     def __repr__(self) -> str:
         return f"DeviceBuffer(ptr=0x{self.ptr:x}, nbytes={self.nbytes})"
@@ -127,7 +128,7 @@ class PinnedHostBuffer:
         count = int(np.prod(shape))
         if count * dt.itemsize > self.nbytes:
             raise ValueError(f"view of {count * dt.itemsize} bytes exceeds pinned buffer of {self.nbytes}")
-        raw = (np.ctypeslib.as_array((np.ctypeslib.ctypes.c_byte * self.nbytes).from_address(self.ptr))
+        raw = (np.ctypeslib.as_array((ctypes.c_byte * self.nbytes).from_address(self.ptr))
                if self.nbytes else np.empty(0, np.byte))
         return raw[: count * dt.itemsize].view(dt).reshape(shape)
 
@@ -139,7 +140,5 @@ class PinnedHostBuffer:
 
     def __del__(self) -> None:
         if getattr(self, "ptr", 0) and not sys.is_finalizing():
-            try:
+            with contextlib.suppress(Exception):  # a finalizer must never raise
                 self.free()
-            except Exception:
-                pass

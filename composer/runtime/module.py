@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .device import Device, ensure_context
 from .errors import LaunchError, check
@@ -24,20 +26,20 @@ class Module:
         self.entry = entry
 
     @classmethod
-    def from_cubin(cls, image: bytes, device: Device | None = None) -> "Module":
+    def from_cubin(cls, image: bytes, device: Device | None = None) -> Module:
         """Load a CUBIN image into the device's primary context."""
         dev = ensure_context(device)
         handle = check(dev._drv.cuModuleLoadData(image), "cuModuleLoadData")
         return cls(handle, dev, image)
 
     @classmethod
-    def from_file(cls, path: Path | str, device: Device | None = None) -> "Module":
+    def from_file(cls, path: Path | str, device: Device | None = None) -> Module:
         """Load a CUBIN file."""
         return cls.from_cubin(Path(path).read_bytes(), device)
 
     @classmethod
     def from_manifest_entry(cls, entry: KernelEntry, base_dir: Path | str | None = None,
-                            device: Device | None = None) -> "Module":
+                            device: Device | None = None) -> Module:
         """Load the CUBIN of a manifest entry after re-checking its sha256; see ``entry_kernel``."""
         if base_dir is not None:
             from .manifest import with_base_dir
@@ -48,7 +50,7 @@ class Module:
         return mod
 
     def get_kernel(self, symbol: str, params: Sequence[Param] | None = None,
-                   block: Sequence[int] | int | None = None, dynamic_smem: int = 0) -> "Kernel":
+                   block: Sequence[int] | int | None = None, dynamic_smem: int = 0) -> Kernel:
         """cuModuleGetFunction; ``params`` enables argument validation, ``block`` a default block."""
         self.device.make_current()
         fn = check(self._drv_get_function(symbol), f"cuModuleGetFunction({symbol})")
@@ -57,7 +59,7 @@ class Module:
     def _drv_get_function(self, symbol: str) -> tuple:
         return self.device._drv.cuModuleGetFunction(self.handle, symbol.encode())
 
-    def entry_kernel(self) -> "Kernel":
+    def entry_kernel(self) -> Kernel:
         """The manifest entry's kernel with its params, block and dynamic shared memory preset."""
         if self.entry is None:
             raise LaunchError("module was not loaded from a manifest entry")
@@ -73,10 +75,8 @@ class Module:
 
     def __del__(self) -> None:
         if getattr(self, "handle", None) is not None and not sys.is_finalizing():
-            try:
+            with contextlib.suppress(Exception):  # a finalizer must never raise
                 self.close()
-            except Exception:
-                pass
 
 
 class Kernel:
@@ -139,9 +139,10 @@ class Kernel:
         if self.params is None:
             raise LaunchError(f"{self.name}: parameter list unknown; pass params= to get_kernel")
         g = dim3(grid, f"{self.name} grid", GRID_LIMITS)
-        if block is None and self.block is None:
+        block_src = block if block is not None else self.block
+        if block_src is None:
             raise LaunchError(f"{self.name}: no block given and no default block")
-        b = dim3(block if block is not None else self.block, f"{self.name} block", BLOCK_LIMITS)
+        b = dim3(block_src, f"{self.name} block", BLOCK_LIMITS)
         if b[0] * b[1] * b[2] > 1024:
             raise LaunchError(f"{self.name}: block {b} has more than 1024 threads")
         smem = self.dynamic_smem if shared is None else int(shared)

@@ -11,9 +11,9 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 from . import _bindings
 from .errors import CompileError, check

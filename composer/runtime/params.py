@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import ctypes
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, cast
 
 from .errors import LaunchError
 
@@ -87,7 +88,7 @@ class PackedArgs:
 
 def dim3(value: int | Sequence[int], what: str, limits: tuple[int, int, int]) -> tuple[int, int, int]:
     """Normalize an int or 1..3-sequence to (x, y, z) and check it against per-axis limits."""
-    dims = (value,) if isinstance(value, numbers.Integral) else tuple(value)
+    dims = (int(value),) if isinstance(value, numbers.Integral) else tuple(cast(Sequence[int], value))
     if not 1 <= len(dims) <= 3:
         raise LaunchError(f"{what} must have 1 to 3 dimensions, got {value!r}")
     dims = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))

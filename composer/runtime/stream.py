@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .device import Device, ensure_context
 from .errors import check
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class Stream:
@@ -23,7 +27,7 @@ class Stream:
         """Block the host until all work queued on this stream has finished."""
         check(self._drv.cuStreamSynchronize(self.handle), "cuStreamSynchronize")
 
-    def wait(self, event: "Event") -> None:
+    def wait(self, event: Event) -> None:
         """Make later work on this stream wait for ``event`` (no host blocking)."""
         check(self._drv.cuStreamWaitEvent(self.handle, event.handle, 0), "cuStreamWaitEvent")
 
@@ -37,7 +41,7 @@ class Stream:
         if h is not None:
             check(self._drv.cuStreamDestroy(h), "cuStreamDestroy")
 
-    def __enter__(self) -> "Stream":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -45,10 +49,8 @@ class Stream:
 
     def __del__(self) -> None:
         if getattr(self, "handle", None) is not None and not sys.is_finalizing():
-            try:
+            with contextlib.suppress(Exception):  # a finalizer must never raise
                 self.close()
-            except Exception:
-                pass
 
 
 def _ready(drv: Any, result: tuple, api: str) -> bool:
@@ -68,7 +70,7 @@ class Event:
         self._drv = self.device._drv
         self.handle = check(self._drv.cuEventCreate(self._drv.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate")
 
-    def record(self, stream: Stream | None = None) -> "Event":
+    def record(self, stream: Stream | None = None) -> Event:
         """Record on ``stream`` (the legacy stream 0 if None); returns self for chaining."""
         h = 0 if stream is None else stream.handle
         check(self._drv.cuEventRecord(self.handle, h), "cuEventRecord")
@@ -82,7 +84,7 @@ class Event:
         """True when the recorded work has completed."""
         return _ready(self._drv, self._drv.cuEventQuery(self.handle), "cuEventQuery")
 
-    def elapsed_ms(self, end: "Event") -> float:
+    def elapsed_ms(self, end: Event) -> float:
         """Milliseconds from this event to ``end`` (both recorded and completed)."""
         return float(check(self._drv.cuEventElapsedTime(self.handle, end.handle), "cuEventElapsedTime"))
 
@@ -94,7 +96,5 @@ class Event:
 
     def __del__(self) -> None:
         if getattr(self, "handle", None) is not None and not sys.is_finalizing():
-            try:
+            with contextlib.suppress(Exception):  # a finalizer must never raise
                 self.close()
-            except Exception:
-                pass

@@ -1,0 +1,39 @@
+"""``composer.tendency``: one tendency evaluation on the GPU, same signature as the reference."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from composer import dg
+from composer.paths.base import path_class
+from composer.runtime import Device
+
+
+def tendency(fields: Mapping[str, np.ndarray], order: int, grid: object, path: str = "GEMM",
+             device: Device | None = None, **options: Any) -> np.ndarray:
+    """Evaluate ``dq/dt`` with implementation ``path`` on the GPU and return it as a NumPy array.
+
+    Same inputs and output as :func:`composer.dg.reference_tendency`; ``options`` are handed
+    to the path (e.g. tile or MMA-shape choices). Checks the device memory before allocating.
+    """
+    from composer.paths.problem import DeviceProblem, check_fits
+
+    mesh = dg.Mesh(order, grid)
+    dg.check_fields(fields, mesh)
+    cls = path_class(path)
+    cls.check_order(mesh.order)
+    device = device or Device()
+    check_fits(mesh.order, mesh.grid, cls.name, device)
+    problem = DeviceProblem.upload(fields, mesh.order, mesh.grid, device)
+    impl = None
+    try:
+        impl = cls(problem, **options)
+        impl.launch(problem.ptr("q"), problem.dqdt.ptr)
+        return problem.download(problem.dqdt)
+    finally:
+        if impl is not None:
+            impl.close()
+        problem.close()

@@ -1,0 +1,71 @@
+"""``composer bench``: the paper's timing protocol over paths and orders, interleaved rounds."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from composer.config.schedules import available_orders
+from composer.errors import ComposerError
+
+DEFAULT_PATHS = ("GEMM", "EINSUM")
+DEFAULT_ORDERS = (7, 15, 31, 63, 127, 255)
+DEFAULT_ROUNDS = 3
+NO_GPU_MESSAGE = (
+    "composer bench needs an NVIDIA GPU with a CUDA driver ({reason}). Without a GPU these work: "
+    "composer info (counts, memory fit, roofline bounds), composer validate --backend numpy "
+    "(the NumPy reference), and the CPU test suite; kernels compile through NVRTC without a GPU."
+)
+
+
+def _csv(kind: type) -> Any:
+    def parse(text: str) -> list:
+        try:
+            return [kind(t.strip()) for t in text.split(",") if t.strip()]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}") from None
+    return parse
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "bench", help="time paths with the paper's protocol (needs a GPU)",
+        description="Per run: warm-up steps, then the step-loop wall time per RK stage (primary), "
+        "the CUDA-event device time per tendency call and the end-to-end wall time per step, with "
+        "NVML clocks and throttle reasons. Paths run in interleaved rounds; each (path, order) is "
+        "validated on the point-varying input first. Results (JSONL runs, JSON/CSV/Markdown "
+        "summaries, provenance) go to --out; an interrupted sweep resumes there.")
+    parser.add_argument("--paths", type=_csv(str), default=list(DEFAULT_PATHS),
+                        help=f"comma-separated paths (default: {','.join(DEFAULT_PATHS)})")
+    parser.add_argument("--orders", type=_csv(int), default=list(DEFAULT_ORDERS),
+                        help=f"comma-separated orders (default: {','.join(map(str, DEFAULT_ORDERS))})")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="interleaved rounds (default: 3)")
+    parser.add_argument("--graph", action="store_true", help="replay each RK stage as a CUDA graph (off in the paper)")
+    parser.add_argument("--no-validate", dest="validate", action="store_false",
+                        help="skip the field check before timing (timings then do not count)")
+    parser.add_argument("--out", type=Path, default=Path("results/bench"), help="results directory (resumable)")
+    parser.add_argument("--baseline", default=None, help="path the ratios divide by (default: the first path)")
+    parser.add_argument("--machine", default="h200", help="machine entry for the roof fractions (default: h200)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from composer.bench.runner import BenchPlan, run_sweep
+    from composer.config.machines import get_machine
+    from composer.runtime import Device, NoGpuError
+
+    unknown = sorted(set(args.orders) - set(available_orders()))
+    if unknown:
+        raise ComposerError(f"no schedule for orders {unknown}; available: {available_orders()}")
+    if args.rounds < 1:
+        raise ComposerError(f"--rounds must be >= 1, got {args.rounds}")
+    machine = get_machine(args.machine)
+    try:
+        device = Device()
+    except NoGpuError as exc:
+        raise ComposerError(NO_GPU_MESSAGE.format(reason=exc)) from None
+    plan = BenchPlan(paths=args.paths, orders=args.orders, rounds=args.rounds, graph=args.graph,
+                     validate=args.validate, out_dir=args.out, baseline=args.baseline)
+    print(run_sweep(plan, machine, device))
+    return 0

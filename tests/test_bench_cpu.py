@@ -1,0 +1,76 @@
+"""CPU parts of the benchmark driver: the event-timer accounting and the no-GPU message."""
+
+from __future__ import annotations
+
+import pytest
+
+from composer.cli.main import main
+
+
+class FakeEvent:
+    clock = 0.0
+
+    def __init__(self, *_args) -> None:
+        self.t = None
+        self.synced = False
+
+    def record(self, _stream):
+        FakeEvent.clock += 1.0
+        self.t = FakeEvent.clock
+        return self
+
+    def synchronize(self) -> None:
+        self.synced = True
+
+    def elapsed_ms(self, end: "FakeEvent") -> float:
+        return end.t - self.t
+
+    def close(self) -> None:
+        pass
+
+
+def test_event_timer_counts_exactly_the_timed_calls(monkeypatch) -> None:
+    import composer.paths.timer as timer_module
+
+    monkeypatch.setattr(timer_module, "Event", FakeEvent)
+    timer = timer_module.EventTimer(device=None, stream=None)
+    for _ in range(3):  # warm-up calls, discarded by reset
+        timer.begin()
+        timer.end()
+    timer.reset()
+    for _ in range(57):
+        timer.begin()
+        timer.end()
+    # The last pair is read back only by flush (one call later).
+    assert timer.intervals == 56
+    timer.flush()
+    assert timer.intervals == 57
+    assert timer.total_ms == pytest.approx(57.0)
+
+
+def test_bench_without_gpu_names_what_needs_one(capsys) -> None:
+    from composer.runtime import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    assert main(["bench", "--orders", "7"]) == 2
+    err = capsys.readouterr().err
+    assert "needs an NVIDIA GPU" in err and "composer info" in err and "validate --backend numpy" in err
+
+
+def test_bench_rejects_unknown_order(capsys) -> None:
+    assert main(["bench", "--orders", "8"]) == 2
+    assert "no schedule for orders [8]" in capsys.readouterr().err
+
+
+def test_validate_numpy_runs(capsys) -> None:
+    assert main(["validate", "--order", "3", "--grid", "2", "--dt", "1e-3", "--nstep", "3", "--json"]) == 0
+    assert '"convergence_ratio"' in capsys.readouterr().out
+
+
+def test_unknown_path_is_a_clear_error() -> None:
+    from composer.errors import ComposerError
+    from composer.paths.base import path_class
+
+    with pytest.raises(ComposerError, match="unknown path 'nope'"):
+        path_class("nope")
