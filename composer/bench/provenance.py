@@ -42,6 +42,9 @@ def _safe(errors: dict[str, str], key: str, fn: Callable[[], T]) -> T | None:
         return None
 
 
+COMMIT_ENV = "COMPOSER_GIT_COMMIT"
+
+
 def _git(repo: Path, *args: str) -> str:
     res = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
                          timeout=10, check=True)
@@ -49,14 +52,28 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def git_info(repo: Path) -> dict[str, Any]:
-    """Commit (None before the first commit), dirty flag (tracked files only) and branch."""
-    top = _git(repo, "rev-parse", "--show-toplevel")
+    """Commit (None before the first commit), dirty flag (tracked files only) and branch.
+
+    Outside a git checkout (a working tree copied to a GPU machine) the commit comes from
+    ``$COMPOSER_GIT_COMMIT`` when set.
+    """
+    try:
+        top = _git(repo, "rev-parse", "--show-toplevel")
+    except (OSError, subprocess.SubprocessError):
+        if not os.environ.get(COMMIT_ENV):
+            raise
+        return {"toplevel": None, "commit": os.environ[COMMIT_ENV], "commit_source": COMMIT_ENV,
+                "dirty": None, "branch": None}
     info: dict[str, Any] = {"toplevel": top, "commit": None, "dirty": None, "branch": None}
     with contextlib.suppress(subprocess.CalledProcessError):  # repo without commits yet
         info["commit"] = _git(repo, "rev-parse", "HEAD")
     info["dirty"] = bool(_git(repo, "status", "--porcelain", "--untracked-files=no"))
     with contextlib.suppress(subprocess.CalledProcessError):
         info["branch"] = _git(repo, "rev-parse", "--abbrev-ref", "HEAD")
+    if info["commit"] is None and os.environ.get(COMMIT_ENV):
+        # A copied working tree (e.g. on a GPU machine without .git) names its commit here.
+        info["commit"] = os.environ[COMMIT_ENV]
+        info["commit_source"] = COMMIT_ENV
     return info
 
 
