@@ -115,8 +115,18 @@ def _random_fields(order: int, grid: tuple[int, int, int], rng: np.random.Genera
     return {k: a + 0.1 * rng.standard_normal(a.shape) for k, a in fields.items()}
 
 
+def _random_non_cubic_grid(seed: int) -> tuple[int, int, int]:
+    rng = np.random.default_rng(seed)
+    while True:
+        grid = tuple(int(n) for n in rng.integers(1, 4, size=3))
+        if len(set(grid)) > 1:
+            return grid  # type: ignore[return-value]
+
+
 @pytest.mark.parametrize(
-    ("order", "grid"), [(1, (1, 1, 1)), (2, (2, 1, 3)), (3, (1, 3, 2)), (5, (3, 2, 1)), (7, (2, 1, 2))]
+    ("order", "grid"),
+    [(1, (1, 1, 1)), (3, (1, 1, 1))]  # one-element periodic wrap: every neighbour is itself
+    + [(p, _random_non_cubic_grid(100 + p)) for p in (1, 2, 3, 5, 7)],
 )
 def test_reference_matches_slow_loops(order: int, grid: tuple[int, int, int]) -> None:
     rng = np.random.default_rng(order)

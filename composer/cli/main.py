@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from composer.errors import ComposerError
 
-COMMANDS: tuple[str, ...] = ("info", "validate", "bench")
+COMMANDS: tuple[str, ...] = ("info", "validate", "bench", "build", "inspect", "sweep_library")
 EXIT_ERROR = 2
 
 

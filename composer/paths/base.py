@@ -18,7 +18,12 @@ from composer.paths.problem import DeviceProblem
 # nvmath-python) is needed only when that path is used.
 PATH_CLASSES: dict[str, str] = {
     "GEMM": "composer.paths.gemm:GemmPath",
+    "GEMM_CUTE": "composer.paths.gemm_cute:GemmCutePath",
     "EINSUM": "composer.paths.einsum:EinsumPath",
+    "FUSED": "composer.fused.paths:FusedPath",
+    "FUSED_TC": "composer.fused.paths:FusedTcPath",
+    "FUSED_DFMA": "composer.fused.paths:FusedDfmaPath",
+    "FUSED_TC16": "composer.fused.paths:FusedTc16Path",
 }
 
 

@@ -1,0 +1,58 @@
+"""``composer build``: cross-compile the kernels of a configuration (no GPU needed)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from composer.build import build, plan
+from composer.build.plan import DEFAULT_PATHS
+from composer.errors import ComposerError
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected orders like 7,127,511, got {text!r}") from None
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "build", help="cross-compile CuTe DSL GEMMs and NVRTC kernels into CUBINs + manifest",
+        description="Compile every kernel the given orders and paths need for ARCH into BUILD_DIR "
+        "(CUBINs and manifest.json) without a GPU. Up-to-date kernels are reused; missing, corrupt "
+        "or stale ones are rebuilt.")
+    parser.add_argument("--arch", required=True, metavar="sm_XX", help="target, e.g. sm_80, sm_90, sm_100")
+    parser.add_argument("--mma", default="8x8x4", metavar="SHAPE",
+                        help="FP64 MMA shape: 8x8x4 (all), 16x8x4, 16x8x8, 16x8x16 (sm_90+)")
+    parser.add_argument("--orders", type=_int_list, default=None, metavar="P[,P...]",
+                        help="orders to build (default: every scheduled order)")
+    parser.add_argument("--paths", default=",".join(DEFAULT_PATHS), metavar="NAME[,NAME...]",
+                        help=f"paths whose kernels to build (default: {','.join(DEFAULT_PATHS)})")
+    parser.add_argument("--out", default=None, metavar="BUILD_DIR", help="output (default: build/<arch>)")
+    parser.add_argument("--force", action="store_true", help="recompile everything")
+    parser.add_argument("--json", action="store_true", help="print a machine-readable report")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out) if args.out else Path("build") / args.arch
+    jobs = plan(args.arch, args.mma, args.orders, [p for p in args.paths.split(",") if p])
+    try:
+        report = build(jobs, out, force=args.force,
+                       log=None if args.json else lambda msg: print(msg, file=sys.stderr))
+    except ImportError as exc:
+        raise ComposerError(f"compiling CuTe DSL kernels needs nvidia-cutlass-dsl "
+                            f"(pip install 'nvidia-cutlass-dsl[cu13]'): {exc}") from exc
+    if args.json:
+        print(json.dumps({"out": str(out), "manifest": str(report.manifest), "built": report.built,
+                          "reused": report.reused, "reasons": report.reasons,
+                          "seconds": round(report.seconds, 3)}, indent=2))
+    else:
+        print(f"{out}: {len(report.built)} compiled, {len(report.reused)} up to date "
+              f"({report.seconds:.1f} s); manifest {report.manifest}")
+    return 0

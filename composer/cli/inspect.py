@@ -1,0 +1,89 @@
+"""``composer inspect``: DMMA shapes/counts, DFMA, registers, spills and shared memory per kernel."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from composer.errors import ComposerError
+from composer.inspect_sass import KernelSass, check_expected, inspect_cubin
+from composer.runtime.manifest import read_manifest
+
+MANIFEST = "manifest.json"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "inspect", help="disassemble CUBINs: DMMA shapes, DFMA, registers, spills, shared memory",
+        description="Report per kernel of a CUBIN or of a build directory (its manifest.json) the "
+        "DMMA instructions by shape, DFMA count, registers, local memory (spills) and shared memory. "
+        "With --expect (or, for a build directory, the MMA shape each GEMM was built with) check "
+        "that the SASS issues the right DMMA shape; exit 1 on a mismatch.")
+    parser.add_argument("target", nargs="?", default="build", metavar="BUILD_DIR|CUBIN")
+    parser.add_argument("--expect", default=None, metavar="SHAPE",
+                        help="PTX MMA shape every kernel must issue (e.g. 16x8x4)")
+    parser.add_argument("--no-spills", action="store_true", help="treat local memory as a failure")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.set_defaults(func=run)
+
+
+def collect(target: Path, expect: str | None, allow_spills: bool = True
+            ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows (one per kernel) and problems for a CUBIN file or a build directory."""
+    rows: list[dict[str, Any]] = []
+    problems: list[str] = []
+    if target.is_dir():
+        entries = read_manifest(target / MANIFEST, verify=True)
+        for entry in entries:
+            kernels = inspect_cubin(entry.cubin_path)
+            mma = expect or entry.config.get("mma")
+            for k in kernels.values():
+                rows.append(_row(k, entry.cubin, entry.dynamic_smem, entry.config.get("mma")))
+            if mma and (expect or entry.config.get("kind") == "cute_gemm"):
+                per = {entry.symbol: entry.config["mma_per_ktile"]} if "mma_per_ktile" in entry.config \
+                    and not expect else None
+                problems += check_expected(kernels, mma, mma_per_kernel=per, allow_spills=allow_spills)
+    elif target.is_file():
+        kernels = inspect_cubin(target)
+        rows = [_row(k, target.name, None, None) for k in kernels.values()]
+        if expect:
+            problems = check_expected(kernels, expect, allow_spills=allow_spills)
+    else:
+        raise ComposerError(f"{target}: no such build directory or CUBIN")
+    return rows, problems
+
+
+def _row(k: KernelSass, cubin: str, dynamic_smem: int | None, mma: str | None) -> dict[str, Any]:
+    row = k.to_dict()
+    row.update(cubin=cubin, dynamic_smem=dynamic_smem, built_mma=mma)
+    return row
+
+
+def run(args: argparse.Namespace) -> int:
+    rows, problems = collect(Path(args.target), args.expect, not args.no_spills)
+    if args.json:
+        print(json.dumps({"kernels": rows, "problems": problems}, indent=2))
+    else:
+        render(rows, problems, Console())
+    return 1 if problems else 0
+
+
+def render(rows: list[dict[str, Any]], problems: list[str], console: Console) -> None:
+    table = Table(title="SASS per kernel")
+    for col in ("kernel", "arch", "DMMA", "DFMA", "regs", "local B", "smem B", "dyn smem B"):
+        table.add_column(col, justify="left" if col in ("kernel", "DMMA") else "right")
+    for r in rows:
+        dmma = ", ".join(f"{n} x {s}" for s, n in r["dmma"].items()) or "-"
+        table.add_row(r["name"], r["arch"], dmma, str(r["dfma"]), str(r["registers"]),
+                      str(r["spill_bytes"]), str(r["shared_bytes"]),
+                      "-" if r["dynamic_smem"] is None else str(r["dynamic_smem"]))
+    console.print(table)
+    for p in problems:
+        console.print(f"[red]FAIL[/red] {p}")
+    if not problems:
+        console.print("[green]all checks passed[/green]")

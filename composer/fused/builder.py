@@ -1,0 +1,172 @@
+"""Render and NVRTC-compile the fused kernels of one (variant, order, arch).
+
+The builder turns a :class:`~composer.fused.config.FusedConfig` into kernel plans (shared-memory
+strides, dynamic shared-memory size, blocks per element, entry names), renders the single volume
+template ``fused_volume.cu.j2`` once per kernel and, when the flux is precomputed (p >= 63), the
+face kernel ``fused_face_flux.cu.j2``. Compilation goes through the runtime's disk-cached NVRTC.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from composer.errors import ComposerError
+from composer.fused.config import DIR_NAMES, FusedConfig, KernelConfig
+from composer.kernels.render import render
+from composer.runtime.nvrtc import CompiledKernel, compile_cuda
+from composer.runtime.params import Param, params
+
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+#: No FMA contraction outside the explicit fma()/DMMA of the contractions: the pointwise work then
+#: rounds as the NumPy reference does, and FUSED_TC's SASS holds no DFMA at all (a checkable claim).
+OPTIONS: tuple[str, ...] = ("--fmad=false",)
+FACE_THREADS = 256
+VOLUME_SIGNATURE: tuple[Param, ...] = params(
+    "q:ptr u:ptr v:ptr w:ptr Ex:ptr Ey:ptr Ez:ptr vmapM:ptr vmapP:ptr nx:ptr ny:ptr nz:ptr F:ptr "
+    "fstar:ptr D:ptr dqdt:ptr ne:i64")
+FACE_SIGNATURE: tuple[Param, ...] = params(
+    "q:ptr u:ptr v:ptr w:ptr vmapM:ptr vmapP:ptr nx:ptr ny:ptr nz:ptr F:ptr fstar:ptr ne:i64")
+
+
+def _stride(base: int, engine: str) -> int:
+    """Smallest padded stride >= base that keeps the engine's shared-memory reads conflict-free.
+
+    MMA: A-fragment loads touch 4 strided rows x 4 consecutive doubles per half-warp; a stride of
+    4 or 12 mod 16 doubles puts them in 16 distinct banks. CUDA cores: lanes walk strided lines,
+    an odd stride is conflict-free.
+    """
+    stride = base
+    if engine == "mma":
+        while stride % 16 not in (4, 12):
+            stride += 1
+    else:
+        while stride % 2 == 0:
+            stride += 1
+    return stride
+
+
+@dataclass(frozen=True)
+class KernelPlan:
+    """One volume kernel ready to render: the config plus derived layout and launch geometry."""
+
+    name: str
+    index: int
+    kernel: KernelConfig
+    nq: int
+    rs: int  # shared-memory j stride (doubles)
+    ps: int  # shared-memory k stride (doubles)
+    first: bool  # writes dqdt (else subtracts from it)
+
+    @property
+    def blocks_per_element(self) -> int:
+        bk, bj, bi = self.kernel.box
+        return (self.nq // bk) * (self.nq // bj) * (self.nq // bi)
+
+    def lines(self, d: int) -> int:
+        """Lines of direction d in the box (= the box's nodes on one face of that direction)."""
+        bk, bj, bi = self.kernel.box
+        return (bk * bj, bk * bi, bj * bi)[d]
+
+    @property
+    def tile_doubles(self) -> int:
+        return self.kernel.box[0] * self.ps
+
+    @property
+    def smem_doubles(self) -> int:
+        return len(self.kernel.dirs) * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
+
+    @property
+    def smem_bytes(self) -> int:
+        return 8 * self.smem_doubles
+
+
+def kernel_plans(config: FusedConfig) -> list[KernelPlan]:
+    """Layout and naming of every volume kernel of ``config``, in launch order."""
+    plans = []
+    for index, k in enumerate(config.kernels):
+        bk, bj, bi = k.box
+        rs = _stride(bi, config.engine)
+        ps = _stride(bj * rs, config.engine) if config.engine == "mma" else bj * rs
+        name = f"{config.variant.lower()}_p{config.order}_k{index}_{k.dir_names}"
+        plans.append(KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0))
+    return plans
+
+
+def face_kernel_name(nq: int) -> str:
+    return f"fused_face_flux_nq{nq}"
+
+
+def render_volume(config: FusedConfig, plan: KernelPlan) -> str:
+    """CUDA C++ of one volume kernel: the one template, specialized by the plan's parameters."""
+    mma: dict[str, object] = {}
+    if config.mma is not None:
+        m, _, k = (int(x) for x in config.mma.split("x"))
+        mma = {"mma_m": m, "mma_k": k, "mma_ptx": f"m{m}n8k{k}"}
+    return render(
+        "fused_volume.cu.j2", template_dir=TEMPLATE_DIR,
+        name=plan.name, nq=plan.nq, box=list(plan.kernel.box), rs=plan.rs, ps=plan.ps,
+        threads=plan.kernel.threads, dirs=list(plan.kernel.dirs), dir_names=plan.kernel.dir_names,
+        ndir=len(plan.kernel.dirs), tile_doubles=plan.tile_doubles,
+        nlines=[plan.lines(d) for d in range(3)], smem_doubles=plan.smem_doubles, first=plan.first,
+        flux=config.flux, engine=config.engine, dfma=config.dfma, unroll=plan.kernel.unroll,
+        tile=list(plan.kernel.tile), **mma)
+
+
+def render_face(nq: int) -> str:
+    return render("fused_face_flux.cu.j2", template_dir=TEMPLATE_DIR, name=face_kernel_name(nq), nq=nq,
+                  threads=FACE_THREADS)
+
+
+@dataclass(frozen=True)
+class BuiltKernel:
+    """A compiled kernel with what the launcher needs."""
+
+    name: str
+    compiled: CompiledKernel
+    threads: int
+    smem_bytes: int
+    blocks_per_element: int  # 0 for the grid-stride face kernel
+    signature: tuple[Param, ...]
+
+
+@dataclass(frozen=True)
+class FusedBuild:
+    """All kernels of one (variant, order, arch), in launch order (face kernel first if any)."""
+
+    config: FusedConfig
+    arch: str
+    kernels: tuple[BuiltKernel, ...]
+
+
+def check_arch(config: FusedConfig, arch: str) -> None:
+    """Clear error for an MMA shape the architecture lacks (m16n8k4/k8 before sm_90)."""
+    if config.mma is None:
+        return
+    from composer.gemm.cute.shapes import check_supported
+
+    try:
+        check_supported(config.mma, arch)
+    except ValueError as exc:
+        raise ComposerError(f"path {config.variant} at order {config.order}: {exc}") from None
+
+
+def build(config: FusedConfig, arch: str = "sm_90", cache_dir: Path | None = None) -> FusedBuild:
+    """Render and compile (or fetch from the NVRTC cache) every kernel of ``config``."""
+    check_arch(config, arch)
+    built: list[BuiltKernel] = []
+    if config.flux == "array":
+        name = face_kernel_name(config.nq)
+        compiled = compile_cuda(render_face(config.nq), f"{name}.cu", arch=arch, options=OPTIONS,
+                                cache_dir=cache_dir, entry_points=[name])
+        built.append(BuiltKernel(name, compiled, FACE_THREADS, 0, 0, FACE_SIGNATURE))
+    for plan in kernel_plans(config):
+        compiled = compile_cuda(render_volume(config, plan), f"{plan.name}.cu", arch=arch, options=OPTIONS,
+                                cache_dir=cache_dir, entry_points=[plan.name])
+        built.append(BuiltKernel(plan.name, compiled, plan.kernel.threads, plan.smem_bytes,
+                                 plan.blocks_per_element, VOLUME_SIGNATURE))
+    return FusedBuild(config, arch, tuple(built))
+
+
+__all__ = ["DIR_NAMES", "BuiltKernel", "FusedBuild", "KernelPlan", "build", "check_arch", "kernel_plans",
+           "render_face", "render_volume"]

@@ -1,0 +1,206 @@
+"""Per-order configuration of the fused element-local paths, read from ``[paths.FUSED*]`` tables.
+
+A schedule table fixes, per order, everything that specializes the one volume-kernel template:
+how the three directions are grouped over kernels, the box of the element a block owns (hence
+the blocks per element), the threads, the per-thread (FUSED) or per-warp (tensor-core) output
+tile and, for the tensor-core variants, the MMA shape. Example (``schedules/p0031.toml``)::
+
+    [paths.FUSED_TC]
+    flux = "inline"            # fstar inside the volume kernels; "array": one face kernel first
+    mma = "8x8x4"
+    kernels = [
+      { dirs = "xy", box = [2, 32, 32], threads = 256, tile = [2, 2] },
+      { dirs = "z",  box = [32, 2, 32], threads = 256, tile = [2, 2] },
+    ]
+
+    [paths.FUSED_DFMA]
+    schedule_of = "FUSED_TC"   # the iso-schedule ablation: FUSED_TC's table, DFMA for DMMA
+
+Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
+instruction, so its schedule is taken from FUSED_TC by construction, never copied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from composer.errors import ComposerError, ConfigError
+
+VARIANTS: tuple[str, ...] = ("FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
+_LOW_ORDERS = frozenset({7, 15, 31, 63, 127, 255})
+#: Orders each variant implements (the paper's coverage; the tensor-core builds add p = 511, 767).
+SUPPORTED_ORDERS: dict[str, frozenset[int]] = {
+    "FUSED": _LOW_ORDERS,
+    "FUSED_TC": _LOW_ORDERS | {511, 767},
+    "FUSED_DFMA": _LOW_ORDERS | {511, 767},
+    "FUSED_TC16": _LOW_ORDERS | {511, 767},
+}
+#: MMA shapes a variant may use: FUSED_TC is the paper's m8n8k4 build, FUSED_TC16 the sm_90 one.
+ALLOWED_MMA: dict[str, tuple[str, ...]] = {
+    "FUSED_TC": ("8x8x4",),
+    "FUSED_DFMA": ("8x8x4",),
+    "FUSED_TC16": ("16x8x4", "16x8x8"),
+}
+DIR_NAMES = "xyz"
+FLUX_MODES = ("inline", "array")
+
+
+class UnsupportedOrderError(ComposerError, ValueError):
+    """A fused variant was asked for an order it does not implement."""
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """One volume kernel: the directions it carries, the box a block owns, threads, output tile."""
+
+    dirs: tuple[int, ...]
+    box: tuple[int, int, int]  # (k, j, i) extents
+    threads: int
+    tile: tuple[int, int]  # FUSED: (lines, positions) per thread; MMA: (WM, WN) MMAs per warp
+    unroll: int = 4
+
+    @property
+    def dir_names(self) -> str:
+        return "".join(DIR_NAMES[d] for d in self.dirs)
+
+
+@dataclass(frozen=True)
+class FusedConfig:
+    """Everything that specializes the fused kernels of one (variant, order)."""
+
+    variant: str
+    order: int
+    flux: str
+    kernels: tuple[KernelConfig, ...]
+    mma: str | None  # "8x8x4", "16x8x4", "16x8x8"; None for the CUDA-core engine
+    dfma: bool = False
+
+    @property
+    def nq(self) -> int:
+        return self.order + 1
+
+    @property
+    def engine(self) -> str:
+        return "simt" if self.mma is None else "mma"
+
+
+def check_variant(variant: str) -> str:
+    key = variant.upper()
+    if key not in VARIANTS:
+        raise ComposerError(f"unknown fused variant {variant!r}; known: {', '.join(VARIANTS)}")
+    return key
+
+
+def check_order(variant: str, order: int) -> None:
+    """Clear error for an order the variant does not implement."""
+    supported = SUPPORTED_ORDERS[check_variant(variant)]
+    if order not in supported:
+        raise UnsupportedOrderError(
+            f"path {variant} does not implement order {order}; it supports {sorted(supported)}")
+
+
+def _error(file: str, key: str, message: str) -> ConfigError:
+    return ConfigError(f"{file}: {key}: {message}")
+
+
+def _int_list(value: Any, n: int, file: str, key: str) -> tuple[int, ...]:
+    if (not isinstance(value, (list, tuple)) or len(value) != n
+            or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in value)):
+        raise _error(file, key, f"expected a list of {n} positive integers, got {value!r}")
+    return tuple(value)
+
+
+def _parse_kernel(raw: Any, nq: int, file: str, key: str) -> KernelConfig:
+    if not isinstance(raw, Mapping):
+        raise _error(file, key, f"expected a table, got {raw!r}")
+    unknown = set(raw) - {"dirs", "box", "threads", "tile", "unroll"}
+    if unknown:
+        raise _error(file, key, f"unknown keys {sorted(unknown)}")
+    dirs_text = raw.get("dirs")
+    if not isinstance(dirs_text, str) or not dirs_text or any(c not in DIR_NAMES for c in dirs_text):
+        raise _error(file, f"{key}.dirs", f"expected a string of directions from 'xyz', got {dirs_text!r}")
+    dirs = tuple(DIR_NAMES.index(c) for c in dirs_text)
+    box = _int_list(raw.get("box"), 3, file, f"{key}.box")
+    threads = raw.get("threads")
+    if not isinstance(threads, int) or isinstance(threads, bool) or not 32 <= threads <= 1024 or threads % 32:
+        raise _error(file, f"{key}.threads", f"expected a multiple of 32 in [32, 1024], got {threads!r}")
+    tile = _int_list(raw.get("tile"), 2, file, f"{key}.tile")
+    unroll = raw.get("unroll", 4)
+    if not isinstance(unroll, int) or isinstance(unroll, bool) or unroll < 1:
+        raise _error(file, f"{key}.unroll", f"expected a positive integer, got {unroll!r}")
+    for axis, extent in zip("kji", box):
+        if nq % extent:
+            raise _error(file, f"{key}.box", f"{axis} extent {extent} does not divide Nq = {nq}")
+    for d in dirs:
+        # a direction's contraction needs its whole axis inside the block's box
+        if box[2 - d] != nq:
+            raise _error(file, f"{key}.box", f"carries {DIR_NAMES[d]} but spans {box[2 - d]} of the "
+                                             f"Nq = {nq} nodes along that axis")
+    return KernelConfig(dirs, box, threads, tile, unroll)  # type: ignore[arg-type]
+
+
+def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = "<table>",
+                dfma: bool = False) -> FusedConfig:
+    """Validate one ``[paths.<variant>]`` table (already resolved for FUSED_DFMA)."""
+    prefix = f"paths.{variant}"
+    nq = order + 1
+    unknown = set(table) - {"flux", "mma", "kernels"}
+    if unknown:
+        raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
+    flux = table.get("flux")
+    if flux not in FLUX_MODES:
+        raise _error(file, f"{prefix}.flux", f"expected one of {FLUX_MODES}, got {flux!r}")
+    mma = table.get("mma")
+    if variant == "FUSED":
+        if mma is not None:
+            raise _error(file, f"{prefix}.mma", "FUSED runs on the CUDA cores and takes no MMA shape")
+    else:
+        from composer.gemm.cute.shapes import mma_shape
+
+        try:
+            mma = mma_shape(str(mma)).name
+        except ValueError as exc:
+            raise _error(file, f"{prefix}.mma", str(exc)) from None
+        if mma not in ALLOWED_MMA[variant]:
+            raise _error(file, f"{prefix}.mma", f"{variant} uses {' or '.join(ALLOWED_MMA[variant])}, got {mma}")
+    raw_kernels = table.get("kernels")
+    if not isinstance(raw_kernels, list) or not raw_kernels:
+        raise _error(file, f"{prefix}.kernels", "expected a non-empty list of kernel tables")
+    kernels = tuple(_parse_kernel(k, nq, file, f"{prefix}.kernels[{n}]") for n, k in enumerate(raw_kernels))
+    carried = sorted(d for k in kernels for d in k.dirs)
+    if carried != [0, 1, 2]:
+        names = [k.dir_names for k in kernels]
+        raise _error(file, f"{prefix}.kernels", f"the kernels must carry x, y and z exactly once, got {names}")
+    return FusedConfig(variant, order, str(flux), kernels, mma, dfma)
+
+
+def fused_config(variant: str, order: int, paths: Mapping[str, Mapping[str, Any]] | None = None,
+                 file: str | None = None) -> FusedConfig:
+    """The configuration of ``variant`` at ``order`` from the order's schedule (or ``paths``).
+
+    FUSED_DFMA must declare ``schedule_of = "FUSED_TC"`` (or be absent): it always takes
+    FUSED_TC's table, with the DMMA replaced by DFMA.
+    """
+    variant = check_variant(variant)
+    check_order(variant, order)
+    if paths is None:
+        from composer.config.schedules import load_schedule
+
+        schedule = load_schedule(order)
+        paths, file = schedule.paths, schedule.file
+    file = file or f"p{order:04d}.toml"
+    if variant == "FUSED_DFMA":
+        own = paths.get("FUSED_DFMA", {"schedule_of": "FUSED_TC"})
+        if dict(own) != {"schedule_of": "FUSED_TC"}:
+            raise _error(file, "paths.FUSED_DFMA", "must be exactly { schedule_of = \"FUSED_TC\" }: the "
+                                                   "ablation shares FUSED_TC's schedule by construction")
+        source = "FUSED_TC"
+    else:
+        source = variant
+    if source not in paths:
+        raise _error(file, f"paths.{source}", f"missing: no {source} schedule for order {order}")
+    config = parse_table(source, order, paths[source], file, dfma=variant == "FUSED_DFMA")
+    if variant == "FUSED_DFMA":
+        config = FusedConfig("FUSED_DFMA", order, config.flux, config.kernels, config.mma, dfma=True)
+    return config

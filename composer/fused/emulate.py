@@ -1,0 +1,148 @@
+"""NumPy emulation of the fused kernels' index math, block by block and lane by lane.
+
+Why: a wrong fragment index or box offset on the GPU shows up only as a wrong number, and GPU
+time is scarce. This emulator executes the plans of :mod:`composer.fused.builder` with the same
+formulas as the template (``Dir<DIR>::at``, ``tile_off``, ``face_off``, ``Contract::point`` and the
+MMA fragment layouts), emulating one ``mma.sync`` by rebuilding A and B from the 32 lanes'
+fragments, so that a CPU test can compare it with :func:`composer.dg.reference_tendency`.
+It is slow by design (Python loops over blocks and warps): use it at small orders and grids.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from composer import dg
+from composer.fused.builder import KernelPlan, kernel_plans
+from composer.fused.config import FusedConfig
+
+
+def _at(d: int, a: np.ndarray | int, l: np.ndarray | int, plan: KernelPlan) -> tuple:
+    """Box-local (k, j, i) of position a on line l of direction d (Dir<d>::at)."""
+    _, bj, bi = plan.kernel.box
+    if d == 0:
+        return l // bj, l % bj, a
+    if d == 1:
+        return l // bi, a, l % bi
+    return a, l // bi, l % bi
+
+
+def _tile_off(plan: KernelPlan, k, j, i):
+    return k * plan.ps + j * plan.rs + i
+
+
+def _contract_simt(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, nq: int):
+    """(points, values) of every thread's outputs, as Contract<d> (CUDA-core engine) computes them."""
+    tl, ta = plan.kernel.tile
+    nl = plan.lines(d)
+    gl, ga = nl // tl, nq // ta
+    threads = plan.kernel.threads
+    iters = gl * ga // threads
+    pts, vals = [], []
+    tid = np.arange(threads)
+    for it in range(iters):
+        wk = tid + it * threads
+        for o in range(tl * ta):
+            a = wk // gl * ta + o % ta
+            l = wk % gl + o // ta * gl
+            acc = np.zeros(threads)
+            for m in range(nq):
+                acc = acc + dmat[a, m] * tile[_tile_off(plan, *_at(d, m, l, plan))]
+            pts.append(_at(d, a, l, plan))
+            vals.append(acc)
+    return pts, vals
+
+
+def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, nq: int, shape: str):
+    """(points, values) of every lane's C fragment, emulating mma.sync from the lanes' fragments."""
+    mm, _, mk = (int(x) for x in shape.split("x"))
+    mi = mm // 8
+    wm_n, wn_n = plan.kernel.tile
+    warps = plan.kernel.threads // 32
+    tiles_l, tiles_a = plan.lines(d) // (mm * wm_n), nq // (8 * wn_n)
+    iters = tiles_l * tiles_a // warps
+    lane = np.arange(32)
+    g, t = lane // 4, lane % 4
+    c_regs = mm // 4
+    pts, vals = [], []
+    for it in range(iters):
+        for warp in range(warps):
+            tid = warp + it * warps
+            l0, a0 = tid % tiles_l * (mm * wm_n), tid // tiles_l * (8 * wn_n)
+            acc = np.zeros((wm_n, wn_n, c_regs, 32))
+            for m0 in range(0, nq, mk):
+                for wm in range(wm_n):
+                    amat = np.full((mm, mk), np.nan)
+                    for i in range(mm * mk // 32):
+                        m = m0 + t + 4 * (i // mi)
+                        l = l0 + wm * mm + g + 8 * (i % mi)
+                        amat[g + 8 * (i % mi), t + 4 * (i // mi)] = tile[_tile_off(plan, *_at(d, m, l, plan))]
+                    for wn in range(wn_n):
+                        bmat = np.full((mk, 8), np.nan)
+                        for i in range(mk // 4):
+                            bmat[t + 4 * i, g] = dmat[a0 + wn * 8 + g, m0 + t + 4 * i]
+                        cmat = amat @ bmat
+                        for r in range(c_regs):
+                            acc[wm, wn, r] += cmat[g + 8 * (r // 2), 2 * t + r % 2]
+            for wm in range(wm_n):
+                for wn in range(wn_n):
+                    for r in range(c_regs):
+                        a = a0 + wn * 8 + 2 * t + r % 2
+                        l = l0 + wm * mm + g + 8 * (r // 2)
+                        pts.append(_at(d, a, l, plan))
+                        vals.append(acc[wm, wn, r])
+    return pts, vals
+
+
+def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object) -> np.ndarray:
+    """dqdt as the fused kernels of ``config`` would compute it (volume layout [e, k, j, i])."""
+    mesh = dg.Mesh(config.order, grid)
+    nq, ne = mesh.nq, mesh.num_elements
+    flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in dg.FIELD_KEYS}
+    fstar = dg.numerical_flux(fields, mesh).reshape(-1)  # same formula as _flux.cuh.j2
+    dmat = dg.diff_matrix(config.order)
+    dqdt = np.zeros(mesh.num_points)
+    vel, metric = (flat["u"], flat["v"], flat["w"]), (flat["Ex"], flat["Ey"], flat["Ez"])
+    for plan in kernel_plans(config):
+        bk, bj, bi = plan.kernel.box
+        kk, jj, ii = np.meshgrid(np.arange(bk), np.arange(bj), np.arange(bi), indexing="ij")
+        kk, jj, ii = kk.ravel(), jj.ravel(), ii.ravel()
+        for e in range(ne):
+            for box in range(plan.blocks_per_element):
+                k0, j0, i0 = box // ((nq // bj) * (nq // bi)) * bk, box // (nq // bi) % (nq // bj) * bj, box % (nq // bi) * bi
+                base = e * nq**3 + k0 * nq * nq + j0 * nq + i0
+
+                def gidx(k, j, i, base=base):
+                    return base + k * nq * nq + j * nq + i
+
+                tiles = []
+                for d in plan.kernel.dirs:
+                    tile = np.full(plan.tile_doubles, np.nan)
+                    tile[_tile_off(plan, kk, jj, ii)] = flat["q"][gidx(kk, jj, ii)] * vel[d][gidx(kk, jj, ii)]
+                    tiles.append(tile)
+                acc = tiles[0]
+                for n, d in enumerate(plan.kernel.dirs):
+                    if config.engine == "simt":
+                        pts, vals = _contract_simt(plan, d, tiles[n], dmat, nq)
+                    else:
+                        pts, vals = _contract_mma(plan, d, tiles[n], dmat, nq, config.mma or "")
+                    for (k, j, i), val in zip(pts, vals):
+                        off = _tile_off(plan, k, j, i)
+                        weighted = metric[d][gidx(k, j, i)] * val
+                        if n == 0:
+                            acc[off] = weighted
+                        else:
+                            acc[off] = acc[off] + weighted
+                val = acc[_tile_off(plan, kk, jj, ii)].copy()
+                for d in plan.kernel.dirs:
+                    pos = (ii, jj, kk)[d]
+                    face = {0: (kk + k0) * nq + (jj + j0), 1: (kk + k0) * nq + (ii + i0),
+                            2: (jj + j0) * nq + (ii + i0)}[d]
+                    for side, where in ((0, pos == 0), (1, pos == nq - 1)):
+                        idx = e * 6 * nq * nq + (2 * d + side) * nq * nq + face
+                        val = val + np.where(where, fstar[np.where(where, idx, 0)], 0.0)
+                g = gidx(kk, jj, ii)
+                dqdt[g] = -val if plan.first else dqdt[g] - val
+    return dqdt.reshape(mesh.volume_shape)

@@ -1,0 +1,107 @@
+"""The fused element-local paths FUSED, FUSED_TC, FUSED_DFMA and FUSED_TC16 as ``Path`` objects.
+
+One class does the work; the four registered subclasses only name the variant, so the four
+paths launch identically and differ only in what the builder renders for them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path as FsPath
+from typing import Any, ClassVar
+
+from composer.fused.builder import FusedBuild, build
+from composer.fused.config import SUPPORTED_ORDERS, FusedConfig, fused_config
+from composer.paths.base import Path
+from composer.paths.problem import DeviceProblem
+from composer.runtime.module import Kernel, Module
+
+FACE_BLOCKS_PER_SM = 16  # grid cap of the grid-stride face kernel
+
+
+class FusedPathBase(Path):
+    """Launch the fused kernels of ``variant`` for the problem's order on its device.
+
+    Options: ``config`` (a FusedConfig overriding the schedule's), ``cache_dir`` (NVRTC cache).
+    """
+
+    variant: ClassVar[str]
+
+    def __init__(self, problem: DeviceProblem, **options: Any) -> None:
+        super().__init__(problem, **options)
+        config: FusedConfig = options.get("config") or fused_config(self.variant, problem.order)
+        cache_dir: FsPath | None = options.get("cache_dir")
+        self.config = config
+        self.build: FusedBuild = build(config, problem.device.arch, cache_dir)
+        self._modules: list[Module] = []
+        self._launches: list[tuple[Kernel, int, int, int, bool]] = []  # kernel, grid, block, smem, face?
+        ne = problem.num_elements
+        for built in self.build.kernels:
+            module = Module.from_cubin(built.compiled.cubin, problem.device)
+            self._modules.append(module)
+            kernel = module.get_kernel(built.compiled.symbol(built.name), built.signature, built.threads,
+                                       built.smem_bytes)
+            if built.blocks_per_element:
+                grid = ne * built.blocks_per_element
+            else:
+                work = ne * 6 * problem.nq**2
+                grid = max(1, min(-(-work // built.threads), problem.device.sm_count * FACE_BLOCKS_PER_SM))
+            self._launches.append((kernel, grid, built.threads, built.smem_bytes, not built.blocks_per_element))
+        self.fstar = (problem.allocate(f"{self.name}.fstar", 8 * ne * 6 * problem.nq**2)
+                      if config.flux == "array" else None)
+
+    @property
+    def kernels(self) -> list[Kernel]:
+        """The loaded kernels in launch order (register and local-memory counts are on them)."""
+        return [k for k, *_ in self._launches]
+
+    def launch(self, q_ptr: int, dqdt_ptr: int) -> None:
+        p = self.problem
+        fstar = self.fstar.ptr if self.fstar is not None else 0
+        ne = p.num_elements
+        u, v, w = p.ptr("u"), p.ptr("v"), p.ptr("w")
+        faces = (p.ptr("nx"), p.ptr("ny"), p.ptr("nz"), p.ptr("F"))
+        for kernel, grid, block, smem, face in self._launches:
+            if face:
+                args: tuple[Any, ...] = (q_ptr, u, v, w, p.vmap_m.ptr, p.vmap_p.ptr, *faces, fstar, ne)
+            else:
+                args = (q_ptr, u, v, w, p.ptr("Ex"), p.ptr("Ey"), p.ptr("Ez"), p.vmap_m.ptr, p.vmap_p.ptr,
+                        *faces, fstar, p.diff.ptr, dqdt_ptr, ne)
+            kernel.launch(grid, block, args, smem, p.stream)
+
+    def close(self) -> None:
+        for module in self._modules:
+            module.close()
+        self._modules.clear()
+        self._launches.clear()
+
+
+class FusedPath(FusedPathBase):
+    """FUSED: contractions as length-Nq inner products on the CUDA cores."""
+
+    name = "FUSED"
+    variant = "FUSED"
+    orders = SUPPORTED_ORDERS["FUSED"]
+
+
+class FusedTcPath(FusedPathBase):
+    """FUSED_TC: contractions with mma.sync m8n8k4 (the paper's fused tensor-core path)."""
+
+    name = "FUSED_TC"
+    variant = "FUSED_TC"
+    orders = SUPPORTED_ORDERS["FUSED_TC"]
+
+
+class FusedDfmaPath(FusedPathBase):
+    """FUSED_DFMA: FUSED_TC's schedule with DFMA in place of each DMMA (the instruction ablation)."""
+
+    name = "FUSED_DFMA"
+    variant = "FUSED_DFMA"
+    orders = SUPPORTED_ORDERS["FUSED_DFMA"]
+
+
+class FusedTc16Path(FusedPathBase):
+    """FUSED_TC16: the Hopper-native build on m16n8k4 / m16n8k8 (sm_90 and newer only)."""
+
+    name = "FUSED_TC16"
+    variant = "FUSED_TC16"
+    orders = SUPPORTED_ORDERS["FUSED_TC16"]

@@ -1,0 +1,78 @@
+"""Our FP64 tensor-core MMA atom and cp.async, as inline PTX inside CuTe DSL kernels.
+
+Why inline PTX: CuTe DSL 4.8.1 has no FP64 tensor-core op (``cute.nvgpu.warp`` stops at TF32,
+``MmaUniversalOp(Float64)`` is SIMT DFMA, WGMMA has no FP64), and ``nvvm.mma_sync`` accepts only
+m8n8k4 and aborts the process when its PTX types are omitted. ``llvm.inline_asm`` issues all four
+``mma.sync ... .f64`` shapes. cp.async is inline PTX too because we need its ``src-size``
+operand: a source size of 0 (or 8 of 16 bytes) zero-fills shared memory, which is exactly the
+predication ragged K edges need (a stale tile from an earlier stage must not leak into the sum).
+
+Fragment ownership (g = lane // 4, t = lane % 4; checked against CUTLASS's sm90 mma traits):
+A ``a_i = A[g + 8*(i%2), t + 4*(i//2)]``, B ``b_i = B[k = t + 4*i, n = g]``,
+C/D ``d_r = D[g + 8*(r//2), 2t + r%2]``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from cutlass import Float64, Int32, Int64
+from cutlass._mlir.dialects import llvm
+
+from composer.gemm.cute.shapes import MmaShape
+
+
+def a_coord(i: int) -> tuple[int, int]:
+    """(row offset from g, col offset from t) of A register ``i``."""
+    return 8 * (i % 2), 4 * (i // 2)
+
+
+def b_coord(i: int) -> int:
+    """k offset from t of B register ``i`` (its n is g)."""
+    return 4 * i
+
+
+def d_coord(r: int) -> tuple[int, int]:
+    """(row offset from g, col offset from 2t) of accumulator register ``r``."""
+    return 8 * (r // 2), r % 2
+
+
+def mma_asm(shape: MmaShape) -> tuple[str, str]:
+    """The PTX string and LLVM constraint string of ``D = A B + C`` for ``shape``."""
+    nc, na, nb = shape.c_regs, shape.a_regs, shape.b_regs
+    regs = iter(range(nc + na + nb + nc))
+    d = ", ".join(f"${next(regs)}" for _ in range(nc))
+    a = ", ".join(f"${next(regs)}" for _ in range(na))
+    b = ", ".join(f"${next(regs)}" for _ in range(nb))
+    c = ", ".join(f"${next(regs)}" for _ in range(nc))
+    ptx = f"mma.sync.aligned.{shape.ptx}.row.col.f64.f64.f64.f64 {{{d}}}, {{{a}}}, {{{b}}}, {{{c}}};"
+    constraints = ",".join(["=d"] * nc + ["d"] * (na + nb + nc))
+    return ptx, constraints
+
+
+def dmma(shape: MmaShape, a: Sequence[Any], b: Sequence[Any], c: Sequence[Any]) -> list[Float64]:
+    """Issue one warp-wide FP64 MMA; ``a``/``b``/``c`` are this thread's Float64 fragments."""
+    if (len(a), len(b), len(c)) != (shape.a_regs, shape.b_regs, shape.c_regs):
+        raise ValueError(f"{shape.name}: fragments {len(a)}/{len(b)}/{len(c)} != "
+                         f"{shape.a_regs}/{shape.b_regs}/{shape.c_regs}")
+    ptx, constraints = mma_asm(shape)
+    f64 = Float64.mlir_type
+    result_type = llvm.StructType.get_literal([f64] * shape.c_regs)
+    operands = [Float64(x).ir_value() for x in (*a, *b, *c)]
+    res = llvm.inline_asm(result_type, operands, ptx, constraints, has_side_effects=True,
+                          is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+    return [Float64(llvm.extractvalue(f64, res, [r])) for r in range(shape.c_regs)]
+
+
+def cp_async(smem_addr: Any, gmem_addr: Any, src_bytes: Any, vec: int) -> None:
+    """``cp.async`` of ``8*vec`` bytes; bytes past ``src_bytes`` are zero-filled.
+
+    16-byte copies bypass L1 (``.cg``: the tile is staged in shared memory anyway); 8-byte copies
+    must use ``.ca`` (``.cg`` allows only 16).
+    """
+    size = 8 * vec
+    cache = "cg" if size == 16 else "ca"
+    llvm.inline_asm(None, [Int32(smem_addr).ir_value(), Int64(gmem_addr).ir_value(),
+                           Int32(src_bytes).ir_value()],
+                    f"cp.async.{cache}.shared.global [$0], [$1], {size}, $2;", "r,l,r",
+                    has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)

@@ -1,0 +1,227 @@
+"""Compile-time configuration of one CuTe DSL FP64 GEMM kernel, and its mapping from a GemmSpec.
+
+Pure Python (no DSL import): the build, the manifest, the path and the tests reason about
+configurations, shared-memory sizes, grid rules and kernel parameters without compiling.
+
+The kernel computes a strided, batched ``C(m, n) = sum_k A(m, k) B(n, k)`` where each operand
+has one contiguous ("major") mode fixed at compile time (vectorized ``cp.async`` needs it) and
+one runtime leading dimension. A column-major BLAS call (:class:`GemmSpec`) maps onto it
+directly, or transposed (``swap``: ``C^T = B^T A^T``) so that a long N becomes the MMA's M
+mode; for the x role at small Nq that turns a 2-million-column, 8-row GEMM into one the 16x8
+shapes tile without padding.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Mapping
+
+from composer.gemm.cute.shapes import MmaShape, check_supported, mma_shape
+from composer.gemm.roles import GemmSpec
+from composer.runtime.params import Param
+
+SMEM_LIMIT = 227 * 1024  # sm_90/sm_100 opt-in maximum per block
+EPILOGUES = ("store", "axpby")
+
+# The kernel's C ABI, in order. ``aux``/``ld_aux``/``stride_aux``/``alpha``/``beta`` belong to
+# the epilogue (unused by "store"): a fixed list keeps every variant launchable by one runtime
+# path and lets fused epilogues plug in without changing how kernels are launched.
+KERNEL_PARAMS: tuple[Param, ...] = tuple(Param(n, t) for n, t in (
+    ("a", "ptr"), ("b", "ptr"), ("c", "ptr"), ("aux", "ptr"),
+    ("m", "i32"), ("n", "i32"), ("k", "i32"), ("batch", "i32"),
+    ("lda", "i64"), ("ldb", "i64"), ("ldc", "i64"), ("ld_aux", "i64"),
+    ("stride_a", "i64"), ("stride_b", "i64"), ("stride_c", "i64"), ("stride_aux", "i64"),
+    ("alpha", "f64"), ("beta", "f64"),
+))
+
+
+def _pow2(x: int) -> bool:
+    return x > 0 and x & (x - 1) == 0
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """Tile, warp layout, pipeline depth, operand majors and epilogue of one kernel.
+
+    ``a_major`` is "m" or "k" (which mode of A(m, k) is contiguous), ``b_major`` "n" or "k",
+    ``c_major`` "m" or "n". ``vec`` doubles per ``cp.async`` (2: 16 B; needs even leading
+    dimensions and 16-byte aligned bases; 1: 8 B, any layout).
+    """
+
+    mma: str
+    bm: int
+    bn: int
+    bk: int
+    warps_m: int
+    warps_n: int
+    stages: int
+    a_major: str = "k"
+    b_major: str = "k"
+    c_major: str = "m"
+    vec: int = 2
+    epilogue: str = "store"
+
+    @property
+    def shape(self) -> MmaShape:
+        return mma_shape(self.mma)
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def warp_tile(self) -> tuple[int, int]:
+        return self.bm // self.warps_m, self.bn // self.warps_n
+
+    @property
+    def mma_tiles(self) -> tuple[int, int]:
+        """MMA instructions per warp along M and N for one k-step."""
+        wm, wn = self.warp_tile
+        return wm // self.shape.m, wn // self.shape.n
+
+    @property
+    def accumulators(self) -> int:
+        """FP64 accumulator registers per thread."""
+        tm, tn = self.mma_tiles
+        return tm * tn * self.shape.c_regs
+
+    @property
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory: ``stages`` buffers of the A (bm x bk) and B (bn x bk) tiles."""
+        return 8 * self.stages * (self.bm + self.bn) * self.bk
+
+    @property
+    def mma_per_ktile(self) -> int:
+        """PTX mma instructions per warp per k-tile (what one unrolled mainloop body issues)."""
+        tm, tn = self.mma_tiles
+        return tm * tn * (self.bk // self.shape.k)
+
+    @property
+    def tag(self) -> str:
+        """Short, file-name-safe identity: shape, tile, warps, stages, majors, vec, epilogue."""
+        return (f"m{self.mma.replace('x', '_')}_t{self.bm}x{self.bn}x{self.bk}_w{self.warps_m}x"
+                f"{self.warps_n}_s{self.stages}_{self.a_major}{self.b_major}{self.c_major}"
+                f"_v{self.vec}_{self.epilogue}")
+
+    def key(self) -> str:
+        """sha256 of the configuration (with the kernel source version, for cache keys)."""
+        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()
+
+    def validate(self, arch: str | None = None) -> "GemmConfig":
+        """Raise ValueError on an inconsistent configuration (and UnsupportedShapeError for arch)."""
+        s = self.shape
+        if arch is not None:
+            check_supported(s, arch)
+        problems = []
+        for name in ("bm", "bn", "bk", "warps_m", "warps_n"):
+            if not _pow2(getattr(self, name)):
+                problems.append(f"{name}={getattr(self, name)} must be a power of two")
+        if problems:
+            raise ValueError(f"GEMM config {self.tag}: " + "; ".join(problems))
+        wm, wn = self.warp_tile
+        if wm < s.m or wn < s.n or wm % s.m or wn % s.n:
+            problems.append(f"warp tile {wm}x{wn} is not a multiple of the mma {s.m}x{s.n}")
+        if self.bk < s.k or self.bk % s.k or self.bk < 4:
+            problems.append(f"bk={self.bk} is not a multiple of the mma k={s.k}")
+        if not 2 <= self.stages <= 8:
+            problems.append(f"stages={self.stages} outside [2, 8]")
+        if self.threads > 1024:
+            problems.append(f"{self.threads} threads per block exceed 1024")
+        if self.a_major not in ("m", "k") or self.b_major not in ("n", "k") or self.c_major not in ("m", "n"):
+            problems.append(f"majors a={self.a_major!r} b={self.b_major!r} c={self.c_major!r}")
+        if self.vec not in (1, 2):
+            problems.append(f"vec={self.vec} must be 1 or 2")
+        if self.epilogue not in EPILOGUES:
+            problems.append(f"epilogue {self.epilogue!r} not in {EPILOGUES}")
+        if self.smem_bytes > SMEM_LIMIT:
+            problems.append(f"{self.smem_bytes} B of shared memory exceed {SMEM_LIMIT}")
+        if self.accumulators > 128:
+            problems.append(f"{self.accumulators} accumulator registers per thread (> 128) would spill")
+        if problems:
+            raise ValueError(f"GEMM config {self.tag}: " + "; ".join(problems))
+        return self
+
+    def grid_rule(self) -> str:
+        """Manifest grid rule: one block per (m tile, n tile, batch), linearized into grid.x."""
+        return f"cdiv(m, {self.bm}) * cdiv(n, {self.bn}) * batch"
+
+    def grid(self, m: int, n: int, batch: int) -> tuple[int, int, int]:
+        return (-(-m // self.bm)) * (-(-n // self.bn)) * batch, 1, 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> "GemmConfig":
+        names = {f.name for f in fields(cls)}
+        unknown = set(raw) - names
+        if unknown:
+            raise ValueError(f"unknown GEMM config keys {sorted(unknown)} (allowed: {sorted(names)})")
+        return cls(**dict(raw))
+
+
+@dataclass(frozen=True)
+class KernelProblem:
+    """Runtime arguments for one launch: sizes, leading dimensions, batch strides, operand names.
+
+    ``a_operand``/``b_operand`` name the GemmSpec buffers ("D" or "flux") bound to the kernel's
+    A and B; ``majors`` is what the configuration must be compiled with.
+    """
+
+    m: int
+    n: int
+    k: int
+    batch: int
+    lda: int
+    ldb: int
+    ldc: int
+    stride_a: int
+    stride_b: int
+    stride_c: int
+    a_operand: str
+    b_operand: str
+    majors: tuple[str, str, str]
+
+    def args(self, a: int, b: int, c: int, aux: int = 0, ld_aux: int = 0, stride_aux: int = 0,
+             alpha: float = 1.0, beta: float = 0.0) -> tuple[Any, ...]:
+        """Arguments in KERNEL_PARAMS order."""
+        return (a, b, c, aux, self.m, self.n, self.k, self.batch, self.lda, self.ldb, self.ldc,
+                ld_aux, self.stride_a, self.stride_b, self.stride_c, stride_aux, alpha, beta)
+
+    @property
+    def vec2_ok(self) -> bool:
+        """Whether 16-byte cp.async is legal: every leading dimension and batch stride even."""
+        return all(x % 2 == 0 for x in (self.lda, self.ldb, self.stride_a, self.stride_b))
+
+
+def kernel_problem(spec: GemmSpec, swap: bool = False) -> KernelProblem:
+    """The kernel's view of a column-major BLAS call, optionally transposed (``swap``).
+
+    Column-major ``op(A)`` is (m x k): with ``transa`` its buffer is (k x m), so A(m, k) sits at
+    ``k + m*lda`` (k contiguous), else at ``m + k*lda`` (m contiguous). ``op(B)`` is (k x n):
+    without ``transb`` B(n, k) sits at ``k + n*ldb`` (k contiguous). C(m, n) is at ``m + n*ldc``.
+    Swapping computes ``C^T(n, m) = sum_k B(n, k) A(m, k)``: the roles of A and B exchange and C
+    becomes n-contiguous in the kernel's (m', n') = (n, m) frame.
+    """
+    a_major = "k" if spec.transa else "m"
+    b_major = "n" if spec.transb else "k"
+    if not swap:
+        return KernelProblem(spec.m, spec.n, spec.k, spec.batch, spec.lda, spec.ldb, spec.ldc,
+                             spec.stride_a, spec.stride_b, spec.stride_c, spec.a_operand,
+                             spec.b_operand, (a_major, b_major, "m"))
+    # kernel A' = B (rows n), kernel B' = A (rows m): a mode named "m"/"n" keeps its contiguity.
+    return KernelProblem(spec.n, spec.m, spec.k, spec.batch, spec.ldb, spec.lda, spec.ldc,
+                         spec.stride_b, spec.stride_a, spec.stride_c, spec.b_operand,
+                         spec.a_operand, ("m" if b_major == "n" else "k",
+                                          "n" if a_major == "m" else "k", "n"))
+
+
+def config_for(spec: GemmSpec, mma: str, bm: int, bn: int, bk: int, warps_m: int, warps_n: int,
+               stages: int, swap: bool = False, epilogue: str = "store") -> GemmConfig:
+    """A configuration with the majors (and cp.async width) the spec's layout requires."""
+    prob = kernel_problem(spec, swap)
+    a, b, c = prob.majors
+    return GemmConfig(mma, bm, bn, bk, warps_m, warps_n, stages, a, b, c,
+                      2 if prob.vec2_ok else 1, epilogue)

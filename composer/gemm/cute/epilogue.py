@@ -1,0 +1,65 @@
+"""Pluggable GEMM epilogues: what happens to each accumulator once the mainloop is done.
+
+An epilogue is traced inside the CuTe DSL kernel, once per accumulator register, with the
+element's (m, n) coordinates already bounds-checked. It receives an :class:`EpilogueContext`
+holding the kernel's C and ``aux`` pointers (batch offsets applied), their strides and the
+``alpha``/``beta`` scalars of the fixed kernel ABI, so new (fused) epilogues need no new launch
+code: register a class in EPILOGUES under a name and put that name in a GemmConfig.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+@dataclass
+class EpilogueContext:
+    """Device-side handles an epilogue may use (DSL values; built inside the kernel)."""
+
+    c: Any  # cute.Pointer to C of this batch
+    aux: Any  # cute.Pointer to aux of this batch
+    c_stride_m: Any  # element strides of C(m, n)
+    c_stride_n: Any
+    ld_aux: Any
+    alpha: Any
+    beta: Any
+
+
+class Epilogue:
+    """Base: ``apply`` writes one accumulator; ``reads_c`` tells the tests/cost model it loads C."""
+
+    name: ClassVar[str]
+    reads_c: ClassVar[bool] = False
+
+    def apply(self, ctx: EpilogueContext, m: Any, n: Any, acc: Any) -> None:
+        raise NotImplementedError
+
+
+class StoreEpilogue(Epilogue):
+    """``C = acc`` (BLAS alpha = 1, beta = 0): the plain volume GEMM."""
+
+    name = "store"
+
+    def apply(self, ctx: EpilogueContext, m: Any, n: Any, acc: Any) -> None:
+        ctx.c[m * ctx.c_stride_m + n * ctx.c_stride_n] = acc
+
+
+class AxpbyEpilogue(Epilogue):
+    """``C = alpha*acc + beta*C``: accumulate a derivative into an existing tendency."""
+
+    name = "axpby"
+    reads_c = True
+
+    def apply(self, ctx: EpilogueContext, m: Any, n: Any, acc: Any) -> None:
+        idx = m * ctx.c_stride_m + n * ctx.c_stride_n
+        ctx.c[idx] = ctx.alpha * acc + ctx.beta * ctx.c[idx]
+
+
+EPILOGUES: dict[str, type[Epilogue]] = {cls.name: cls for cls in (StoreEpilogue, AxpbyEpilogue)}
+
+
+def get_epilogue(name: str) -> Epilogue:
+    if name not in EPILOGUES:
+        raise ValueError(f"unknown epilogue {name!r}; known: {sorted(EPILOGUES)}")
+    return EPILOGUES[name]()

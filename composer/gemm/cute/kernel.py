@@ -1,0 +1,220 @@
+"""The FP64 GEMM kernel family in CuTe DSL: multistage cp.async mainloop, swizzled shared
+memory, our DMMA atom, predicated ragged edges, strided batching, pluggable epilogue.
+
+One traced kernel per :class:`GemmConfig`. All tile sizes, the MMA shape, the operand majors and
+the epilogue are compile-time constants (closed over by the generated kernel); sizes, leading
+dimensions and batch strides are runtime parameters in the fixed C ABI ``KERNEL_PARAMS``, so the
+CUBIN launches with cuda-bindings alone.
+
+Block work: grid.x enumerates (m tile, n tile, batch) with the m tile fastest, so consecutive
+blocks share the B tile (for the x role: the flux slab, the big operand) while the small D
+operand stays in L2.
+
+Shared memory: per operand ``stages`` tiles of (rows x bk) doubles, stored with the contiguous
+global mode fastest (so each cp.async writes 16 contiguous bytes) and XOR-swizzled: the fragment
+loads of a half-warp touch rows g = 0..3 and columns t = 0..3, which without swizzle all fall on
+the same four banks; XOR-ing bits 2..3 of the contiguous index with the low two bits of the other
+index spreads the 16 doubles over all 32 banks (see ``swizzle_bits``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float64, Int32, Int64
+
+from composer.gemm.cute.atom import a_coord, b_coord, cp_async, d_coord, dmma
+from composer.gemm.cute.config import GemmConfig
+from composer.gemm.cute.epilogue import EpilogueContext, get_epilogue
+
+ENTRY_PREFIX = "composer_dgemm"
+
+
+def swizzle_bits(contig: int) -> tuple[int, int, int]:
+    """(B, M, S) of the XOR swizzle for a tile whose contiguous extent is ``contig`` doubles.
+
+    The fragment loads of a half-warp read (row g, col t), g, t in 0..3, on a tile stored with
+    ``contig`` doubles per line. Bits [2, 4) of the in-line index are XORed with the two lowest
+    line-index bits, which sit at bit log2(contig); for contig = 8 only line bit 1 is needed
+    (line bit 0 already lands on the other half of the 32 banks); contig = 4 is conflict-free
+    as is. M = 2 keeps pairs (16 B cp.async chunks) and quads contiguous.
+    """
+    if contig >= 16:
+        return 2, 2, int(math.log2(contig)) - 2
+    if contig == 8:
+        return 1, 2, 2
+    return 0, 2, 0
+
+
+def smem_layout(rows: int, bk: int, mn_major: bool, stages: int) -> Any:
+    """(rows, bk, stages) layout of one operand's pipeline buffers, swizzled as above."""
+    if mn_major:
+        plain = cute.make_layout((rows, bk, stages), stride=(1, rows, rows * bk))
+        contig = rows
+    else:
+        plain = cute.make_layout((rows, bk, stages), stride=(bk, 1, rows * bk))
+        contig = bk
+    b, m, s = swizzle_bits(contig)
+    if b == 0:
+        return plain
+    return cute.make_composed_layout(cute.make_swizzle(b, m, s), 0, plain)
+
+
+def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """(kernel, host) for ``cfg``: ``host(*KERNEL_PARAMS args)`` launches on one linear grid.
+
+    The kernel entry is named ``name`` (``set_name_prefix``), which the manifest records.
+    """
+    cfg.validate()
+    shape = cfg.shape
+    bm, bn, bk, stages, vec = cfg.bm, cfg.bn, cfg.bk, cfg.stages, cfg.vec
+    threads = cfg.threads
+    warps_m = cfg.warps_m
+    wm, wn = cfg.warp_tile
+    tiles_m, tiles_n = cfg.mma_tiles
+    k_steps = bk // shape.k
+    a_mn_major = cfg.a_major == "m"
+    b_mn_major = cfg.b_major == "n"
+    c_m_major = cfg.c_major == "m"
+    epilogue = get_epilogue(cfg.epilogue)
+
+    @cute.jit
+    def load_tile(gptr: cute.Pointer, ld: Int64, rows_total: Int32, row0: Int32, k_total: Int32,
+                  k0: Int32, sbase: Int32, layout: cutlass.Constexpr, rows: cutlass.Constexpr,
+                  mn_major: cutlass.Constexpr, stage: Int32, tidx: Int32):
+        """cp.async one (rows x bk) tile; elements outside (rows_total, k_total) become 0."""
+        chunks = rows * bk // vec
+        for it in cutlass.range_constexpr((chunks + threads - 1) // threads):
+            cidx = tidx + it * threads
+            if cutlass.const_expr(mn_major):
+                r = (cidx % (rows // vec)) * vec
+                kk = cidx // (rows // vec)
+            else:
+                kk = (cidx % (bk // vec)) * vec
+                r = cidx // (bk // vec)
+            grow = row0 + r
+            gk = k0 + kk
+            if cutlass.const_expr(mn_major):
+                left = rows_total - grow  # elements left along the contiguous mode
+                other_ok = gk < k_total
+                offset = Int64(grow) + Int64(gk) * ld
+            else:
+                left = k_total - gk
+                other_ok = grow < rows_total
+                offset = Int64(gk) + Int64(grow) * ld
+            nbytes = cutlass.select_(other_ok, 8 * cutlass.max(cutlass.min(left, vec), 0), 0)
+            if cutlass.const_expr(chunks % threads != 0):
+                nbytes = cutlass.select_(cidx < chunks, nbytes, 0)
+            # with nothing to read, point at the (valid) base: cp.async still issues the zero fill
+            src = cutlass.select_(nbytes > 0, (gptr + offset).toint(), gptr.toint())
+            dst = sbase + layout((r, kk, stage)) * 8
+            if cutlass.const_expr(chunks % threads != 0):
+                if cidx < chunks:
+                    cp_async(dst, src, nbytes, vec)
+            else:
+                cp_async(dst, src, nbytes, vec)
+
+    @cute.kernel
+    def kernel(a: cute.Pointer, b: cute.Pointer, c: cute.Pointer, aux: cute.Pointer,
+               m: Int32, n: Int32, k: Int32, batch: Int32,
+               lda: Int64, ldb: Int64, ldc: Int64, ld_aux: Int64,
+               stride_a: Int64, stride_b: Int64, stride_c: Int64, stride_aux: Int64,
+               alpha: Float64, beta: Float64):
+        tidx, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        n_tiles_m = (m + bm - 1) // bm
+        n_tiles_n = (n + bn - 1) // bn
+        tile_m = bid % n_tiles_m
+        rest = bid // n_tiles_m
+        tile_n = rest % n_tiles_n
+        ibatch = Int64(rest // n_tiles_n)
+        m0 = tile_m * bm
+        n0 = tile_n * bn
+        pa = a + ibatch * stride_a
+        pb = b + ibatch * stride_b
+
+        a_layout = smem_layout(bm, bk, a_mn_major, stages)
+        b_layout = smem_layout(bn, bk, b_mn_major, stages)
+        allocator = cutlass.memory.SmemAllocator()
+        s_a = allocator.allocate_tensor(Float64, a_layout, 128)
+        s_b = allocator.allocate_tensor(Float64, b_layout, 128)
+        sa_base = s_a.iterator.toint()
+        sb_base = s_b.iterator.toint()
+
+        k_tiles = (k + bk - 1) // bk
+        # prologue: stages - 1 tiles in flight (one commit group each, empty past the end)
+        for st in cutlass.range_constexpr(stages - 1):
+            if st < k_tiles:
+                load_tile(pa, lda, m, m0, k, Int32(st * bk), sa_base, a_layout, bm, a_mn_major,
+                          Int32(st), tidx)
+                load_tile(pb, ldb, n, n0, k, Int32(st * bk), sb_base, b_layout, bn, b_mn_major,
+                          Int32(st), tidx)
+            cute.arch.cp_async_commit_group()
+
+        acc = cute.make_rmem_tensor(cute.make_layout((tiles_m, tiles_n, shape.c_regs)), Float64)
+        acc.fill(0.0)
+
+        warp = tidx // 32
+        lane = tidx % 32
+        g = lane // 4
+        t = lane % 4
+        row_a = (warp % warps_m) * wm + g
+        row_b = (warp // warps_m) * wn + g
+
+        for kt in cutlass.range(k_tiles, unroll=1):
+            # tile kt has landed (at most stages-2 younger groups pending) and every warp is done
+            # with the stage the next load overwrites (it was read in iteration kt-1)
+            cute.arch.cp_async_wait_group(stages - 2)
+            cute.arch.sync_threads()
+            nxt = kt + stages - 1
+            if nxt < k_tiles:
+                load_tile(pa, lda, m, m0, k, nxt * bk, sa_base, a_layout, bm, a_mn_major,
+                          nxt % stages, tidx)
+                load_tile(pb, ldb, n, n0, k, nxt * bk, sb_base, b_layout, bn, b_mn_major,
+                          nxt % stages, tidx)
+            cute.arch.cp_async_commit_group()
+
+            stage = kt % stages
+            for ks in cutlass.range_constexpr(k_steps):
+                kb = ks * shape.k + t
+                a_frag = [[s_a[(row_a + i * shape.m + a_coord(r)[0], kb + a_coord(r)[1], stage)]
+                           for r in range(shape.a_regs)] for i in range(tiles_m)]
+                b_frag = [[s_b[(row_b + j * shape.n, kb + b_coord(r), stage)]
+                           for r in range(shape.b_regs)] for j in range(tiles_n)]
+                for i in cutlass.range_constexpr(tiles_m):
+                    for j in cutlass.range_constexpr(tiles_n):
+                        d = dmma(shape, a_frag[i], b_frag[j],
+                                 [acc[(i, j, r)] for r in range(shape.c_regs)])
+                        for r in cutlass.range_constexpr(shape.c_regs):
+                            acc[(i, j, r)] = d[r]
+        cute.arch.cp_async_wait_group(0)
+
+        ctx = EpilogueContext(
+            c=c + ibatch * stride_c, aux=aux + ibatch * stride_aux,
+            c_stride_m=Int64(1) if c_m_major else ldc, c_stride_n=ldc if c_m_major else Int64(1),
+            ld_aux=ld_aux, alpha=alpha, beta=beta)
+        for i in cutlass.range_constexpr(tiles_m):
+            for j in cutlass.range_constexpr(tiles_n):
+                for r in cutlass.range_constexpr(shape.c_regs):
+                    gm = m0 + row_a + i * shape.m + d_coord(r)[0]
+                    gn = n0 + (warp // warps_m) * wn + j * shape.n + 2 * t + d_coord(r)[1]
+                    if gm < m and gn < n:
+                        epilogue.apply(ctx, Int64(gm), Int64(gn), acc[(i, j, r)])
+
+    kernel.set_name_prefix(name, remove_cutlass_symbol=True, keep_mangled_name=False)
+
+    @cute.jit
+    def host(a: cute.Pointer, b: cute.Pointer, c: cute.Pointer, aux: cute.Pointer,
+             m: Int32, n: Int32, k: Int32, batch: Int32,
+             lda: Int64, ldb: Int64, ldc: Int64, ld_aux: Int64,
+             stride_a: Int64, stride_b: Int64, stride_c: Int64, stride_aux: Int64,
+             alpha: Float64, beta: Float64):
+        blocks = ((m + bm - 1) // bm) * ((n + bn - 1) // bn) * batch
+        kernel(a, b, c, aux, m, n, k, batch, lda, ldb, ldc, ld_aux, stride_a, stride_b, stride_c,
+               stride_aux, alpha, beta).launch(grid=[blocks, 1, 1], block=[threads, 1, 1],
+                                               smem=cfg.smem_bytes)
+
+    return kernel, host

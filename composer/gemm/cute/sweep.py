@@ -1,0 +1,106 @@
+"""The per-GEMM library assignment sweep: which of CuTe DSL and cuBLAS runs each volume GEMM.
+
+Pure logic, testable with synthetic timings: every assignment of the three roles is measured in
+interleaved rounds (each round runs every assignment once, in a rotated order, so drift in
+clocks or temperature spreads over all candidates alike), the winner is the smallest median, and
+it is written into the schedule's ``[paths.GEMM_CUTE]`` table as ``library = {x = .., y = .., z = ..}``
+plus the ``mma`` shape it was measured with.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+from composer.bench.interleave import round_orders
+from composer.gemm.roles import ROLES
+
+LIBRARIES = ("cute", "cublas")
+Assignment = tuple[tuple[str, str], ...]  # (("x", "cute"), ("y", "cublas"), ("z", "cute"))
+
+
+def all_assignments(libraries: tuple[str, ...] = LIBRARIES) -> list[Assignment]:
+    """Every mapping role -> library (2^3 = 8 for two libraries)."""
+    return [tuple(zip(ROLES, combo)) for combo in itertools.product(libraries, repeat=len(ROLES))]
+
+
+def label(assignment: Assignment) -> str:
+    """``x=cute,y=cublas,z=cute``."""
+    return ",".join(f"{r}={lib}" for r, lib in assignment)
+
+
+def parse_label(text: str) -> Assignment:
+    pairs = dict(item.split("=", 1) for item in text.split(","))
+    if set(pairs) != set(ROLES) or not set(pairs.values()) <= set(LIBRARIES):
+        raise ValueError(f"bad assignment {text!r}: expected x=LIB,y=LIB,z=LIB with LIB in {LIBRARIES}")
+    return tuple((r, pairs[r]) for r in ROLES)
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """Samples (seconds) per assignment label, and the winner by median."""
+
+    samples: dict[str, list[float]]
+    winner: str
+
+    @property
+    def medians(self) -> dict[str, float]:
+        return {k: statistics.median(v) for k, v in self.samples.items()}
+
+    def speedup_over(self, baseline: str = "x=cublas,y=cublas,z=cublas") -> float:
+        """Median time of ``baseline`` over the winner's (> 1: the winner is faster)."""
+        med = self.medians
+        return med[baseline] / med[self.winner]
+
+
+def sweep(measure: Callable[[Assignment], float], rounds: int = 5,
+          assignments: list[Assignment] | None = None) -> SweepResult:
+    """Run ``measure`` on every assignment once per round, rotating the order each round."""
+    if rounds < 1:
+        raise ValueError("rounds must be >= 1")
+    cands = assignments or all_assignments()
+    labels = [label(a) for a in cands]
+    by_label = dict(zip(labels, cands))
+    samples: dict[str, list[float]] = {lab: [] for lab in labels}
+    for order in round_orders(labels, rounds, "rotate"):
+        for lab in order:
+            t = float(measure(by_label[lab]))
+            if not t > 0:
+                raise ValueError(f"measure({lab}) returned {t}: expected a positive time")
+            samples[lab].append(t)
+    medians = {k: statistics.median(v) for k, v in samples.items()}
+    # ties resolve to the assignment using cuBLAS more (the reference path is the safe default)
+    winner = min(labels, key=lambda lab: (medians[lab], lab.count("cute")))
+    return SweepResult(samples, winner)
+
+
+_SECTION = re.compile(r"^\[paths\.GEMM_CUTE\]\s*$", re.M)
+_NEXT_SECTION = re.compile(r"^\[", re.M)
+
+
+def write_assignment(schedule_file: Path, assignment: Assignment | Mapping[str, str], mma: str) -> None:
+    """Set ``library`` and ``mma`` in the file's ``[paths.GEMM_CUTE]`` table (created if absent).
+
+    Edits the text in place so comments and the rest of the schedule stay as they are.
+    """
+    lib = dict(assignment)
+    line_lib = "library = { " + ", ".join(f'{r} = "{lib[r]}"' for r in ROLES) + " }"
+    line_mma = f'mma = "{mma}"'
+    text = schedule_file.read_text()
+    match = _SECTION.search(text)
+    if match is None:
+        text = text.rstrip("\n") + f"\n\n[paths.GEMM_CUTE]\n{line_mma}\n{line_lib}\n"
+    else:
+        start = match.end()
+        nxt = _NEXT_SECTION.search(text, start)
+        end = nxt.start() if nxt else len(text)
+        body = text[start:end]
+        for key, line in (("library", line_lib), ("mma", line_mma)):
+            pattern = re.compile(rf"^{key}\s*=.*$", re.M)
+            body = pattern.sub(line, body, count=1) if pattern.search(body) else f"\n{line}" + body
+        text = text[:start] + body + text[end:]
+    schedule_file.write_text(text)

@@ -1,0 +1,105 @@
+"""Path GEMM_CUTE: the GEMM path with each volume GEMM run by our CuTe DSL kernel or by cuBLAS.
+
+The CuTe DSL kernels are not compiled here: ``composer build`` cross-compiles them on a CPU
+machine and the GPU machine loads the CUBINs from the build directory's manifest with
+cuda-bindings alone. Which library runs which role, and the MMA shape, come from the schedule's
+``[paths.GEMM_CUTE]`` table (``library = {x = "cute", ...}``, ``mma = "16x8x4"``, written by
+``composer sweep-library``); the options ``library=``/``mma=``/``build_dir=`` override them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path as FsPath
+from typing import Any, Mapping
+
+from composer.config.schedules import load_schedule
+from composer.errors import ComposerError
+from composer.gemm.cute.config import GemmConfig, kernel_problem
+from composer.gemm.cute.sweep import LIBRARIES
+from composer.gemm.roles import ROLES
+from composer.paths.library import LibraryPath
+from composer.runtime import Stream
+from composer.runtime.manifest import KernelEntry, read_manifest
+from composer.runtime.module import Kernel, Module
+
+BUILD_DIR_ENV = "COMPOSER_BUILD_DIR"
+DEFAULT_MMA = "16x8x4"
+DEFAULT_LIBRARY = {"x": "cute", "y": "cute", "z": "cute"}
+
+
+def resolve_settings(order: int, options: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """(mma, role -> library) from options, else the schedule, else the defaults."""
+    table: dict[str, Any] = {}
+    try:
+        table = dict(load_schedule(order).paths.get("GEMM_CUTE", {}))
+    except ComposerError:
+        pass
+    mma = str(options.get("mma") or table.get("mma") or DEFAULT_MMA)
+    library = dict(DEFAULT_LIBRARY)
+    library.update(table.get("library", {}))
+    library.update(options.get("library") or {})
+    bad = {r: lib for r, lib in library.items() if r not in ROLES or lib not in LIBRARIES}
+    if bad:
+        raise ComposerError(f"GEMM_CUTE library assignment {bad}: roles are {ROLES}, libraries {LIBRARIES}")
+    return mma, library
+
+
+def find_gemm_entry(entries: list[KernelEntry], order: int, role: str, mma: str, arch: str) -> KernelEntry:
+    """The manifest entry of the ``role`` GEMM for ``order`` and ``mma`` built for ``arch``."""
+    for e in entries:
+        c = e.config
+        if c.get("kind") == "cute_gemm" and c.get("order") == order and c.get("role") == role \
+                and c.get("mma") == mma and e.arch == arch:
+            return e
+    raise ComposerError(f"no CuTe GEMM for p={order} role {role} mma {mma} on {arch} in the build "
+                        f"manifest; run: composer build --arch {arch} --mma {mma} --orders {order}")
+
+
+class GemmCutePath(LibraryPath):
+    name = "GEMM_CUTE"
+
+    def setup_gemms(self) -> None:
+        pb = self.problem
+        self.mma, self.library = resolve_settings(pb.order, self.options)
+        self.kernels: dict[str, tuple[Kernel, GemmConfig, Any]] = {}
+        self.blas: dict[str, Any] = {}
+        entries: list[KernelEntry] = []
+        if any(lib == "cute" for lib in self.library.values()):
+            build_dir = FsPath(self.options.get("build_dir") or os.environ.get(BUILD_DIR_ENV)
+                               or FsPath("build") / pb.device.arch)
+            entries = read_manifest(build_dir / "manifest.json", verify=True)
+        for role in ROLES:
+            if self.library[role] == "cublas":
+                from composer.gemm.cublas import CublasGemm
+
+                self.blas[role] = CublasGemm(int(self.gemm_streams[role].handle))
+                continue
+            entry = find_gemm_entry(entries, pb.order, role, self.mma, pb.device.arch)
+            cfg = GemmConfig.from_dict(entry.config["gemm"])
+            prob = kernel_problem(self.specs[role], bool(entry.config["swap"]))
+            if prob.majors != (cfg.a_major, cfg.b_major, cfg.c_major):
+                raise ComposerError(f"{entry.symbol}: built for majors {cfg.a_major}{cfg.b_major}"
+                                    f"{cfg.c_major}, role {role} needs {''.join(prob.majors)}")
+            if cfg.vec == 2 and not prob.vec2_ok:
+                raise ComposerError(f"{entry.symbol}: 16-byte loads need even leading dimensions")
+            module = Module.from_manifest_entry(entry, device=pb.device)
+            self.kernels[role] = (module.entry_kernel(), cfg, prob)
+            self._modules = getattr(self, "_modules", []) + [module]
+
+    def run_gemm(self, role: str, stream: Stream) -> None:
+        operands = {"D": self.problem.diff.ptr, "flux": self.flux[role].ptr}
+        out = self.derivative[role].ptr
+        if role in self.blas:
+            self.blas[role].run(self.specs[role], operands, out)
+            return
+        kernel, cfg, prob = self.kernels[role]
+        args = prob.args(operands[prob.a_operand], operands[prob.b_operand], out)
+        kernel.launch(cfg.grid(prob.m, prob.n, prob.batch), args=args, stream=stream)
+
+    def close(self) -> None:
+        for blas in self.blas.values():
+            blas.close()
+        for module in getattr(self, "_modules", []):
+            module.close()
+        super().close()

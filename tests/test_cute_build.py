@@ -1,0 +1,169 @@
+"""CPU tests of the CuTe DSL GEMM family, ``composer build`` and ``composer inspect``.
+
+Kernels are cross-compiled here (no GPU) and their SASS is checked against the measured table:
+sm_80 8x8x4 -> DMMA.884, sm_90 16x8x4 -> DMMA.16x8x4, sm_100 16x8x4 -> 2 x DMMA.8x8x4 per mma,
+with the exact count the tile issues per k-tile. DSL compiles are cached on disk (keyed by the
+kernel sources), so a re-run costs seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl not installed")
+
+from composer.build import build, plan  # noqa: E402
+from composer.cli.main import main  # noqa: E402
+from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig, kernel_problem  # noqa: E402
+from composer.gemm.cute.shapes import UnsupportedShapeError, expected_sass  # noqa: E402
+from composer.gemm.cute.tiles import role_kernel  # noqa: E402
+from composer.gemm.roles import ROLES, emulate, gemm_spec  # noqa: E402
+from composer.inspect_sass import check_expected, inspect_cubin  # noqa: E402
+from composer.runtime.manifest import read_manifest  # noqa: E402
+
+BUILDS = [("sm_80", "8x8x4"), ("sm_90", "16x8x4"), ("sm_100", "16x8x4")]
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    """One build directory per (arch, mma) for order 7 (the three role GEMMs + support kernels)."""
+    out = {}
+    for arch, mma in BUILDS:
+        d = tmp_path_factory.mktemp(f"build_{arch}")
+        report = build(plan(arch, mma, [7], ["GEMM_CUTE"]), d)
+        assert len(report.built) == 7 and not report.reused
+        out[(arch, mma)] = d
+    return out
+
+
+@pytest.mark.parametrize("arch,mma", BUILDS)
+def test_build_sass_shapes(builds, arch, mma):
+    entries = read_manifest(builds[(arch, mma)] / "manifest.json", verify=True)
+    gemms = [e for e in entries if e.config["kind"] == "cute_gemm"]
+    assert sorted(e.config["role"] for e in gemms) == sorted(ROLES)
+    want, factor = expected_sass(mma, arch)
+    for e in gemms:
+        kernels = inspect_cubin(e.cubin_path)
+        (k,) = kernels.values()
+        assert k.name == e.symbol and k.arch == arch
+        assert k.dmma == {want: factor * e.config["mma_per_ktile"]}, (e.symbol, k.dmma)
+        assert k.spill_bytes == 0 and k.dfma == 0
+        assert check_expected(kernels, mma, mma_per_kernel={e.symbol: e.config["mma_per_ktile"]}) == []
+
+
+def test_sm100_wide_shapes_expand(builds):
+    d = builds[("sm_100", "16x8x4")]
+    for e in read_manifest(d / "manifest.json"):
+        if e.config["kind"] == "cute_gemm":
+            k = next(iter(inspect_cubin(e.cubin_path).values()))
+            assert set(k.dmma) == {"8x8x4"} and k.dmma["8x8x4"] == 2 * e.config["mma_per_ktile"]
+
+
+def test_manifest_schema(builds):
+    d = builds[("sm_90", "16x8x4")]
+    raw = json.loads((d / "manifest.json").read_text())
+    assert raw["schema"] == "composer.kernel-manifest" and raw["version"] == 1
+    for e in read_manifest(d / "manifest.json"):
+        assert e.arch == "sm_90" and e.compiler and e.config["build_key"]
+        if e.config["kind"] == "cute_gemm":
+            cfg = GemmConfig.from_dict(e.config["gemm"])
+            assert e.params == KERNEL_PARAMS
+            assert e.block == (cfg.threads, 1, 1) and e.dynamic_smem == cfg.smem_bytes
+            assert "nvidia-cutlass-dsl" in e.compiler
+            assert e.symbol.startswith(e.config["job"])
+            assert e.grid(m=1000, n=37, batch=3) == cfg.grid(1000, 37, 3)
+        else:
+            assert e.config["kind"] == "support" and "nvrtc" in e.compiler
+            assert e.grid(ne=10, sms=132)[0] >= 1
+
+
+def test_incremental_and_corruption(builds, tmp_path):
+    src = builds[("sm_90", "16x8x4")]
+    d = tmp_path / "b"
+    shutil.copytree(src, d)
+    jobs = plan("sm_90", "16x8x4", [7], ["GEMM_CUTE"])
+    assert build(jobs, d).built == []
+    x = next(e for e in read_manifest(d / "manifest.json") if e.config.get("role") == "x")
+    x.cubin_path.write_bytes(x.cubin_path.read_bytes()[:100])  # truncated
+    (d / "rk3_stage_nq8.cubin").unlink()
+    report = build(jobs, d)
+    assert sorted(report.built) == sorted([x.config["job"], "rk3_stage_nq8"])
+    assert "sha256" in report.reasons[x.config["job"]] and report.reasons["rk3_stage_nq8"] == "cubin missing"
+    read_manifest(d / "manifest.json", verify=True)
+    (d / "manifest.json").write_text("{broken")
+    assert len(build(jobs, d).built) == len(jobs)
+
+
+def test_sm80_rejects_wide_shapes(tmp_path, capsys):
+    with pytest.raises(UnsupportedShapeError, match="sm_90"):
+        plan("sm_80", "16x8x8", [7])
+    assert main(["build", "--arch", "sm_80", "--mma", "16x8x4", "--orders", "7",
+                 "--out", str(tmp_path)]) == 2
+    assert "use --mma 8x8x4" in capsys.readouterr().err
+
+
+def test_inspect_cli(builds, capsys):
+    d = builds[("sm_90", "16x8x4")]
+    assert main(["inspect", str(d), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["problems"] == [] and len(out["kernels"]) == 7
+    x = next(e for e in read_manifest(d / "manifest.json") if e.config.get("role") == "x")
+    assert main(["inspect", str(x.cubin_path), "--expect", "16x8x8"]) == 1
+    assert main(["inspect", str(x.cubin_path), "--expect", "16x8x4"]) == 0
+
+
+@pytest.mark.parametrize("mma", ["8x8x4", "16x8x8", "16x8x16"])
+def test_other_shapes_compile_on_sm90(mma):
+    from composer.gemm.cute.compile import compile_config
+
+    cfg = role_kernel("y", 16, 1, mma).config
+    built = compile_config(cfg, "sm_90", f"t_{mma.replace('x', '_')}")
+    k = next(iter(inspect_cubin(built.cubin).values()))
+    assert k.dmma == {mma: cfg.mma_per_ktile} and k.spill_bytes == 0
+
+
+# --- the kernel's view of the three roles (majors, strides, swap), checked with NumPy --------
+
+def kernel_view_gemm(prob, majors, buffers, out_size):
+    """C as the kernel computes it: A(m,k), B(n,k), C(m,n) read through majors and strides."""
+    a_major, b_major, c_major = majors
+    out = np.zeros(out_size)
+    m, n, k = np.arange(prob.m), np.arange(prob.n), np.arange(prob.k)
+    for bt in range(prob.batch):
+        a_idx = bt * prob.stride_a + (m[:, None] + k[None, :] * prob.lda if a_major == "m"
+                                      else k[None, :] + m[:, None] * prob.lda)
+        b_idx = bt * prob.stride_b + (n[:, None] + k[None, :] * prob.ldb if b_major == "n"
+                                      else k[None, :] + n[:, None] * prob.ldb)
+        c = buffers[prob.a_operand][a_idx] @ buffers[prob.b_operand][b_idx].T
+        c_idx = bt * prob.stride_c + (m[:, None] + n[None, :] * prob.ldc if c_major == "m"
+                                      else n[None, :] + m[:, None] * prob.ldc)
+        out[c_idx] = c
+    return out
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("swap", [False, True])
+@pytest.mark.parametrize("nq", [4, 6])
+def test_kernel_problem_matches_blas(role, swap, nq):
+    rng = np.random.default_rng(1)
+    ne = 3
+    diff = rng.standard_normal((nq, nq))
+    flux = rng.standard_normal((ne, nq, nq, nq))
+    spec = gemm_spec(role, nq, ne)
+    prob = kernel_problem(spec, swap)
+    got = kernel_view_gemm(prob, prob.majors, {"D": diff.reshape(-1), "flux": flux.reshape(-1)}, flux.size)
+    np.testing.assert_allclose(got.reshape(flux.shape), emulate(spec, diff, flux), rtol=1e-13, atol=1e-13)
+
+
+def test_default_tiles_valid_for_all_orders():
+    for nq in (8, 16, 32, 64, 128, 256, 512, 576, 768, 1024):
+        for mma in ("8x8x4", "16x8x4", "16x8x8", "16x8x16"):
+            for role in ROLES:
+                rk = role_kernel(role, nq, 1, mma)
+                assert rk.config.smem_bytes <= 227 * 1024
+                assert rk.problem(gemm_spec(role, nq, 2)).majors == (
+                    rk.config.a_major, rk.config.b_major, rk.config.c_major)

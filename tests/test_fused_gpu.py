@@ -1,0 +1,229 @@
+"""GPU validation of the fused paths against composer.dg.reference_tendency (point-varying input).
+
+Pytest (marked ``gpu``): every variant at every order it supports, on a small non-cubic grid and on
+the schedule's benchmark grid, max|dqdt - ref| / max|ref| <= 1e-12.
+
+Run as a script (``PYTHONPATH=. python3 tests/test_fused_gpu.py OUTDIR [deadline_s]``) it does the
+same validation plus a CUDA-event timing of each path at the benchmark grid, with a wall-clock
+deadline, and writes ``OUTDIR/fused_gpu.json`` incrementally (what the device runs).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from composer import dg
+from composer.dg.fields import FACE_AXIS, FACE_SIDE, NUM_FACES, TWO_PI
+from composer.dg.lgl import lgl
+from composer.fused.config import SUPPORTED_ORDERS, VARIANTS
+
+TOLERANCE = 1e-12
+SMALL_GRIDS: dict[int, tuple[int, int, int]] = {
+    7: (3, 2, 2), 15: (2, 2, 1), 31: (2, 1, 1), 63: (1, 2, 1), 127: (2, 1, 1), 255: (1, 1, 1),
+    511: (1, 1, 1), 767: (1, 1, 1)}
+
+
+def varying_fields(order: int, grid: tuple[int, int, int]) -> dict[str, np.ndarray]:
+    """``dg.make_fields(order, grid, varying=True)``, bit for bit, built from separable 1D factors.
+
+    Why: make_fields evaluates sin on every volume point (minutes at p = 767); every volume field of
+    the point-varying input is a product of per-axis factors, so evaluating them on (Ne, Nq) and
+    broadcasting gives the same roundings (``tests/test_fused_cpu.py`` checks the identity).
+    """
+    mesh = dg.Mesh(order, grid)
+    shape = mesh.volume_shape
+    ne, nq = mesh.num_elements, mesh.nq
+
+    def axis(values_1d: np.ndarray, ax: int) -> np.ndarray:
+        s = [ne, 1, 1, 1]
+        s[3 - ax] = nq
+        return values_1d.reshape(s)
+
+    x, y, z = (axis(mesh.axis_coords(a), a) for a in range(3))
+    out: dict[str, np.ndarray] = {}
+    out["q"] = np.ascontiguousarray(np.broadcast_to(np.sin(TWO_PI * x) * np.sin(TWO_PI * y), shape)
+                                    * np.sin(TWO_PI * z))
+    factors = {"u": 1.0 + 0.15 * np.sin(TWO_PI * x), "v": 1.0 + 0.11 * np.cos(TWO_PI * y),
+               "w": 1.0 + 0.07 * np.sin(TWO_PI * z)}
+    for key, f in factors.items():
+        out[key] = np.ascontiguousarray(np.broadcast_to(f, shape))
+    metric = {"Ex": (0, 1.0 + 0.02 * np.sin(TWO_PI * x)), "Ey": (1, 1.0 + 0.03 * np.cos(TWO_PI * y)),
+              "Ez": (2, 1.0 + 0.04 * np.sin(TWO_PI * z))}
+    for key, (ax, f) in metric.items():
+        out[key] = np.ascontiguousarray(np.broadcast_to(2.0 / mesh.spacing[ax] * f, shape))
+    # face fields are small (Ne x 6 x Nq^2): the same statements as make_fields
+    _, weights = lgl(order)
+    face_shape = mesh.face_shape
+    normals = np.zeros((3,) + face_shape)
+    lift = np.empty(face_shape)
+    for f in range(NUM_FACES):
+        ax = FACE_AXIS[f]
+        normals[ax, :, f] = 1.0 if FACE_SIDE[f] else -1.0
+        lift[:, f] = (2.0 / mesh.spacing[ax]) / weights[0]
+    s = np.arange(NUM_FACES * nq * nq, dtype=np.float64).reshape(1, NUM_FACES, nq, nq)
+    e = np.arange(ne, dtype=np.float64).reshape(-1, 1, 1, 1)
+    lift = lift * (1.0 + 0.01 * np.sin(s))
+    normals[0] += 0.01 * np.sin(s + e)
+    normals[1] += 0.01 * np.cos(s + e)
+    normals[2] += 0.01 * np.sin(2.0 * s + e)
+    out["nx"], out["ny"], out["nz"] = (np.ascontiguousarray(n) for n in normals)
+    out["F"] = lift
+    return {key: out[key] for key in dg.FIELD_KEYS}
+
+
+def bench_grid(order: int) -> tuple[int, int, int]:
+    from composer.config.schedules import load_schedule
+
+    return load_schedule(order).benchmark.grid
+
+
+def cases() -> list[tuple[int, tuple[int, int, int], str]]:
+    """(order, grid, kind) for every supported order: the small grid, then the benchmark grid."""
+    from composer.config.schedules import load_schedule
+
+    orders = sorted(set().union(*SUPPORTED_ORDERS.values()))
+    small = [(o, SMALL_GRIDS[o], "small") for o in orders]
+    bench = [(o, load_schedule(o).benchmark.grid, "benchmark") for o in orders]
+    multi = [c for c in small if c[1] != bench_grid(c[0])]
+    # the single-element orders last: their host reference dominates the run time
+    return multi + sorted(bench, key=lambda c: (c[0] >= 511, c[0]))
+
+
+def run_case(order: int, grid: tuple[int, int, int], variants: list[str], device, timing_calls: int = 0,
+             extra: dict | None = None) -> list[dict]:
+    """Validate (and optionally time) ``variants`` on one (order, grid); one record per variant."""
+    from composer.paths.base import path_class
+    from composer.paths.problem import DeviceProblem
+    from composer.runtime import Event
+
+    t0 = time.time()
+    fields = varying_fields(order, grid)
+    ref = dg.reference_tendency(fields, order, grid)
+    scale = float(np.max(np.abs(ref)))
+    t_ref = time.time() - t0
+    problem = DeviceProblem.upload(fields, order, grid, device)
+    del fields
+    nan = np.full(ref.shape, np.nan)
+    records = []
+    try:
+        todo = [(v, None) for v in variants] + list((extra or {}).items())
+        for label, config in todo:
+            name = label.split("@")[0]
+            if order not in SUPPORTED_ORDERS[name]:
+                continue
+            rec: dict = {"variant": label, "order": order, "grid": list(grid), "ref_s": round(t_ref, 1)}
+            try:
+                opts = {"config": config(order)} if config else {}
+                path = path_class(name)(problem, **opts)
+                rec["kernels"] = [{"name": k.name, "regs": k.num_regs, "local_bytes": k.local_bytes}
+                                  for k in path.kernels]
+                problem.dqdt.copy_from(nan, problem.stream)
+                path.launch(problem.ptr("q"), problem.dqdt.ptr)
+                out = problem.download(problem.dqdt)
+                rec["rel_err"] = float(np.max(np.abs(out - ref)) / scale)
+                rec["passed"] = bool(rec["rel_err"] <= TOLERANCE)
+                if timing_calls:
+                    for _ in range(2):
+                        path.launch(problem.ptr("q"), problem.dqdt.ptr)
+                    start, stop = Event(device), Event(device)
+                    start.record(problem.stream)
+                    for _ in range(timing_calls):
+                        path.launch(problem.ptr("q"), problem.dqdt.ptr)
+                    stop.record(problem.stream)
+                    stop.synchronize()
+                    rec["us_per_call"] = 1e3 * start.elapsed_ms(stop) / timing_calls
+                    rec["timing_calls"] = timing_calls
+                path.close()
+            except Exception as exc:  # record and go on: one failing variant must not hide the rest
+                rec["error"] = f"{type(exc).__name__}: {exc}"
+                rec["passed"] = False
+            records.append(rec)
+    finally:
+        problem.close()
+    return records
+
+
+@pytest.fixture(scope="module")
+def device():
+    from composer.runtime import default_device
+
+    return default_device()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("order,grid,kind", cases())
+def test_fused_paths_match_reference(device, order: int, grid: tuple[int, int, int], kind: str) -> None:
+    records = run_case(order, grid, list(VARIANTS), device)
+    assert records
+    for rec in records:
+        print(rec)
+        assert "error" not in rec, rec
+        assert rec["rel_err"] <= TOLERANCE, rec
+
+
+def _tc16_k8(order: int):
+    """FUSED_TC16's schedule with the m16n8k8 shape (the shape trial of issue 4)."""
+    import dataclasses
+
+    from composer.fused.config import fused_config
+
+    return dataclasses.replace(fused_config("FUSED_TC16", order), mma="16x8x8")
+
+
+def _build_one(job: tuple[str, int, str | None]) -> str:
+    from composer.fused.builder import build
+    from composer.fused.config import fused_config
+
+    variant, order, mma = job
+    config = _tc16_k8(order) if mma else fused_config(variant, order)
+    build(config, "sm_90")
+    return f"{variant}{'@' + mma if mma else ''} p={order}"
+
+
+def prebuild(workers: int = 16) -> None:
+    """Fill the NVRTC cache in parallel (a no-op when the carried cache matches this NVRTC)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    jobs = [(v, o, None) for v in VARIANTS for o in sorted(SUPPORTED_ORDERS[v])]
+    jobs += [("FUSED_TC16", o, "16x8x8") for o in sorted(SUPPORTED_ORDERS["FUSED_TC16"])]
+    t0 = time.time()
+    with ProcessPoolExecutor(workers) as pool:
+        list(pool.map(_build_one, jobs))
+    print(f"prebuild: {len(jobs)} builds in {time.time() - t0:.1f} s", flush=True)
+
+
+def main(outdir: str, deadline_s: float = 200.0) -> int:
+    from composer.runtime import default_device
+
+    start = time.time()
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    prebuild()
+    device = default_device()
+    log: list[dict] = []
+    failures = 0
+    for order, grid, kind in cases():
+        if time.time() - start > deadline_s:
+            log.append({"order": order, "grid": list(grid), "skipped": "deadline"})
+            continue
+        calls = 0 if kind == "small" else (3 if order >= 511 else 10)
+        recs = run_case(order, grid, list(VARIANTS), device, timing_calls=calls,
+                        extra={"FUSED_TC16@16x8x8": _tc16_k8})
+        for r in recs:
+            r["kind"] = kind
+            r["elapsed_s"] = round(time.time() - start, 1)
+            failures += not r.get("passed", False)
+            print(json.dumps(r), flush=True)
+        log.extend(recs)
+        (out / "fused_gpu.json").write_text(json.dumps(log, indent=1))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 200.0))
