@@ -1,0 +1,88 @@
+"""What ``composer build`` must compile for a configuration (orders x paths x arch x MMA shape).
+
+A plan is a list of jobs, each producing one CUBIN with one kernel: CuTe DSL GEMMs (per order
+and role, from the schedule's ``[paths.GEMM_CUTE]`` table or the default tiles) and the NVRTC
+support kernels the library paths launch (per order). Every job has a ``key`` over everything
+that determines its CUBIN, so a rebuild recompiles exactly the jobs whose key changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from composer.config.schedules import available_orders, load_schedule
+from composer.gemm.cute.shapes import check_supported, mma_shape
+from composer.gemm.cute.tiles import role_kernel
+from composer.gemm.roles import ROLES
+
+PATHS_NEEDING_CUTE = ("GEMM_CUTE",)
+PATHS_NEEDING_SUPPORT = ("GEMM", "GEMM_CUTE")
+DEFAULT_PATHS = ("GEMM_CUTE",)
+
+
+@dataclass(frozen=True)
+class BuildJob:
+    """One kernel to compile. ``kind`` is "cute" or "nvrtc"; ``spec`` is JSON-ready."""
+
+    name: str  # entry symbol prefix and CUBIN file stem
+    kind: str
+    arch: str
+    order: int
+    spec: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps({"name": self.name, "kind": self.kind, "arch": self.arch,
+                                          "spec": self.spec}, sort_keys=True).encode()).hexdigest()
+
+
+def gemm_cute_table(order: int) -> dict[str, Any]:
+    """The schedule's ``[paths.GEMM_CUTE]`` table ({} when absent)."""
+    return dict(load_schedule(order).paths.get("GEMM_CUTE", {}))
+
+
+def cute_jobs(order: int, arch: str, mma: str) -> list[BuildJob]:
+    """The three role GEMMs of ``order`` for ``mma`` on ``arch`` (raises for shapes arch lacks)."""
+    check_supported(mma, arch)
+    table = gemm_cute_table(order)
+    tiles = table.get("tiles", {})
+    nq = order + 1
+    jobs = []
+    for role in ROLES:
+        overrides = tiles.get(mma, {}).get(role) if isinstance(tiles.get(mma), dict) else None
+        overrides = overrides if overrides is not None else tiles.get(role, {})
+        rk = role_kernel(role, nq, 1, mma, overrides)
+        name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}"
+        jobs.append(BuildJob(name, "cute", arch, order,
+                             {"role": role, "swap": rk.swap, "config": rk.config.to_dict()}))
+    return jobs
+
+
+def support_jobs(order: int, arch: str) -> list[BuildJob]:
+    from composer.kernels.support import DEFAULT_BLOCK, FAMILIES, symbol
+
+    return [BuildJob(symbol(f, order + 1), "nvrtc", arch, order,
+                     {"family": f, "nq": order + 1, "block": DEFAULT_BLOCK}) for f in FAMILIES]
+
+
+def plan(arch: str, mma: str, orders: list[int] | None = None,
+         paths: list[str] | None = None) -> list[BuildJob]:
+    """All jobs for the configuration; orders default to every scheduled order."""
+    mma_shape(mma)
+    check_supported(mma, arch)
+    orders = orders or available_orders()
+    paths = [p.upper() for p in (paths or DEFAULT_PATHS)]
+    jobs: list[BuildJob] = []
+    for order in orders:
+        if any(p in PATHS_NEEDING_CUTE for p in paths):
+            jobs += cute_jobs(order, arch, mma)
+        if any(p in PATHS_NEEDING_SUPPORT for p in paths):
+            jobs += support_jobs(order, arch)
+    names = [j.name for j in jobs]
+    dups = {n for n in names if names.count(n) > 1}
+    if dups:
+        raise ValueError(f"build plan has duplicate kernels {sorted(dups)}")
+    return jobs
