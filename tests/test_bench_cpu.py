@@ -74,3 +74,9 @@ def test_unknown_path_is_a_clear_error() -> None:
 
     with pytest.raises(ComposerError, match="unknown path 'nope'"):
         path_class("nope")
+
+
+def test_sweep_skips_cells_a_path_does_not_implement() -> None:
+    from composer.bench.runner import unsupported_cells
+
+    assert unsupported_cells(["GEMM", "FUSED", "FUSED_TC"], [255, 511]) == {("FUSED", 511)}

@@ -113,6 +113,18 @@ def validate_path(path: str, order: int, grid: tuple[int, int, int], device: Dev
     return relative_max_difference(tendency(fields, order, grid, path=path, device=device, **options), ref)
 
 
+def unsupported_cells(paths: Sequence[str], orders: Sequence[int]) -> set[tuple[str, int]]:
+    """(path, order) pairs a sweep skips because the path does not implement the order."""
+    skipped = set()
+    for path in paths:
+        for order in orders:
+            try:
+                path_class(path).check_order(order)
+            except ComposerError:
+                skipped.add((path, order))
+    return skipped
+
+
 def failed_record(job: Job, schedule: Schedule, message: str, graph: bool) -> RunRecord:
     cfg = schedule.benchmark
     nan = float("nan")
@@ -127,14 +139,20 @@ def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | 
     device = device or Device()
     paths = [path_class(p).name for p in plan.paths]
     schedules = {order: load_schedule(order) for order in plan.orders}
+    skipped = unsupported_cells(paths, plan.orders)
     for order, schedule in schedules.items():  # fail fast, before any GPU work
         for path in paths:
-            path_class(path).check_order(order)
-            check_fits(order, schedule.benchmark.grid, path, device)
+            if (path, order) not in skipped:
+                check_fits(order, schedule.benchmark.grid, path, device)
+    for path, order in sorted(skipped):
+        print(f"note: path {path} does not implement order {order}; that cell is skipped")
     store = ResultStore(plan.out_dir)
     store.write_provenance({**collect_provenance(), "device": repr(device), "plan": {
         "paths": paths, "orders": list(plan.orders), "rounds": plan.rounds, "graph": plan.graph}})
-    jobs = interleaved_schedule(paths, plan.orders, plan.rounds, arrangement=plan.arrangement)  # type: ignore[arg-type]
+    jobs = [j for j in interleaved_schedule(paths, plan.orders, plan.rounds, arrangement=plan.arrangement)  # type: ignore[arg-type]
+            if (j.path, j.order) not in skipped]
+    if not jobs:
+        raise ComposerError(f"none of the paths {paths} implements any of the orders {list(plan.orders)}")
     todo = remaining_jobs(jobs, store.completed_keys())
     sampler = ClockSampler(0)
     validated: dict[tuple[str, int], float | None] = {}
