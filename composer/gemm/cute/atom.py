@@ -76,3 +76,20 @@ def cp_async(smem_addr: Any, gmem_addr: Any, src_bytes: Any, vec: int) -> None:
                            Int32(src_bytes).ir_value()],
                     f"cp.async.{cache}.shared.global [$0], [$1], {size}, $2;", "r,l,r",
                     has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
+def lds_f64(smem_addr: Any, offset: int = 0) -> Float64:
+    """``ld.shared.f64`` from byte address ``smem_addr + offset`` (``offset`` a compile-time
+    immediate, so a fragment load costs one LDS and no address arithmetic)."""
+    f64 = Float64.mlir_type
+    res = llvm.inline_asm(f64, [Int32(smem_addr).ir_value()], f"ld.shared.f64 $0, [$1+{int(offset)}];",
+                          "=d,r", has_side_effects=True, is_align_stack=False,
+                          asm_dialect=llvm.AsmDialect.AD_ATT)
+    return Float64(res)
+
+
+def stg_f64x2(gmem_addr: Any, x0: Any, x1: Any) -> None:
+    """``st.global.v2.f64``: 16 bytes at a 16-byte aligned global address."""
+    llvm.inline_asm(None, [Int64(gmem_addr).ir_value(), Float64(x0).ir_value(), Float64(x1).ir_value()],
+                    "st.global.v2.f64 [$0], {$1, $2};", "l,d,d", has_side_effects=True,
+                    is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)

@@ -31,6 +31,7 @@ class Epilogue:
 
     name: ClassVar[str]
     reads_c: ClassVar[bool] = False
+    pairs: ClassVar[bool] = False  # has ``apply_pair`` (two n-adjacent elements, n even, ldc even)
 
     def apply(self, ctx: EpilogueContext, m: Any, n: Any, acc: Any) -> None:
         raise NotImplementedError
@@ -43,6 +44,14 @@ class StoreEpilogue(Epilogue):
 
     def apply(self, ctx: EpilogueContext, m: Any, n: Any, acc: Any) -> None:
         ctx.c[m * ctx.c_stride_m + n * ctx.c_stride_n] = acc
+
+    pairs = True
+
+    def apply_pair(self, ctx: EpilogueContext, m: Any, n: Any, acc0: Any, acc1: Any) -> None:
+        """C[m, n], C[m, n+1] = acc0, acc1 as one 16-byte store (C n-contiguous, n and ldc even)."""
+        from composer.gemm.cute.atom import stg_f64x2
+
+        stg_f64x2((ctx.c + (m * ctx.c_stride_m + n)).toint(), acc0, acc1)
 
 
 class AxpbyEpilogue(Epilogue):

@@ -26,7 +26,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64
 
-from composer.gemm.cute.atom import a_coord, b_coord, cp_async, d_coord, dmma
+from composer.gemm.cute.atom import a_coord, b_coord, cp_async, d_coord, dmma, lds_f64
 from composer.gemm.cute.config import GemmConfig
 from composer.gemm.cute.epilogue import EpilogueContext, get_epilogue
 
@@ -63,6 +63,52 @@ def smem_layout(rows: int, bk: int, mn_major: bool, stages: int) -> Any:
     return cute.make_composed_layout(cute.make_swizzle(b, m, s), 0, plain)
 
 
+def swizzled_offset(r: int, kk: int, stage: int, rows: int, bk: int, mn_major: bool) -> int:
+    """Element offset of (r, kk, stage) in ``smem_layout(rows, bk, mn_major, stages)``, in plain
+    Python (cute's ``Swizzle(B, M, S)``: bits [M+S, M+S+B) are XORed into bits [M, M+B))."""
+    contig = rows if mn_major else bk
+    plain = (r + kk * rows if mn_major else r * bk + kk) + stage * rows * bk
+    b, m, s = swizzle_bits(contig)
+    if b == 0:
+        return plain
+    yyy = ((1 << b) - 1) << (m + s)
+    return plain ^ ((plain & yyy) >> s)
+
+
+def check_swizzle_model(layout: Any, rows: int, bk: int, mn_major: bool, stages: int) -> None:
+    """At trace time: ``swizzled_offset`` must agree with cute's layout (static coordinates)."""
+    for r, kk, st in ((0, 0, 0), (1, 5 % bk, 0), (5 % rows, 3 % bk, stages - 1),
+                      (rows - 1, bk - 1, stages - 1), (3 % rows, bk - 2, 0),
+                      (rows // 2 + 6 % rows, 1, stages // 2), (7 % rows, 2 % bk, 1)):
+        want = layout((r, kk, st))
+        if swizzled_offset(r, kk, st, rows, bk, mn_major) != want:
+            raise AssertionError(f"swizzle model disagrees with cute at {(r, kk, st)}: {want}")
+
+
+def frag_plan(rows: int, bk: int, mn_major: bool, thread_parts: list[tuple[int, int]],
+              elems: dict[Any, tuple[int, int]]) -> tuple[list[tuple[int, int]], dict[Any, tuple[int, int]]]:
+    """Group fragment elements so each load is ``base[group] + constant``.
+
+    ``thread_parts`` lists every thread's runtime (row, k) part, ``elems`` maps a key to the
+    compile-time (row, k) part of a fragment element. Two elements share a base when their
+    swizzled offsets differ by the same amount in every thread (checked exhaustively). Returns the
+    groups' representative compile-time parts and, per key, (group, byte offset from its base).
+    """
+    groups: list[tuple[tuple[int, int], list[int]]] = []
+    plan: dict[Any, tuple[int, int]] = {}
+    for key, (rc, kc) in elems.items():
+        vec = [swizzled_offset(rt + rc, kt + kc, 0, rows, bk, mn_major) for rt, kt in thread_parts]
+        for gi, (_rep, rvec) in enumerate(groups):
+            d = vec[0] - rvec[0]
+            if all(v - w == d for v, w in zip(vec, rvec)):
+                plan[key] = (gi, 8 * d)
+                break
+        else:
+            groups.append(((rc, kc), vec))
+            plan[key] = (len(groups) - 1, 0)
+    return [rep for rep, _ in groups], plan
+
+
 def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """(kernel, host) for ``cfg``: ``host(*KERNEL_PARAMS args)`` launches on one linear grid.
 
@@ -80,6 +126,14 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
     b_mn_major = cfg.b_major == "n"
     c_m_major = cfg.c_major == "m"
     epilogue = get_epilogue(cfg.epilogue)
+
+    lanes = [(w, ln // 4, ln % 4) for w in range(threads // 32) for ln in range(32)]
+    a_fp = frag_plan(bm, bk, a_mn_major, [((w % warps_m) * wm + g, t) for w, g, t in lanes],
+                     {(ks, i, r): (i * shape.m + a_coord(r)[0], ks * shape.k + a_coord(r)[1])
+                      for ks in range(k_steps) for i in range(tiles_m) for r in range(shape.a_regs)})
+    b_fp = frag_plan(bn, bk, b_mn_major, [((w // warps_m) * wn + g, t) for w, g, t in lanes],
+                     {(ks, j, r): (j * shape.n, ks * shape.k + b_coord(r))
+                      for ks in range(k_steps) for j in range(tiles_n) for r in range(shape.b_regs)})
 
     @cute.jit
     def load_tile(gptr: cute.Pointer, ld: Int64, rows_total: Int32, row0: Int32, k_total: Int32,
@@ -138,6 +192,8 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
 
         a_layout = smem_layout(bm, bk, a_mn_major, stages)
         b_layout = smem_layout(bn, bk, b_mn_major, stages)
+        check_swizzle_model(a_layout, bm, bk, a_mn_major, stages)
+        check_swizzle_model(b_layout, bn, bk, b_mn_major, stages)
         allocator = cutlass.memory.SmemAllocator()
         s_a = allocator.allocate_tensor(Float64, a_layout, 128)
         s_b = allocator.allocate_tensor(Float64, b_layout, 128)
@@ -164,6 +220,14 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
         row_a = (warp % warps_m) * wm + g
         row_b = (warp // warps_m) * wn + g
 
+        # fragment addresses: one runtime base per group of fragment elements whose swizzled
+        # offsets differ by a compile-time constant for every thread (frag_plan checks it), so
+        # the mainloop's LDS use [base + immediate] instead of recomputing the XOR per load
+        a_groups, a_plan = a_fp
+        b_groups, b_plan = b_fp
+        a_bases = [a_layout((row_a + rc, t + kc, 0)) * 8 for rc, kc in a_groups]
+        b_bases = [b_layout((row_b + rc, t + kc, 0)) * 8 for rc, kc in b_groups]
+
         for kt in cutlass.range(k_tiles, unroll=1):
             # tile kt has landed (at most stages-2 younger groups pending) and every warp is done
             # with the stage the next load overwrites (it was read in iteration kt-1)
@@ -178,11 +242,14 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
             cute.arch.cp_async_commit_group()
 
             stage = kt % stages
+            a_stage = sa_base + stage * (bm * bk * 8)
+            b_stage = sb_base + stage * (bn * bk * 8)
+            a_addr = [a_stage + x for x in a_bases]
+            b_addr = [b_stage + x for x in b_bases]
             for ks in cutlass.range_constexpr(k_steps):
-                kb = ks * shape.k + t
-                a_frag = [[s_a[(row_a + i * shape.m + a_coord(r)[0], kb + a_coord(r)[1], stage)]
+                a_frag = [[lds_f64(a_addr[a_plan[(ks, i, r)][0]], a_plan[(ks, i, r)][1])
                            for r in range(shape.a_regs)] for i in range(tiles_m)]
-                b_frag = [[s_b[(row_b + j * shape.n, kb + b_coord(r), stage)]
+                b_frag = [[lds_f64(b_addr[b_plan[(ks, j, r)][0]], b_plan[(ks, j, r)][1])
                            for r in range(shape.b_regs)] for j in range(tiles_n)]
                 for i in cutlass.range_constexpr(tiles_m):
                     for j in cutlass.range_constexpr(tiles_n):
@@ -196,13 +263,32 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
             c=c + ibatch * stride_c, aux=aux + ibatch * stride_aux,
             c_stride_m=Int64(1) if c_m_major else ldc, c_stride_n=ldc if c_m_major else Int64(1),
             ld_aux=ld_aux, alpha=alpha, beta=beta)
-        for i in cutlass.range_constexpr(tiles_m):
-            for j in cutlass.range_constexpr(tiles_n):
-                for r in cutlass.range_constexpr(shape.c_regs):
-                    gm = m0 + row_a + i * shape.m + d_coord(r)[0]
-                    gn = n0 + (warp // warps_m) * wn + j * shape.n + 2 * t + d_coord(r)[1]
-                    if gm < m and gn < n:
-                        epilogue.apply(ctx, Int64(gm), Int64(gn), acc[(i, j, r)])
+        if cutlass.const_expr(not c_m_major and epilogue.pairs):
+            # n-contiguous C: registers (r, r+1) are adjacent columns 2t, 2t+1: one 16-byte store
+            # when the leading dimension keeps the pair aligned (even ldc), scalar stores else
+            pair_ok = ((ldc % 2) == 0) & ((stride_c % 2) == 0) & ((c.toint() % 16) == 0)
+            for i in cutlass.range_constexpr(tiles_m):
+                for j in cutlass.range_constexpr(tiles_n):
+                    for r in cutlass.range_constexpr(0, shape.c_regs, 2):
+                        gm = m0 + row_a + i * shape.m + d_coord(r)[0]
+                        gn = n0 + (warp // warps_m) * wn + j * shape.n + 2 * t
+                        if gm < m:
+                            if pair_ok and gn + 1 < n:
+                                epilogue.apply_pair(ctx, Int64(gm), Int64(gn), acc[(i, j, r)],
+                                                    acc[(i, j, r + 1)])
+                            else:
+                                if gn < n:
+                                    epilogue.apply(ctx, Int64(gm), Int64(gn), acc[(i, j, r)])
+                                if gn + 1 < n:
+                                    epilogue.apply(ctx, Int64(gm), Int64(gn + 1), acc[(i, j, r + 1)])
+        else:
+            for i in cutlass.range_constexpr(tiles_m):
+                for j in cutlass.range_constexpr(tiles_n):
+                    for r in cutlass.range_constexpr(shape.c_regs):
+                        gm = m0 + row_a + i * shape.m + d_coord(r)[0]
+                        gn = n0 + (warp // warps_m) * wn + j * shape.n + 2 * t + d_coord(r)[1]
+                        if gm < m and gn < n:
+                            epilogue.apply(ctx, Int64(gm), Int64(gn), acc[(i, j, r)])
 
     kernel.set_name_prefix(name, remove_cutlass_symbol=True, keep_mangled_name=False)
 
