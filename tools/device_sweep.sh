@@ -16,5 +16,6 @@ for args in "$@"; do
   echo "== composer bench $args"
   # shellcheck disable=SC2086
   python3 -m composer.cli.main bench $args --out "$OUT/sweep$n" 2>&1 | grep -v '^\[' | tee "$OUT/sweep$n.log" | tail -25
+  # One tarball per sweep, made at once: what finished survives a later time-out.
+  tar -C "$OUT" -czf "$OUT/sweep$n.tgz" "sweep$n" && rm -rf "${OUT:?}/sweep$n"
 done
-tar -C "$OUT" -czf "$OUT/sweeps.tgz" $(cd "$OUT" && ls -d sweep*/) && rm -rf "$OUT"/sweep*/

@@ -1,0 +1,211 @@
+"""Schedule candidates for the fused paths: generate, check on the CPU, validate and time on the GPU.
+
+Why: device time is scarce, so one device call should validate and time many schedules at once.
+Candidates vary only what the schedule tables hold (threads, warp/thread tile, how many lines a
+block's box carries, the MMA shape of FUSED_TC16), never the template, so a winner can be copied
+into ``schedules/pNNNN.toml`` as it is (``to_table``). FUSED_DFMA is not swept on its own: it
+always runs FUSED_TC's table, so the device side validates it on the fastest FUSED_TC candidate.
+
+CPU side (compiles every candidate into the NVRTC cache that the device call carries, and marks
+those that spill or cannot fit one block per SM)::
+
+    COMPOSER_CACHE_DIR=.cache/fused PYTHONPATH=. python3 -m composer.fused.sweep check 7,63 plan.json
+
+Device side (validates each kept candidate against the NumPy reference at the benchmark grid,
+times it, writes OUTDIR/sweep.json)::
+
+    COMPOSER_CACHE_DIR=.cache/fused PYTHONPATH=. python3 -m composer.fused.sweep run OUTDIR 7,63 150 plan.json
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+from composer.fused.builder import build, kernel_plans
+from composer.fused.config import FusedConfig, KernelConfig, fused_config
+
+SMEM_LIMIT = 227 * 1024
+SWEPT = ("FUSED", "FUSED_TC", "FUSED_TC16")
+
+
+def _fits(config: FusedConfig) -> bool:
+    """The template's static_asserts and the shared-memory limit, evaluated in Python."""
+    nq = config.nq
+    for plan in kernel_plans(config):
+        k = plan.kernel
+        if plan.smem_bytes > SMEM_LIMIT or k.threads > 1024 or k.threads % 32:
+            return False
+        for d in k.dirs:
+            nl = plan.lines(d)
+            if config.engine == "simt":
+                tl, ta = k.tile
+                if nl % tl or nq % ta or (nl // tl * (nq // ta)) % k.threads:
+                    return False
+            else:
+                mm, _, mk = (int(x) for x in (config.mma or "").split("x"))
+                wm, wn = k.tile
+                if nl % (mm * wm) or nq % (8 * wn) or nq % mk:
+                    return False
+                if (nl // (mm * wm) * (nq // (8 * wn))) % (k.threads // 32):
+                    return False
+    return True
+
+
+def _scaled_box(k: KernelConfig, nq: int, factor: int) -> tuple[int, int, int] | None:
+    """The box with its first partial axis (k, then j) multiplied by ``factor`` (None: not possible)."""
+    box = list(k.box)
+    for axis in range(3):
+        if box[axis] != nq:
+            if nq % (box[axis] * factor):
+                return None
+            box[axis] *= factor
+            return tuple(box)  # type: ignore[return-value]
+    return tuple(box) if factor == 1 else None  # type: ignore[return-value]
+
+
+def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """(label, config) of the schedule-table variations of ``variant`` at ``order`` (base first)."""
+    base = fused_config(variant, order)
+    nq = base.nq
+    tiles = ([(1, 4), (2, 4), (4, 4), (2, 8), (4, 2)] if base.engine == "simt"
+             else [(1, 1), (1, 2), (2, 1), (2, 2), (1, 4), (2, 4)])
+    shapes = [base.mma] if variant != "FUSED_TC16" else ["16x8x4", "16x8x8"]
+    out: list[tuple[str, FusedConfig]] = [("base", base)]
+    seen = {base}
+    for shape in shapes:
+        for factor in (1, 2, 4):
+            for threads in (256, 512) if order > 15 else (64, 128, 256, 512, 1024):
+                for tile in tiles:
+                    kernels = []
+                    for k in base.kernels:
+                        box = _scaled_box(k, nq, factor)
+                        if box is None:
+                            break
+                        kernels.append(dataclasses.replace(k, box=box, threads=threads, tile=tile))
+                    else:
+                        cfg = dataclasses.replace(base, kernels=tuple(kernels), mma=shape)
+                        if cfg not in seen and _fits(cfg):
+                            seen.add(cfg)
+                            out.append((label(cfg), cfg))
+    # larger register tiles first (more operand reuse per shared-memory load), then fewer threads
+    out[1:] = sorted(out[1:], key=lambda c: (-c[1].kernels[0].tile[0] * c[1].kernels[0].tile[1],
+                                             c[1].kernels[0].threads))
+    return out
+
+
+def label(config: FusedConfig) -> str:
+    k = config.kernels[0]
+    mma = f"@{config.mma}" if config.mma else ""
+    return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}"
+
+
+def to_table(config: FusedConfig) -> str:
+    """The ``[paths.<variant>]`` TOML table of ``config``."""
+    lines = [f"[paths.{config.variant}]", f'flux = "{config.flux}"']
+    if config.mma:
+        lines.append(f'mma = "{config.mma}"')
+    lines.append("kernels = [")
+    for k in config.kernels:
+        lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
+                     f"tile = {list(k.tile)} }},")
+    lines.append("]")
+    return "\n".join(lines)
+
+
+def _check_one(job: tuple[str, int, int]) -> dict:
+    from composer.inspect_sass import inspect_cubin
+
+    variant, order, n = job
+    name, cfg = candidates(variant, order)[n]
+    built = build(cfg, "sm_90", Path(".cache/fused"))
+    ok, info = True, []
+    for b in built.kernels:
+        if not b.blocks_per_element:
+            continue
+        sass = next(iter(inspect_cubin(b.compiled.cubin).values()))
+        info.append((sass.registers, sass.spill_bytes, b.smem_bytes))
+        if sass.registers * b.threads > 65536 or (sass.spill_bytes > 16 and name != "base"):
+            ok = False
+    print(order, name, ok, info, flush=True)
+    return {"variant": variant, "order": order, "label": name, "ok": ok, "kernels": info,
+            "table": to_table(cfg)}
+
+
+def check(orders: list[int], max_per_variant: int = 7, workers: int = 2) -> dict[str, dict[str, list]]:
+    """Compile the candidates on the CPU; keep those without spills and with one block per SM."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    jobs = [(v, o, n) for o in orders for v in SWEPT for n in range(min(max_per_variant, len(candidates(v, o))))]
+    with ProcessPoolExecutor(workers) as pool:
+        rows = list(pool.map(_check_one, jobs))
+    kept: dict[str, dict[str, list]] = {str(o): {v: [] for v in SWEPT} for o in orders}
+    for row in rows:
+        kept[str(row["order"])][row["variant"]].append(row)
+    return kept
+
+
+def _build_cfg(cfg: FusedConfig) -> None:
+    build(cfg, "sm_90")
+
+
+def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> None:
+    """Validate and time every kept candidate (the device side); writes OUTDIR/sweep.json.
+
+    After an order's candidates, FUSED_DFMA is validated and timed on the fastest valid FUSED_TC
+    candidate too, so that the pair can move to a new schedule together.
+    """
+    from concurrent.futures import ProcessPoolExecutor
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+    from test_fused_gpu import run_case
+
+    from composer.config.schedules import load_schedule
+    from composer.runtime import default_device
+
+    start = time.time()
+    plan = json.loads(Path(plan_file).read_text())
+    todo: dict[int, dict] = {}
+    for order in orders:
+        cands = {f"{v}@{n}": c for v in SWEPT for n, c in candidates(v, order)}
+        todo[order] = {f"{variant}@{row['label']}": cands[f"{variant}@{row['label']}"]
+                       for variant, rows in plan[str(order)].items() for row in rows if row["ok"]}
+    with ProcessPoolExecutor(16) as pool:  # fill the NVRTC cache in parallel (no-op on a cache hit)
+        list(pool.map(_build_cfg, [c for o in orders for c in todo[o].values()]))
+    print(f"prebuild {time.time() - start:.1f} s", flush=True)
+    device = default_device()
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    log: list[dict] = []
+    for order in orders:
+        if time.time() - start > deadline_s:
+            break
+        grid = load_schedule(order).benchmark.grid
+        extra = {k: (lambda o, c=c: c) for k, c in todo[order].items()}
+        recs = run_case(order, grid, ["FUSED_DFMA"], device, timing_calls=10, extra=extra)
+        tc = [r for r in recs if r["variant"].startswith("FUSED_TC@") and r.get("passed")]
+        best = min(tc, key=lambda r: r["us_per_call"]) if tc else None
+        if best and not best["variant"].endswith("@base"):
+            twin = dataclasses.replace(todo[order][best["variant"]], variant="FUSED_DFMA", dfma=True)
+            recs += run_case(order, grid, [], device, timing_calls=3,
+                             extra={f"FUSED_DFMA@{best['variant']}": lambda o, c=twin: c})
+        for r in recs:
+            r["elapsed_s"] = round(time.time() - start, 1)
+            cfg = todo[order].get(r["variant"])
+            r["table"] = to_table(cfg) if cfg else None
+            print(json.dumps({k: r.get(k) for k in ("variant", "order", "rel_err", "us_per_call", "error")}),
+                  flush=True)
+        log.extend(recs)
+        (out / "sweep.json").write_text(json.dumps(log, indent=1))
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "check":
+        orders = [int(x) for x in sys.argv[2].split(",")]
+        result = check(orders)
+        Path(sys.argv[3] if len(sys.argv) > 3 else "sweep_plan.json").write_text(json.dumps(result, indent=1))
+    else:
+        run(sys.argv[2], [int(x) for x in sys.argv[3].split(",")], float(sys.argv[4]), sys.argv[5])
