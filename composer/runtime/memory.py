@@ -88,10 +88,20 @@ class DeviceBuffer:
 
     def zero(self, stream: Any = None) -> None:
         """Set every byte to 0 (0.0 for float64)."""
+        self.fill_bytes(0, stream)
+
+    def poison(self, stream: Any = None) -> None:
+        """Set every byte to 0xFF: every float64 becomes a NaN, so an output a kernel fails to
+        write cannot pass a comparison by accident (freed memory often still holds a previous
+        path's correct result)."""
+        self.fill_bytes(0xFF, stream)
+
+    def fill_bytes(self, value: int, stream: Any = None) -> None:
+        """cuMemsetD8 of the whole buffer (synchronous when ``stream`` is None)."""
         self.device.make_current()
         if self.nbytes:
             h = _stream_handle(stream)
-            check(self._drv.cuMemsetD8Async(self.ptr, 0, self.nbytes, h), "cuMemsetD8Async")
+            check(self._drv.cuMemsetD8Async(self.ptr, int(value), self.nbytes, h), "cuMemsetD8Async")
             if stream is None:
                 check(self._drv.cuStreamSynchronize(0), "cuStreamSynchronize")
 
