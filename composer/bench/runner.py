@@ -144,6 +144,10 @@ def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | 
         for path in paths:
             if (path, order) not in skipped:
                 check_fits(order, schedule.benchmark.grid, path, device)
+    if plan.graph:
+        no_graph = [p for p in paths if not getattr(path_class(p), "supports_graph", True)]
+        if no_graph:
+            raise ComposerError(f"--graph: paths {no_graph} cannot be captured into a CUDA graph")
     for path, order in sorted(skipped):
         print(f"note: path {path} does not implement order {order}; that cell is skipped")
     store = ResultStore(plan.out_dir)
