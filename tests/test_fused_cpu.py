@@ -178,14 +178,6 @@ def test_emulated_m16n8k8_matches_reference() -> None:
     assert np.max(np.abs(emulate(config, fields, (1, 1, 1)) - ref)) / np.max(np.abs(ref)) <= 1e-13
 
 
-def test_fast_varying_fields_are_make_fields() -> None:
-    from tests.test_fused_gpu import varying_fields
-
-    for order, grid in ((7, (3, 2, 2)), (31, (2, 1, 1))):
-        fast, slow = varying_fields(order, grid), dg.make_fields(order, grid, varying=True)
-        assert all(np.array_equal(fast[k], slow[k]) for k in dg.FIELD_KEYS)
-
-
 @pytest.mark.parametrize("variant", ["FUSED", "FUSED_TC", "FUSED_TC16"])
 def test_sweep_candidates_are_schedule_tables(variant: str) -> None:
     """Every sweep candidate renders to a [paths.*] table that parses back to the same config."""
@@ -198,3 +190,255 @@ def test_sweep_candidates_are_schedule_tables(variant: str) -> None:
     assert found[0] == ("base", fused_config(variant, 31)) and len(found) > 1
     for _, cfg in found:
         assert parse_table(variant, 31, tomllib.loads(to_table(cfg))["paths"][variant]) == cfg
+
+
+# --- D staged in shared memory (d_stage = "smem") and min_blocks: options that default off -------
+
+# sha256[:16] of every volume kernel the shipped schedules render, taken before the options were
+# added: a schedule without the new keys must render exactly the kernels it rendered before.
+GOLDEN_SOURCES = {
+    "fused_dfma_p127_k0_x": "ffe7125d9db9b535",
+    "fused_dfma_p127_k1_y": "8140f87a3f3ebcba",
+    "fused_dfma_p127_k2_z": "1ca947d0f666097b",
+    "fused_dfma_p15_k0_xyz": "fd7d730c4e0cae71",
+    "fused_dfma_p255_k0_x": "fac566777e3e05f8",
+    "fused_dfma_p255_k1_y": "e9c79368096dbb32",
+    "fused_dfma_p255_k2_z": "99dadafa393d423d",
+    "fused_dfma_p31_k0_xy": "3a2ae52406200b4b",
+    "fused_dfma_p31_k1_z": "7953bc15752ef6b2",
+    "fused_dfma_p511_k0_x": "f7ef6b1dfed28e8f",
+    "fused_dfma_p511_k1_y": "a13e48a4660cc0fa",
+    "fused_dfma_p511_k2_z": "4bba18217212e058",
+    "fused_dfma_p63_k0_xy": "b5dbb8543545c5f0",
+    "fused_dfma_p63_k1_z": "c40ca934e2d44758",
+    "fused_dfma_p767_k0_x": "b4bbb1c41c2db1b9",
+    "fused_dfma_p767_k1_y": "232bdee02159f059",
+    "fused_dfma_p767_k2_z": "fe445f35ed8b95df",
+    "fused_dfma_p7_k0_xyz": "93858f3a2fb1435a",
+    "fused_p127_k0_x": "ea4f87365c26cfed",
+    "fused_p127_k1_y": "58cc2650f18685e7",
+    "fused_p127_k2_z": "6416bb8d6ab36586",
+    "fused_p15_k0_xyz": "0ad7ba1746e0b02d",
+    "fused_p255_k0_x": "01f5d35f34b6f7c3",
+    "fused_p255_k1_y": "d377d8dd2ce573ab",
+    "fused_p255_k2_z": "ba1bb69e37d0db2c",
+    "fused_p31_k0_xy": "122e378caa87e87c",
+    "fused_p31_k1_z": "fec054108db46fac",
+    "fused_p63_k0_xy": "440355458790408c",
+    "fused_p63_k1_z": "b1da438c5cf79963",
+    "fused_p7_k0_xyz": "4f5f2756e04f0227",
+    "fused_tc16_p127_k0_x": "9023b7568ca73693",
+    "fused_tc16_p127_k1_y": "f712eced8e348a6d",
+    "fused_tc16_p127_k2_z": "a150ad120aabbf76",
+    "fused_tc16_p15_k0_xyz": "de853a30527e632c",
+    "fused_tc16_p255_k0_x": "d7e2835661a92e80",
+    "fused_tc16_p255_k1_y": "f7da639aff268cdf",
+    "fused_tc16_p255_k2_z": "95e0e0a5bd76f2df",
+    "fused_tc16_p31_k0_xy": "ebff0ddbb18ac844",
+    "fused_tc16_p31_k1_z": "2b85951f9b95d43f",
+    "fused_tc16_p511_k0_x": "56ae18a8c3a044f0",
+    "fused_tc16_p511_k1_y": "51cd058890f50038",
+    "fused_tc16_p511_k2_z": "7c3e70cf2f44a6ce",
+    "fused_tc16_p63_k0_xy": "8d0f45e92c847862",
+    "fused_tc16_p63_k1_z": "f4cc443a37d6465a",
+    "fused_tc16_p767_k0_x": "0ea39f1e8f07b400",
+    "fused_tc16_p767_k1_y": "a88957362e68606f",
+    "fused_tc16_p767_k2_z": "2b895374994e45eb",
+    "fused_tc16_p7_k0_xyz": "0fae40a7e1e5c55f",
+    "fused_tc_p127_k0_x": "2a10be5046d92204",
+    "fused_tc_p127_k1_y": "fc95da62806dc41e",
+    "fused_tc_p127_k2_z": "5a65c899bfee43d3",
+    "fused_tc_p15_k0_xyz": "7b3e7b8f95b0f662",
+    "fused_tc_p255_k0_x": "744c18a61c9d3e5e",
+    "fused_tc_p255_k1_y": "123f1235d0abb3e4",
+    "fused_tc_p255_k2_z": "b45af88b029fa94a",
+    "fused_tc_p31_k0_xy": "d2840a462cfac9b4",
+    "fused_tc_p31_k1_z": "546c2f624e535bcd",
+    "fused_tc_p511_k0_x": "6274b5e5ef4c1303",
+    "fused_tc_p511_k1_y": "7879c978c24a1f5c",
+    "fused_tc_p511_k2_z": "b3af1457b0509029",
+    "fused_tc_p63_k0_xy": "80c29ef0ba7f47c0",
+    "fused_tc_p63_k1_z": "f383e04c41a62e5b",
+    "fused_tc_p767_k0_x": "6783310df030ef03",
+    "fused_tc_p767_k1_y": "5325ce7e713ae81c",
+    "fused_tc_p767_k2_z": "fc72afb32d658f25",
+    "fused_tc_p7_k0_xyz": "41dfab9fcf7ea575",
+}
+
+
+def test_default_schedules_render_unchanged_sources() -> None:
+    import hashlib
+
+    found = {}
+    for variant, order in CASES:
+        config = fused_config(variant, order)
+        assert config.d_stage == "global" and config.min_blocks == 0 and config.d_panel == 0
+        for plan in kernel_plans(config):
+            found[plan.name] = hashlib.sha256(render_volume(config, plan).encode()).hexdigest()[:16]
+    assert found == GOLDEN_SOURCES
+
+
+def _staged_cases() -> list[tuple[str, int, str]]:
+    from composer.fused.sweep import staged_candidates
+
+    return [(v, o, name) for v in ("FUSED_TC", "FUSED_TC16") for o in sorted(SUPPORTED_ORDERS[v])
+            for name, _ in staged_candidates(v, o)]
+
+
+def _staged(variant: str, order: int, name: str):
+    from composer.fused.sweep import staged_candidates
+
+    return dict(staged_candidates(variant, order))[name]
+
+
+def test_staged_candidates_cover_the_binding_orders() -> None:
+    cases = _staged_cases()
+    for order in (127, 255, 511, 767):
+        for variant in ("FUSED_TC", "FUSED_TC16"):
+            labels = [n for v, o, n in cases if (v, o) == (variant, order)]
+            assert any(" Dsmem" in n for n in labels), (variant, order)
+    for order in (127, 255):
+        assert any(" mb2" in n and " Dsmem" in n for v, o, n in cases if o == order)
+
+
+def test_staged_options_parse_and_round_trip() -> None:
+    import tomllib
+
+    from composer.fused.config import parse_table
+    from composer.fused.sweep import candidates, to_table
+
+    for variant in ("FUSED_TC", "FUSED_TC16"):
+        for _, cfg in candidates(variant, 255):
+            assert parse_table(variant, 255, tomllib.loads(to_table(cfg))["paths"][variant]) == cfg
+    good = _table(255, "FUSED_TC16")
+    with pytest.raises(ConfigError, match="d_stage"):
+        fused_config("FUSED_TC16", 255, {"FUSED_TC16": dict(good, d_stage="L2")})
+    with pytest.raises(ConfigError, match="multiple of 8"):
+        fused_config("FUSED_TC16", 255, {"FUSED_TC16": dict(good, d_stage="smem", d_panel=12)})
+    with pytest.raises(ConfigError, match="needs d_stage"):
+        fused_config("FUSED_TC16", 255, {"FUSED_TC16": dict(good, d_panel=16)})
+    with pytest.raises(ConfigError, match="tensor-core engine"):
+        fused_config("FUSED", 255, {"FUSED": dict(_table(255, "FUSED"), d_stage="smem")})
+    with pytest.raises(ConfigError, match="min_blocks"):
+        fused_config("FUSED_TC16", 255, {"FUSED_TC16": dict(good, min_blocks=0)})
+    # FUSED_DFMA takes the staging and occupancy options with FUSED_TC's table
+    paths = {"FUSED_TC": dict(_table(255, "FUSED_TC"), d_stage="smem", d_panel=16, min_blocks=2)}
+    dfma = fused_config("FUSED_DFMA", 255, paths)
+    assert (dfma.d_stage, dfma.d_panel, dfma.min_blocks, dfma.dfma) == ("smem", 16, 2, True)
+
+
+@pytest.mark.parametrize("order", [63, 127, 255, 511, 767])
+def test_staged_dfma_is_tc_with_one_switch(order: int) -> None:
+    from composer.fused.sweep import staged_candidates
+
+    for _, tc in staged_candidates("FUSED_TC", order):
+        dfma = dataclasses.replace(tc, variant="FUSED_DFMA", dfma=True)
+        for p_tc, p_dfma in zip(kernel_plans(tc), kernel_plans(dfma)):
+            assert p_tc.smem_bytes == p_dfma.smem_bytes and p_tc.d_panel == p_dfma.d_panel
+            a, b = (_code_lines(render_volume(c, p).replace(p.name, "NAME"))
+                    for c, p in ((tc, p_tc), (dfma, p_dfma)))
+            diff = [d for d in difflib.unified_diff(a, b, lineterm="", n=0)
+                    if d[:1] in "+-" and d[:3] not in ("+++", "---")]
+            assert diff == ["-#define FUSED_DFMA 0", "+#define FUSED_DFMA 1"]
+
+
+@pytest.mark.parametrize("panel", [8, 16, 32, 64, 128, 256, 512, 768])
+def test_staged_d_layout_is_conflict_free(panel: int) -> None:
+    """d_off: a bijection onto the panel, 16-byte pairs contiguous and aligned (cp.async), and the
+    B-fragment loads b_i = D[a0 + g, ml + t + 4*i] of each half-warp hit 16 distinct 8-byte banks."""
+    from composer.fused.emulate import d_off
+
+    nq = max(panel, 8)
+    a, m = np.meshgrid(np.arange(nq), np.arange(panel), indexing="ij")
+    off = d_off(panel, a, m)
+    assert sorted(off.ravel()) == list(range(nq * panel))
+    assert np.all(off[:, 1::2] == off[:, 0::2] + 1) and np.all(off[:, 0::2] % 2 == 0)
+    lane = np.arange(32)
+    g, t = lane // 4, lane % 4
+    for a0 in range(0, nq, 8):
+        for ml in range(0, panel, 4):
+            banks = d_off(panel, a0 + g, ml + t) % 16
+            assert len(set(banks[:16])) == 16 and len(set(banks[16:])) == 16
+
+
+@pytest.mark.parametrize("order,grid", [(15, (1, 1, 1)), (31, (1, 1, 1))])
+@pytest.mark.parametrize("variant,mma", [("FUSED_TC", "8x8x4"), ("FUSED_TC16", "16x8x4"),
+                                         ("FUSED_TC16", "16x8x8")])
+def test_emulated_staged_d_matches_reference(variant: str, mma: str, order: int, grid: tuple) -> None:
+    """Staged D (all of it, and 8/16-k panels) gives bit-for-bit the unstaged kernel's numbers."""
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    base = dataclasses.replace(fused_config(variant, order), mma=mma)
+    plain = emulate(base, fields, grid)
+    for panel in (0, 8, 16):
+        config = dataclasses.replace(base, d_stage="smem", d_panel=panel, min_blocks=2 if panel else 0)
+        assert [p.d_panel for p in kernel_plans(config)] == [panel or order + 1] * len(config.kernels)
+        out = emulate(config, fields, grid)
+        assert np.array_equal(out, plain)
+        assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("order", [127, 255])
+def test_staged_dfma_compiles(order: int) -> None:
+    from composer.fused.sweep import staged_candidates
+
+    tc = next(c for n, c in staged_candidates("FUSED_TC", order) if " Dsmem" in n)
+    for built in build(dataclasses.replace(tc, variant="FUSED_DFMA", dfma=True), "sm_90").kernels:
+        if built.blocks_per_element:
+            sass = _sass(built)
+            assert sass.dmma_total == 0 and sass.dfma > 0
+
+
+#: Candidates with local memory (bytes per thread, by kernel direction), reported here: ptxas keeps
+#: one 64-bit value on the stack (8-16 B, outside or once in the hot loop; the sweep's check keeps
+#: them), or spills under the register cap of 512 threads (x 2 blocks) (> 16 B; check drops them).
+KNOWN_SPILLS = {
+    ("FUSED_TC", 127, "FUSED_TC@8x8x4 box[1, 16, 128] t256 tile[2, 2] Dsmem"): "y, z: 8 B",
+    ("FUSED_TC16", 63, "FUSED_TC16@16x8x4 box[2, 64, 64] t512 tile[1, 2] Dsmem"): "z: 16 B",
+    ("FUSED_TC16", 127, "FUSED_TC16@16x8x4 box[4, 16, 128] t512 tile[2, 2] Dsmem8"): "z: 8 B",
+    ("FUSED_TC16", 255, "FUSED_TC16@16x8x8 box[4, 16, 256] t512 tile[2, 4] Dsmem"): "x: 24 B, z: 40 B",
+    ("FUSED_TC16", 255, "FUSED_TC16@16x8x8 box[4, 16, 256] t512 tile[2, 4] Dsmem8"): "y, z: 40 B",
+    ("FUSED_TC16", 511, "FUSED_TC16@16x8x4 box[1, 16, 512] t512 tile[1, 2] mb2"): "x: 64 B, y, z: 56 B",
+}
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("variant,order,name", _staged_cases())
+def test_staged_candidates_compile_and_sass(variant: str, order: int, name: str) -> None:
+    """Every staging / occupancy candidate compiles for sm_90 with the schedule's DMMA shape; the
+    staged ones issue no LDG in the hot loop, and fewer cp.async per DMMA than the same tiles issue
+    LDG unstaged; min_blocks caps the registers. Local memory only where KNOWN_SPILLS reports it."""
+    from composer.fused.hotloop import kernel_hot_loop
+
+    config = _staged(variant, order, name)
+    # the same boxes, threads and tiles with D read through the read-only cache, as before
+    unstaged = dataclasses.replace(config, d_stage="global", d_panel=0, min_blocks=0)
+    base = {b.name: b for b in build(unstaged, "sm_90").kernels}
+    report = {}
+    for built in build(config, "sm_90").kernels:
+        if not built.blocks_per_element:
+            continue
+        sass, loop = _sass(built), kernel_hot_loop(built.compiled.cubin)
+        ref_loop = kernel_hot_loop(base[built.name].compiled.cubin)
+        report[built.name] = {"regs": sass.registers, "spill_bytes": sass.spill_bytes, "smem": built.smem_bytes,
+                              "hot_loop": loop.counts, "unstaged_hot_loop": ref_loop.counts}
+        print(f"{name} {built.name}: {sass.registers} regs, {sass.spill_bytes} B local, {built.smem_bytes} B smem; "
+              f"hot loop {loop.summary()}; unstaged {ref_loop.summary()}")
+        assert set(sass.dmma) == {config.mma} and sass.dfma == 0
+        if config.min_blocks:
+            assert sass.registers * built.threads * config.min_blocks <= 65536
+        if (variant, order, name) in KNOWN_SPILLS:
+            continue
+        assert sass.spill_bytes == 0, KNOWN_SPILLS
+        if config.d_stage == "smem":
+            assert loop.counts.get("LDG", 0) == 0
+            plan = kernel_plans(config)[0]
+            if plan.d_panel == order + 1:  # all of D staged once per block, before the contraction
+                assert loop.counts.get("LDGSTS", 0) == 0
+            else:
+                assert 0 < loop.per_mma("LDGSTS") < ref_loop.per_mma("LDG")
+    if (variant, order, name) in KNOWN_SPILLS:  # the list stays honest
+        assert any(k["spill_bytes"] > 0 for k in report.values())
+    _report[f"{variant}@{order} {name}"] = report
+    REPORT.write_text(json.dumps(_report, indent=1, sort_keys=True))

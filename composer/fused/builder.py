@@ -8,6 +8,7 @@ face kernel ``fused_face_flux.cu.j2``. Compilation goes through the runtime's di
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +58,7 @@ class KernelPlan:
     rs: int  # shared-memory j stride (doubles)
     ps: int  # shared-memory k stride (doubles)
     first: bool  # writes dqdt (else subtracts from it)
+    d_panel: int = 0  # d_stage = "smem": k-values per staged D panel (= nq: all of D); 0: D not staged
 
     @property
     def blocks_per_element(self) -> int:
@@ -73,12 +75,55 @@ class KernelPlan:
         return self.kernel.box[0] * self.ps
 
     @property
+    def d_bufs(self) -> int:
+        """Staged D buffers: one when all of D is staged (once per kernel), else two panels."""
+        return 0 if not self.d_panel else 1 if self.d_panel == self.nq else 2
+
+    @property
+    def d_offset(self) -> int:
+        """Shared-memory offset (doubles, 16-byte aligned) of the staged D, after tiles and faces."""
+        base = len(self.kernel.dirs) * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
+        return base + base % 2
+
+    @property
     def smem_doubles(self) -> int:
-        return len(self.kernel.dirs) * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
+        base = len(self.kernel.dirs) * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
+        if not self.d_panel:
+            return base
+        return self.d_offset + self.d_bufs * self.nq * self.d_panel
 
     @property
     def smem_bytes(self) -> int:
         return 8 * self.smem_doubles
+
+
+#: Dynamic shared memory one block may use on sm_90 and the per-SM total (a block reserves 1 KiB).
+SMEM_BLOCK_LIMIT = 227 * 1024
+SMEM_SM = 228 * 1024
+
+
+def smem_limit(min_blocks: int) -> int:
+    """Dynamic shared memory per block that still lets ``min_blocks`` blocks share an SM."""
+    if min_blocks <= 1:
+        return SMEM_BLOCK_LIMIT
+    return min(SMEM_BLOCK_LIMIT, SMEM_SM // min_blocks - 1024)
+
+
+def _d_panel(config: FusedConfig, plan: KernelPlan) -> int:
+    """The staged D panel of ``plan``: the schedule's, else all of D when it fits, else the widest
+    double-buffered panel of 64, 32, 16 or 8 k-values that fits (within ``min_blocks`` blocks/SM)."""
+    if config.d_stage != "smem":
+        return 0
+    if config.d_panel:
+        return config.d_panel
+    limit = smem_limit(config.min_blocks)
+    for panel in (config.nq, 64, 32, 16, 8):
+        if panel <= config.nq and config.nq % panel == 0:
+            trial = dataclasses.replace(plan, d_panel=panel)
+            if trial.smem_bytes <= limit:
+                return panel
+    raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name} has no room "
+                        f"for a staged D panel of 8 k-values ({plan.smem_bytes} B without it)")
 
 
 def kernel_plans(config: FusedConfig) -> list[KernelPlan]:
@@ -89,12 +134,20 @@ def kernel_plans(config: FusedConfig) -> list[KernelPlan]:
         rs = _stride(bi, config.engine)
         ps = _stride(bj * rs, config.engine) if config.engine == "mma" else bj * rs
         name = f"{config.variant.lower()}_p{config.order}_k{index}_{k.dir_names}"
-        plans.append(KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0))
+        plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0)
+        plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan)))
     return plans
 
 
 def face_kernel_name(nq: int) -> str:
     return f"fused_face_flux_nq{nq}"
+
+
+def late_weights(config: FusedConfig, plan: KernelPlan) -> bool:
+    """Load the metric weights after the contraction (prefetched to L1 before it) instead of
+    holding them in registers across it: under min_blocks >= 2, and for staged kernels capped at
+    128 registers (>= 512 threads). Never for a schedule without the new keys."""
+    return config.min_blocks >= 2 or bool(plan.d_panel and plan.kernel.threads >= 512)
 
 
 def render_volume(config: FusedConfig, plan: KernelPlan) -> str:
@@ -103,6 +156,10 @@ def render_volume(config: FusedConfig, plan: KernelPlan) -> str:
     if config.mma is not None:
         m, _, k = (int(x) for x in config.mma.split("x"))
         mma = {"mma_m": m, "mma_k": k, "mma_ptx": f"m{m}n8k{k}"}
+    # the optional schedule keys reach the template only when set, so that a schedule without them
+    # renders exactly the unstaged kernel (a test pins the default sources)
+    if plan.d_panel:
+        mma.update(d_panel=plan.d_panel, d_offset=plan.d_offset)
     return render(
         "fused_volume.cu.j2", template_dir=TEMPLATE_DIR,
         name=plan.name, nq=plan.nq, box=list(plan.kernel.box), rs=plan.rs, ps=plan.ps,
@@ -110,7 +167,8 @@ def render_volume(config: FusedConfig, plan: KernelPlan) -> str:
         ndir=len(plan.kernel.dirs), tile_doubles=plan.tile_doubles,
         nlines=[plan.lines(d) for d in range(3)], smem_doubles=plan.smem_doubles, first=plan.first,
         flux=config.flux, engine=config.engine, dfma=config.dfma, unroll=plan.kernel.unroll,
-        tile=list(plan.kernel.tile), **mma)
+        tile=list(plan.kernel.tile), d_stage="smem" if plan.d_panel else "global",
+        min_blocks=config.min_blocks, late_wgt=late_weights(config, plan), **mma)
 
 
 def render_face(nq: int) -> str:

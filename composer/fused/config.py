@@ -16,12 +16,19 @@ tile and, for the tensor-core variants, the MMA shape. Example (``schedules/p003
     [paths.FUSED_DFMA]
     schedule_of = "FUSED_TC"   # the iso-schedule ablation: FUSED_TC's table, DFMA for DMMA
 
+Optional keys of a tensor-core table (absent = off; the kernels are then exactly the unstaged
+ones): ``d_stage = "smem"`` stages D, the B operand, in shared memory (all of it when it fits,
+else double-buffered panels of ``d_panel`` k-values, a multiple of 8 dividing Nq) instead of
+reading it through the read-only cache; ``min_blocks = N`` (any engine) asks ptxas for N
+resident blocks per SM (``__launch_bounds__(THREADS, N)``), which caps the registers per thread.
+
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -44,6 +51,7 @@ ALLOWED_MMA: dict[str, tuple[str, ...]] = {
 }
 DIR_NAMES = "xyz"
 FLUX_MODES = ("inline", "array")
+D_STAGES = ("global", "smem")
 
 
 class UnsupportedOrderError(ComposerError, ValueError):
@@ -75,6 +83,9 @@ class FusedConfig:
     kernels: tuple[KernelConfig, ...]
     mma: str | None  # "8x8x4", "16x8x4", "16x8x8"; None for the CUDA-core engine
     dfma: bool = False
+    d_stage: str = "global"  # "smem": D staged in shared memory (tensor-core engine only)
+    d_panel: int = 0  # k-values per staged D panel; 0: all of D when it fits, else the builder picks
+    min_blocks: int = 0  # > 0: __launch_bounds__(THREADS, min_blocks)
 
     @property
     def nq(self) -> int:
@@ -145,7 +156,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     """Validate one ``[paths.<variant>]`` table (already resolved for FUSED_DFMA)."""
     prefix = f"paths.{variant}"
     nq = order + 1
-    unknown = set(table) - {"flux", "mma", "kernels"}
+    unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks"}
     if unknown:
         raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
     flux = table.get("flux")
@@ -172,7 +183,24 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if carried != [0, 1, 2]:
         names = [k.dir_names for k in kernels]
         raise _error(file, f"{prefix}.kernels", f"the kernels must carry x, y and z exactly once, got {names}")
-    return FusedConfig(variant, order, str(flux), kernels, mma, dfma)
+    d_stage = table.get("d_stage", "global")
+    if d_stage not in D_STAGES:
+        raise _error(file, f"{prefix}.d_stage", f"expected one of {D_STAGES}, got {d_stage!r}")
+    if d_stage == "smem" and mma is None:
+        raise _error(file, f"{prefix}.d_stage", "D staging applies to the tensor-core engine only")
+    d_panel = table.get("d_panel", 0)
+    if "d_panel" in table:
+        if d_stage != "smem":
+            raise _error(file, f"{prefix}.d_panel", 'needs d_stage = "smem"')
+        if (not isinstance(d_panel, int) or isinstance(d_panel, bool) or d_panel <= 0 or d_panel % 8
+                or nq % d_panel):
+            raise _error(file, f"{prefix}.d_panel",
+                         f"expected a positive multiple of 8 that divides Nq = {nq}, got {d_panel!r}")
+    min_blocks = table.get("min_blocks", 0)
+    if "min_blocks" in table and (not isinstance(min_blocks, int) or isinstance(min_blocks, bool)
+                                  or not 1 <= min_blocks <= 32):
+        raise _error(file, f"{prefix}.min_blocks", f"expected an integer in [1, 32], got {min_blocks!r}")
+    return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks)
 
 
 def fused_config(variant: str, order: int, paths: Mapping[str, Mapping[str, Any]] | None = None,
@@ -202,5 +230,5 @@ def fused_config(variant: str, order: int, paths: Mapping[str, Mapping[str, Any]
         raise _error(file, f"paths.{source}", f"missing: no {source} schedule for order {order}")
     config = parse_table(source, order, paths[source], file, dfma=variant == "FUSED_DFMA")
     if variant == "FUSED_DFMA":
-        config = FusedConfig("FUSED_DFMA", order, config.flux, config.kernels, config.mma, dfma=True)
+        config = dataclasses.replace(config, variant="FUSED_DFMA", dfma=True)
     return config

@@ -55,8 +55,35 @@ def _contract_simt(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray,
     return pts, vals
 
 
+def d_off(dp: int, a, m):
+    """Shared-memory offset of D[a, panel column m] in a staged panel of dp columns (the template's d_off)."""
+    swz = 4 * (a & 3) if dp % 16 == 0 else 4 * ((a >> 1) & 1)
+    return a * dp + (m ^ swz)
+
+
+def stage_panels(plan: KernelPlan, dmat: np.ndarray, nq: int) -> list[np.ndarray]:
+    """The staged D panels as the cooperative copy (stage_d) writes them: thread tid, trip r copies
+    the 16-byte pair n = tid + r*THREADS of row n // (DP/2). Unwritten slots stay NaN."""
+    dp, pairs = plan.d_panel, plan.d_panel // 2
+    n = np.arange(nq * pairs)
+    a, m = n // pairs, 2 * (n % pairs)
+    panels = []
+    for p in range(nq // dp):
+        buf = np.full(nq * dp, np.nan)
+        for h in range(2):
+            off = d_off(dp, a, m) + h
+            assert len(np.unique(off)) == len(off)
+            buf[off] = dmat[a, p * dp + m + h]
+        panels.append(buf)
+    return panels
+
+
 def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, nq: int, shape: str):
-    """(points, values) of every lane's C fragment, emulating mma.sync from the lanes' fragments."""
+    """(points, values) of every lane's C fragment, emulating mma.sync from the lanes' fragments.
+
+    With D staged (plan.d_panel), the B fragments are read from the emulated shared-memory panels
+    through d_off, as the template's Contract::step reads them."""
+    panels = stage_panels(plan, dmat, nq) if plan.d_panel else None
     mm, _, mk = (int(x) for x in shape.split("x"))
     mi = mm // 8
     wm_n, wn_n = plan.kernel.tile
@@ -82,7 +109,11 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
                     for wn in range(wn_n):
                         bmat = np.full((mk, 8), np.nan)
                         for i in range(mk // 4):
-                            bmat[t + 4 * i, g] = dmat[a0 + wn * 8 + g, m0 + t + 4 * i]
+                            if panels is None:
+                                bmat[t + 4 * i, g] = dmat[a0 + wn * 8 + g, m0 + t + 4 * i]
+                            else:
+                                dp = plan.d_panel
+                                bmat[t + 4 * i, g] = panels[m0 // dp][d_off(dp, a0 + wn * 8 + g, m0 % dp + t + 4 * i)]
                         cmat = amat @ bmat
                         for r in range(c_regs):
                             acc[wm, wn, r] += cmat[g + 8 * (r // 2), 2 * t + r % 2]

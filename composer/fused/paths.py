@@ -18,6 +18,16 @@ from composer.runtime.module import Kernel, Module
 FACE_BLOCKS_PER_SM = 16  # grid cap of the grid-stride face kernel
 
 
+def _prefer_shared_carveout(kernel: Kernel) -> None:
+    """min_blocks >= 2: ask for the largest shared-memory carveout, so that the driver's L1/shared
+    split never caps the blocks per SM below the min_blocks the kernel was compiled for."""
+    from composer.runtime.errors import check
+
+    drv = kernel.device._drv
+    attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+    check(drv.cuFuncSetAttribute(kernel.function, attr, 100), "cuFuncSetAttribute(carveout)")
+
+
 class FusedPathBase(Path):
     """Launch the fused kernels of ``variant`` for the problem's order on its device.
 
@@ -40,6 +50,8 @@ class FusedPathBase(Path):
             self._modules.append(module)
             kernel = module.get_kernel(built.compiled.symbol(built.name), built.signature, built.threads,
                                        built.smem_bytes)
+            if config.min_blocks >= 2 and built.blocks_per_element:
+                _prefer_shared_carveout(kernel)
             if built.blocks_per_element:
                 grid = ne * built.blocks_per_element
             else:

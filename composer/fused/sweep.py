@@ -11,6 +11,11 @@ those that spill or cannot fit one block per SM)::
 
     COMPOSER_CACHE_DIR=.cache/fused PYTHONPATH=. python3 -m composer.fused.sweep check 7,63 plan.json
 
+Only the D-staging / occupancy candidates (``staged_candidates``: ``d_stage = "smem"``,
+``min_blocks``) next to the schedules' own, with their SASS hot-loop counts in the plan::
+
+    COMPOSER_CACHE_DIR=.cache/fused PYTHONPATH=. python3 -m composer.fused.sweep check 127,255 plan.json staged
+
 Device side (validates each kept candidate against the NumPy reference at the benchmark grid,
 times it, writes OUTDIR/sweep.json)::
 
@@ -25,8 +30,14 @@ import sys
 import time
 from pathlib import Path
 
-from composer.fused.builder import build, kernel_plans
-from composer.fused.config import FusedConfig, KernelConfig, fused_config
+from composer.errors import ComposerError
+from composer.fused.builder import build, kernel_plans, smem_limit
+from composer.fused.config import (
+    SUPPORTED_ORDERS,
+    FusedConfig,
+    KernelConfig,
+    fused_config,
+)
 
 SMEM_LIMIT = 227 * 1024
 SWEPT = ("FUSED", "FUSED_TC", "FUSED_TC16")
@@ -35,9 +46,15 @@ SWEPT = ("FUSED", "FUSED_TC", "FUSED_TC16")
 def _fits(config: FusedConfig) -> bool:
     """The template's static_asserts and the shared-memory limit, evaluated in Python."""
     nq = config.nq
-    for plan in kernel_plans(config):
+    try:
+        plans = kernel_plans(config)
+    except ComposerError:  # no room for a staged D panel
+        return False
+    for plan in plans:
         k = plan.kernel
-        if plan.smem_bytes > SMEM_LIMIT or k.threads > 1024 or k.threads % 32:
+        if plan.smem_bytes > min(SMEM_LIMIT, smem_limit(config.min_blocks)) or k.threads > 1024 or k.threads % 32:
+            return False
+        if config.min_blocks and k.threads * config.min_blocks > 2048:
             return False
         for d in k.dirs:
             nl = plan.lines(d)
@@ -94,13 +111,87 @@ def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     # larger register tiles first (more operand reuse per shared-memory load), then fewer threads
     out[1:] = sorted(out[1:], key=lambda c: (-c[1].kernels[0].tile[0] * c[1].kernels[0].tile[1],
                                              c[1].kernels[0].threads))
+    staged = [c for c in staged_candidates(variant, order) if c[1] not in seen]
+    return out[:1] + staged + out[1:]
+
+
+#: Orders whose tensor-core schedules get the D-staging / occupancy candidates (the re-read of D
+#: per DMMA and one block per SM bind from p = 127 on; p = 63 is cheap to include).
+STAGED_FROM = 63
+
+
+def _halved_box(k: KernelConfig, nq: int) -> tuple[int, int, int] | None:
+    """The box with its first partial axis (k, then j) halved (None: not possible)."""
+    box = list(k.box)
+    for axis in range(3):
+        if box[axis] != nq:
+            if box[axis] % 2:
+                return None
+            box[axis] //= 2
+            return tuple(box)  # type: ignore[return-value]
+    return None
+
+
+def staged_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The D-staging and occupancy options on the order's schedule (and on its box halved, which
+    frees the shared memory for a panel and a second block): ``min_blocks = 2`` alone, ``d_stage =
+    "smem"`` (all of D, else the widest panel that fits), 16-k panels, and staging with two
+    blocks per SM (8- and 16-k panels). Tensor-core variants only; those that do not fit are
+    dropped."""
+    if order < STAGED_FROM or order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    if base.engine != "mma":
+        return []
+    nq = base.nq
+    options = [{"min_blocks": 2}, {"d_stage": "smem"}, {"d_stage": "smem", "d_panel": 16},
+               {"d_stage": "smem", "d_panel": 16, "min_blocks": 2}, {"d_stage": "smem", "d_panel": 8, "min_blocks": 2}]
+    starts = [(base, options)]
+    halved, doubled = [], []
+    for k in base.kernels:
+        box = _halved_box(k, nq)
+        if box is None:
+            break
+        wm, wn = k.tile
+        halved.append(dataclasses.replace(k, box=box, tile=(max(1, wm // 2), wn)))
+    else:
+        starts.append((dataclasses.replace(base, kernels=tuple(halved)), options))
+    # the box doubled with twice the threads: twice the lines per staged D panel, so half the D
+    # traffic from L2 per DMMA (D is re-streamed per block), at one block per SM
+    for k in base.kernels:
+        box = _scaled_box(k, nq, 2)
+        if box is None or 2 * k.threads > 1024:
+            break
+        doubled.append(dataclasses.replace(k, box=box, threads=2 * k.threads))
+    else:
+        starts.append((dataclasses.replace(base, kernels=tuple(doubled)),
+                       [{"d_stage": "smem"}, {"d_stage": "smem", "d_panel": 16}, {"d_stage": "smem", "d_panel": 8}]))
+    out, seen = [], {base}
+    for start, opts in starts:
+        for opt in opts:
+            if opt.get("d_panel", 8) > nq or nq % opt.get("d_panel", 8):
+                continue
+            cfg = dataclasses.replace(start, **opt)
+            if cfg.d_stage == "smem" and not cfg.d_panel and _fits(cfg):
+                # name the panel the builder picks unless it stages all of D (no duplicate kernels)
+                panels = {p.d_panel for p in kernel_plans(cfg)}
+                if len(panels) == 1 and nq not in panels:
+                    cfg = dataclasses.replace(cfg, d_panel=panels.pop())
+            if cfg not in seen and _fits(cfg):
+                seen.add(cfg)
+                out.append((label(cfg), cfg))
     return out
 
 
 def label(config: FusedConfig) -> str:
     k = config.kernels[0]
     mma = f"@{config.mma}" if config.mma else ""
-    return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}"
+    extra = ""
+    if config.d_stage != "global":
+        extra += f" D{config.d_stage}" + (f"{config.d_panel}" if config.d_panel else "")
+    if config.min_blocks:
+        extra += f" mb{config.min_blocks}"
+    return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
 
 
 def to_table(config: FusedConfig) -> str:
@@ -108,6 +199,12 @@ def to_table(config: FusedConfig) -> str:
     lines = [f"[paths.{config.variant}]", f'flux = "{config.flux}"']
     if config.mma:
         lines.append(f'mma = "{config.mma}"')
+    if config.d_stage != "global":
+        lines.append(f'd_stage = "{config.d_stage}"')
+    if config.d_panel:
+        lines.append(f"d_panel = {config.d_panel}")
+    if config.min_blocks:
+        lines.append(f"min_blocks = {config.min_blocks}")
     lines.append("kernels = [")
     for k in config.kernels:
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
@@ -117,29 +214,41 @@ def to_table(config: FusedConfig) -> str:
 
 
 def _check_one(job: tuple[str, int, int]) -> dict:
+    from composer.fused.hotloop import kernel_hot_loop
     from composer.inspect_sass import inspect_cubin
 
     variant, order, n = job
     name, cfg = candidates(variant, order)[n]
-    built = build(cfg, "sm_90", Path(".cache/fused"))
-    ok, info = True, []
+    built = build(cfg, "sm_90")  # the runtime NVRTC cache ($COMPOSER_CACHE_DIR) that run() reads
+    ok, info, loops = True, [], []
+    blocks = max(1, cfg.min_blocks)
     for b in built.kernels:
         if not b.blocks_per_element:
             continue
         sass = next(iter(inspect_cubin(b.compiled.cubin).values()))
         info.append((sass.registers, sass.spill_bytes, b.smem_bytes))
-        if sass.registers * b.threads > 65536 or (sass.spill_bytes > 16 and name != "base"):
+        loops.append(kernel_hot_loop(b.compiled.cubin).counts)
+        if sass.registers * b.threads * blocks > 65536 or (sass.spill_bytes > 16 and name != "base"):
             ok = False
-    print(order, name, ok, info, flush=True)
+    print(order, name, ok, info, loops, flush=True)
     return {"variant": variant, "order": order, "label": name, "ok": ok, "kernels": info,
-            "table": to_table(cfg)}
+            "hot_loops": loops, "table": to_table(cfg)}
 
 
-def check(orders: list[int], max_per_variant: int = 7, workers: int = 2) -> dict[str, dict[str, list]]:
-    """Compile the candidates on the CPU; keep those without spills and with one block per SM."""
+def check(orders: list[int], max_per_variant: int = 7, workers: int = 2,
+          staged_only: bool = False) -> dict[str, dict[str, list]]:
+    """Compile the candidates on the CPU; keep those without spills and that reach their blocks per
+    SM (one, or ``min_blocks``). ``staged_only``: the schedule's own and the staged candidates."""
     from concurrent.futures import ProcessPoolExecutor
 
-    jobs = [(v, o, n) for o in orders for v in SWEPT for n in range(min(max_per_variant, len(candidates(v, o))))]
+    def count(v: str, o: int) -> int:
+        if o not in SUPPORTED_ORDERS[v]:
+            return 0
+        if staged_only:
+            return 1 + len([c for c in staged_candidates(v, o) if c[0] != "base"])
+        return min(max_per_variant, len(candidates(v, o)))
+
+    jobs = [(v, o, n) for o in orders for v in SWEPT for n in range(count(v, o))]
     with ProcessPoolExecutor(workers) as pool:
         rows = list(pool.map(_check_one, jobs))
     kept: dict[str, dict[str, list]] = {str(o): {v: [] for v in SWEPT} for o in orders}
@@ -170,7 +279,7 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> No
     plan = json.loads(Path(plan_file).read_text())
     todo: dict[int, dict] = {}
     for order in orders:
-        cands = {f"{v}@{n}": c for v in SWEPT for n, c in candidates(v, order)}
+        cands = {f"{v}@{n}": c for v in SWEPT if order in SUPPORTED_ORDERS[v] for n, c in candidates(v, order)}
         todo[order] = {f"{variant}@{row['label']}": cands[f"{variant}@{row['label']}"]
                        for variant, rows in plan[str(order)].items() for row in rows if row["ok"]}
     with ProcessPoolExecutor(16) as pool:  # fill the NVRTC cache in parallel (no-op on a cache hit)
@@ -205,7 +314,7 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> No
 if __name__ == "__main__":
     if sys.argv[1] == "check":
         orders = [int(x) for x in sys.argv[2].split(",")]
-        result = check(orders)
+        result = check(orders, staged_only=len(sys.argv) > 4 and sys.argv[4] == "staged")
         Path(sys.argv[3] if len(sys.argv) > 3 else "sweep_plan.json").write_text(json.dumps(result, indent=1))
     else:
         run(sys.argv[2], [int(x) for x in sys.argv[3].split(",")], float(sys.argv[4]), sys.argv[5])
