@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from composer.cli.arguments import csv_list
 from composer.config.schedules import available_orders
 from composer.errors import ComposerError
 
@@ -19,15 +20,6 @@ NO_GPU_MESSAGE = (
 )
 
 
-def _csv(kind: type) -> Any:
-    def parse(text: str) -> list:
-        try:
-            return [kind(t.strip()) for t in text.split(",") if t.strip()]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}") from None
-    return parse
-
-
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "bench", help="time paths with the paper's protocol (needs a GPU)",
@@ -36,9 +28,9 @@ def register(subparsers: Any) -> None:
         "NVML clocks and throttle reasons. Paths run in interleaved rounds; each (path, order) is "
         "validated on the point-varying input first. Results (JSONL runs, JSON/CSV/Markdown "
         "summaries, provenance) go to --out; an interrupted sweep resumes there.")
-    parser.add_argument("--paths", type=_csv(str), default=list(DEFAULT_PATHS),
+    parser.add_argument("--paths", type=csv_list(str), default=list(DEFAULT_PATHS),
                         help=f"comma-separated paths (default: {','.join(DEFAULT_PATHS)})")
-    parser.add_argument("--orders", type=_csv(int), default=list(DEFAULT_ORDERS),
+    parser.add_argument("--orders", type=csv_list(int), default=list(DEFAULT_ORDERS),
                         help=f"comma-separated orders (default: {','.join(map(str, DEFAULT_ORDERS))})")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="interleaved rounds (default: 3)")
     parser.add_argument("--graph", action="store_true", help="replay each RK stage as a CUDA graph (off in the paper)")

@@ -11,13 +11,7 @@ from typing import Any
 from composer.build import build, plan
 from composer.build.plan import DEFAULT_PATHS
 from composer.errors import ComposerError
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(x) for x in text.replace(",", " ").split()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected orders like 7,127,511, got {text!r}") from None
+from composer.cli.arguments import csv_list
 
 
 def register(subparsers: Any) -> None:
@@ -29,7 +23,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--arch", required=True, metavar="sm_XX", help="target, e.g. sm_80, sm_90, sm_100")
     parser.add_argument("--mma", default="8x8x4", metavar="SHAPE",
                         help="FP64 MMA shape: 8x8x4 (all), 16x8x4, 16x8x8, 16x8x16 (sm_90+)")
-    parser.add_argument("--orders", type=_int_list, default=None, metavar="P[,P...]",
+    parser.add_argument("--orders", type=csv_list(int), default=None, metavar="P[,P...]",
                         help="orders to build (default: every scheduled order)")
     parser.add_argument("--paths", default=",".join(DEFAULT_PATHS), metavar="NAME[,NAME...]",
                         help=f"paths whose kernels to build (default: {','.join(DEFAULT_PATHS)})")

@@ -87,33 +87,17 @@ class FusedPathBase(Path):
         self._launches.clear()
 
 
-class FusedPath(FusedPathBase):
-    """FUSED: contractions as length-Nq inner products on the CUDA cores."""
-
-    name = "FUSED"
-    variant = "FUSED"
-    orders = SUPPORTED_ORDERS["FUSED"]
-
-
-class FusedTcPath(FusedPathBase):
-    """FUSED_TC: contractions with mma.sync m8n8k4 (the paper's fused tensor-core path)."""
-
-    name = "FUSED_TC"
-    variant = "FUSED_TC"
-    orders = SUPPORTED_ORDERS["FUSED_TC"]
+def _variant_path(variant: str, doc: str) -> type[FusedPathBase]:
+    """One Path class per variant: the variants differ only in name, orders and template switch."""
+    return type(f"{variant.title().replace('_', '')}Path", (FusedPathBase,),
+                {"__doc__": doc, "__module__": __name__, "name": variant, "variant": variant,
+                 "orders": SUPPORTED_ORDERS[variant]})
 
 
-class FusedDfmaPath(FusedPathBase):
-    """FUSED_DFMA: FUSED_TC's schedule with DFMA in place of each DMMA (the instruction ablation)."""
-
-    name = "FUSED_DFMA"
-    variant = "FUSED_DFMA"
-    orders = SUPPORTED_ORDERS["FUSED_DFMA"]
-
-
-class FusedTc16Path(FusedPathBase):
-    """FUSED_TC16: the Hopper-native build on m16n8k4 / m16n8k8 (sm_90 and newer only)."""
-
-    name = "FUSED_TC16"
-    variant = "FUSED_TC16"
-    orders = SUPPORTED_ORDERS["FUSED_TC16"]
+FusedPath = _variant_path("FUSED", "FUSED: contractions as length-Nq inner products on the CUDA cores.")
+FusedTcPath = _variant_path("FUSED_TC", "FUSED_TC: contractions with mma.sync m8n8k4 (the paper's fused "
+                            "tensor-core path).")
+FusedDfmaPath = _variant_path("FUSED_DFMA", "FUSED_DFMA: FUSED_TC's schedule with DFMA in place of each DMMA "
+                              "(the instruction ablation).")
+FusedTc16Path = _variant_path("FUSED_TC16", "FUSED_TC16: the Hopper-native build on m16n8k4 / m16n8k8 (sm_90 "
+                              "and newer only).")
