@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from composer.errors import ComposerError
 
-COMMANDS: tuple[str, ...] = ("info", "validate", "bench", "build", "inspect", "sweep_library")
+COMMANDS: tuple[str, ...] = ("info", "validate", "bench", "build", "inspect", "sweep_library", "profile")
 EXIT_ERROR = 2
 
 

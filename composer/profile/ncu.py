@@ -1,0 +1,160 @@
+"""Run Nsight Compute on one tendency call and reduce its raw metrics to the binding resource.
+
+Why the raw page with base units: it holds every metric the requested sections collected, one row
+per kernel launch, in bytes/nanoseconds/percent without unit scaling, so parsing does not depend
+on ncu's human-readable formatting. Metric families (pipes, stall reasons) are matched by pattern,
+so a newer ncu that adds or renames a pipe still parses.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from composer.errors import ComposerError
+
+# Sections requested from ncu (those a given ncu lacks are dropped after `ncu --list-sections`).
+SECTIONS: tuple[str, ...] = (
+    "SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "MemoryWorkloadAnalysis",
+    "MemoryWorkloadAnalysis_Tables", "ComputeWorkloadAnalysis", "InstructionStats",
+)
+# A unit below this fraction of its peak does not bind: the kernel is latency bound.
+BINDING_THRESHOLD_PCT = 60.0
+
+_UNITS = {  # the throughput metrics that name a hardware unit
+    "DRAM": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+    "L2": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+    "L1/shared": "l1tex__throughput.avg.pct_of_peak_sustained_active",
+}
+_PIPE = re.compile(r"^sm__(?:inst_executed_)?pipe_(\w+?)(?:_cycles_active)?\.avg\.pct_of_peak_sustained_active$")
+_STALL = re.compile(r"^smsp__average_warps?_issue_stalled_(\w+)_per_issue_active\.ratio$")
+
+
+def find_ncu() -> str:
+    """Path of the ncu executable (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin), or a clear error."""
+    candidates = [shutil.which("ncu")]
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root:
+            candidates.append(str(Path(root) / "bin" / "ncu"))
+    for c in candidates:
+        if c and Path(c).is_file() and os.access(c, os.X_OK):
+            return c
+    raise ComposerError("Nsight Compute (ncu) was not found on PATH, in $CUDA_HOME/bin or "
+                        "/usr/local/cuda/bin; install it or put it on PATH to profile")
+
+
+def available_sections(listing: str) -> set[str]:
+    """Section identifiers in the output of `ncu --list-sections` (first column of its table)."""
+    names = set()
+    for line in listing.splitlines():
+        token = line.strip().split(" ")[0] if line.strip() else ""
+        if re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", token):
+            names.add(token)
+    return names
+
+
+def ncu_command(ncu: str, sections: list[str], log_file: Path, target: list[str]) -> list[str]:
+    """ncu command line: one call bracketed by cuProfilerStart/Stop, fixed clocks not forced."""
+    cmd = [ncu, "--target-processes", "all", "--profile-from-start", "off",
+           "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
+           "--log-file", str(log_file)]
+    for s in sections:
+        cmd += ["--section", s]
+    return cmd + target
+
+
+def _number(text: str) -> float | None:
+    text = text.strip().replace(",", "")
+    if not text or text in {"n/a", "N/A"}:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_raw_csv(text: str) -> list[dict[str, str]]:
+    """Rows of ncu's `--csv --page raw` output (header, units row, one row per kernel launch).
+
+    Lines before the header (ncu's ==PROF== messages in a log file) are skipped.
+    """
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        raise ComposerError("no ncu CSV table found (did the profiled call launch any kernel?)")
+    reader = csv.reader(io.StringIO("\n".join(lines[start:])))
+    header = next(reader)
+    rows = []
+    for n, values in enumerate(reader):
+        if n == 0 and values and not values[0].strip():  # the units row
+            continue
+        if len(values) == len(header):
+            rows.append(dict(zip(header, values)))
+    return rows
+
+
+@dataclass
+class KernelProfile:
+    """One kernel launch reduced to what decides its speed."""
+
+    kernel: str
+    block: str
+    grid: str
+    duration_us: float | None
+    dram_bytes: float | None
+    dram_tbps: float | None
+    registers: float | None
+    shared_bytes: float | None
+    occupancy_achieved_pct: float | None
+    occupancy_theoretical_pct: float | None
+    units_pct: dict[str, float] = field(default_factory=dict)
+    pipes_pct: dict[str, float] = field(default_factory=dict)
+    stalls: dict[str, float] = field(default_factory=dict)
+    smem_bank_conflicts: float | None = None
+    binding: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _binding(units: dict[str, float], pipes: dict[str, float], stalls: dict[str, float]) -> str:
+    candidates = {**units, **{f"pipe {k}": v for k, v in pipes.items()}}
+    if not candidates:
+        return "unknown (no throughput metrics)"
+    name, pct = max(candidates.items(), key=lambda kv: kv[1])
+    if pct >= BINDING_THRESHOLD_PCT:
+        return f"{name} ({pct:.0f} % of peak)"
+    top = max(stalls.items(), key=lambda kv: kv[1])[0] if stalls else "unknown"
+    return f"latency (busiest: {name} {pct:.0f} %; top stall: {top})"
+
+
+def summarize(row: dict[str, str]) -> KernelProfile:
+    """Reduce one raw row: time, DRAM traffic, unit and pipe utilization, occupancy, stalls."""
+    num = {k: _number(v) for k, v in row.items()}
+    duration_ns = num.get("gpu__time_duration.sum")
+    read, write = num.get("dram__bytes_read.sum"), num.get("dram__bytes_write.sum")
+    dram = read + write if read is not None and write is not None else None
+    units = {name: v for name, metric in _UNITS.items() if (v := num.get(metric)) is not None}
+    pipes = {m.group(1): v for key, v in num.items() if v is not None and (m := _PIPE.match(key))}
+    pipes = dict(sorted(pipes.items(), key=lambda kv: -kv[1])[:4])
+    stalls = {m.group(1): v for key, v in num.items() if v is not None and (m := _STALL.match(key))}
+    stalls = dict(sorted(stalls.items(), key=lambda kv: -kv[1])[:4])
+    return KernelProfile(
+        kernel=row.get("Kernel Name", "?"), block=row.get("Block Size", ""), grid=row.get("Grid Size", ""),
+        duration_us=duration_ns / 1e3 if duration_ns is not None else None,
+        dram_bytes=dram,
+        dram_tbps=dram / duration_ns / 1e3 if dram is not None and duration_ns else None,
+        registers=num.get("launch__registers_per_thread"),
+        shared_bytes=num.get("launch__shared_mem_per_block_dynamic"),
+        occupancy_achieved_pct=num.get("sm__warps_active.avg.pct_of_peak_sustained_active"),
+        occupancy_theoretical_pct=num.get("sm__maximum_warps_per_active_cycle_pct"),
+        units_pct=units, pipes_pct=pipes, stalls=stalls,
+        smem_bank_conflicts=num.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"),
+        binding=_binding(units, pipes, stalls),
+    )

@@ -1,0 +1,81 @@
+"""composer profile on the CPU: ncu discovery errors, the command line, raw-CSV parsing, binding."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from composer.cli.main import main
+from composer.errors import ComposerError
+from composer.profile import ncu as ncu_mod
+from composer.profile.ncu import available_sections, ncu_command, parse_raw_csv, summarize
+
+HEADER = ['ID', 'Process ID', 'Kernel Name', 'Block Size', 'Grid Size', 'gpu__time_duration.sum',
+          'dram__bytes_read.sum', 'dram__bytes_write.sum',
+          'dram__throughput.avg.pct_of_peak_sustained_elapsed',
+          'lts__throughput.avg.pct_of_peak_sustained_elapsed',
+          'l1tex__throughput.avg.pct_of_peak_sustained_active',
+          'sm__inst_executed_pipe_fp64.avg.pct_of_peak_sustained_active',
+          'sm__pipe_tensor_op_dmma_cycles_active.avg.pct_of_peak_sustained_active',
+          'smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio',
+          'smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio',
+          'launch__registers_per_thread', 'sm__warps_active.avg.pct_of_peak_sustained_active']
+
+
+def _csv(rows: list[list[str]]) -> str:
+    def line(vals: list[str]) -> str:
+        return ",".join(f'"{v}"' for v in vals)
+    units = ["", "", "", "", "", "nsecond", "byte", "byte", "%", "%", "%", "%", "%", "", "", "register/thread", "%"]
+    return "\n".join(["==PROF== Connected to process 1", line(HEADER), line(units), *map(line, rows)]) + "\n"
+
+
+def test_parse_and_summarize_memory_bound_kernel() -> None:
+    text = _csv([["0", "1", "fused_volume_p7", "(128, 1, 1)", "(32768, 1, 1)", "400,000", "1600000000",
+                  "200000000", "88.5", "40", "55", "20", "0", "3.5", "0.5", "96", "60.2"]])
+    rows = parse_raw_csv(text)
+    assert len(rows) == 1
+    k = summarize(rows[0])
+    assert k.duration_us == pytest.approx(400.0)
+    assert k.dram_bytes == pytest.approx(1.8e9)
+    assert k.dram_tbps == pytest.approx(1.8e9 / 400e-6 / 1e12)
+    assert k.registers == 96 and k.occupancy_achieved_pct == pytest.approx(60.2)
+    assert k.binding.startswith("DRAM (88")
+    assert list(k.stalls) == ["long_scoreboard", "barrier"]
+    assert k.pipes_pct == {"fp64": 20.0, "tensor_op_dmma": 0.0}
+
+
+def test_latency_bound_names_top_stall() -> None:
+    text = _csv([["0", "1", "k", "(256, 1, 1)", "(64, 1, 1)", "1000", "1", "1", "30", "20", "45", "10", "35",
+                  "1.0", "7.5", "194", "12"]])
+    k = summarize(parse_raw_csv(text)[0])
+    assert k.binding == "latency (busiest: L1/shared 45 %; top stall: barrier)"
+
+
+def test_no_table_is_a_clear_error() -> None:
+    with pytest.raises(ComposerError, match="no ncu CSV table"):
+        parse_raw_csv("==PROF== Connected\n==PROF== Disconnected\n")
+
+
+def test_section_listing_and_command() -> None:
+    listing = ("Identifier                      Display Name       Filename\n"
+               "------------------------------  -----------------  ----------\n"
+               "SpeedOfLight                    GPU Speed Of Light  SpeedOfLight.section\n"
+               "WarpStateStats                  Warp State Stats    WarpStateStats.section\n")
+    assert {"SpeedOfLight", "WarpStateStats"} <= available_sections(listing)
+    cmd = ncu_command("/x/ncu", ["SpeedOfLight"], __import__("pathlib").Path("/tmp/l.csv"), ["python3", "-m", "t"])
+    assert cmd[:1] == ["/x/ncu"] and "--profile-from-start" in cmd and cmd[cmd.index("--clock-control") + 1] == "none"
+    assert cmd[-3:] == ["python3", "-m", "t"]
+
+
+def test_missing_ncu_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    monkeypatch.setenv("CUDA_HOME", "/nonexistent")
+    monkeypatch.setattr(ncu_mod, "Path", lambda p: __import__("pathlib").Path("/nonexistent") / str(p).lstrip("/"))
+    assert main(["profile", "--paths", "FUSED", "--orders", "7"]) == 2
+    assert "ncu" in capsys.readouterr().err
+
+
+def test_unknown_path_and_order_fail_before_profiling(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["profile", "--paths", "NOPE", "--orders", "7"]) == 2
+    assert main(["profile", "--paths", "FUSED", "--orders", "6"]) == 2
