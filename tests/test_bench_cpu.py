@@ -80,3 +80,23 @@ def test_sweep_skips_cells_a_path_does_not_implement() -> None:
     from composer.bench.runner import unsupported_cells
 
     assert unsupported_cells(["GEMM", "FUSED", "FUSED_TC"], [255, 511]) == {("FUSED", 511)}
+
+
+def test_bench_path_options_parse_and_group() -> None:
+    import argparse
+
+    from composer.cli.arguments import options_by_path, path_option
+
+    assert path_option("GEMM_CUTE.mma=8x8x4") == ("GEMM_CUTE", "mma", "8x8x4")
+    for bad in ("GEMM_CUTE.mma", "mma=8x8x4", ".mma=1", "GEMM_CUTE.=1", "GEMM_CUTE.mma="):
+        with pytest.raises(argparse.ArgumentTypeError, match="PATH.KEY=VALUE"):
+            path_option(bad)
+    assert options_by_path([("A", "x", "1"), ("A", "y", "2"), ("B", "x", "3")]) == {
+        "A": {"x": "1", "y": "2"}, "B": {"x": "3"}}
+
+
+def test_bench_option_for_a_path_not_benchmarked_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from composer.cli.main import main
+
+    assert main(["bench", "--paths", "GEMM", "--orders", "7", "--option", "GEMM_CUTE.mma=8x8x4"]) == 2
+    assert "not benchmarked" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from composer.cli.arguments import csv_list
+from composer.cli.arguments import csv_list, options_by_path, path_option
 from composer.config.schedules import available_orders
 from composer.errors import ComposerError
 
@@ -38,6 +38,8 @@ def register(subparsers: Any) -> None:
                         help="skip the field check before timing (timings then do not count)")
     parser.add_argument("--out", type=Path, default=Path("results/bench"), help="results directory (resumable)")
     parser.add_argument("--baseline", default=None, help="path the ratios divide by (default: the first path)")
+    parser.add_argument("--option", dest="options", action="append", type=path_option, default=None,
+                        metavar="PATH.KEY=VALUE", help="a path option, repeatable (e.g. GEMM_CUTE.mma=8x8x4)")
     parser.add_argument("--machine", default="h200", help="machine entry for the roof fractions (default: h200)")
     parser.set_defaults(func=run)
 
@@ -52,12 +54,17 @@ def run(args: argparse.Namespace) -> int:
         raise ComposerError(f"no schedule for orders {unknown}; available: {available_orders()}")
     if args.rounds < 1:
         raise ComposerError(f"--rounds must be >= 1, got {args.rounds}")
+    options = options_by_path(args.options)
+    stray = sorted(set(options) - set(args.paths))
+    if stray:
+        raise ComposerError(f"--option names paths that are not benchmarked: {stray}")
     machine = get_machine(args.machine)
     try:
         device = Device()
     except NoGpuError as exc:
         raise ComposerError(NO_GPU_MESSAGE.format(reason=exc)) from None
     plan = BenchPlan(paths=args.paths, orders=args.orders, rounds=args.rounds, graph=args.graph,
-                     validate=args.validate, out_dir=args.out, baseline=args.baseline)
+                     validate=args.validate, out_dir=args.out, baseline=args.baseline,
+                     options=options)
     print(run_sweep(plan, machine, device))
     return 0

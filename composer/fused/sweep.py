@@ -16,6 +16,10 @@ Only the D-staging / occupancy candidates (``staged_candidates``: ``d_stage = "s
 
     COMPOSER_CACHE_DIR=.cache/fused PYTHONPATH=. python3 -m composer.fused.sweep check 127,255 plan.json staged
 
+Write the fastest validated candidate per (order, variant) of a device sweep into the schedules::
+
+    python3 -m composer.fused.sweep apply OUTDIR/sweep.json schedules 2026-11-29
+
 Device side (validates each kept candidate against the NumPy reference at the benchmark grid,
 times it, writes OUTDIR/sweep.json)::
 
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -213,6 +218,58 @@ def to_table(config: FusedConfig) -> str:
     return "\n".join(lines)
 
 
+def write_table(schedule_file: Path, table: str, note: str = "") -> None:
+    """Replace the ``[paths.<variant>]`` table of a schedule file by ``table`` (a ``to_table`` text).
+
+    The table runs from its header to the line that closes its ``kernels`` array; text around it
+    (comments, the other paths' tables) stays as it is. ``note`` becomes a comment line in the table.
+    """
+    header = table.splitlines()[0]
+    text = schedule_file.read_text()
+    start = re.search(rf"^{re.escape(header)}[ \t]*$", text, re.M)
+    if start is None:
+        raise ComposerError(f"{schedule_file}: no {header} table to replace")
+    close = re.compile(r"^\][ \t]*$", re.M).search(text, start.end())
+    if close is None:
+        raise ComposerError(f"{schedule_file}: {header} has no closing ']' of its kernels array")
+    lines = table.splitlines()
+    if note:
+        lines.insert(1, f"# {note}")
+    schedule_file.write_text(text[:start.start()] + "\n".join(lines) + text[close.end():])
+
+
+def best_records(records: list[dict]) -> dict[tuple[int, str], dict]:
+    """Fastest validated record per (order, variant) of a ``run`` log (FUSED_DFMA excluded: it
+    follows FUSED_TC's table)."""
+    best: dict[tuple[int, str], dict] = {}
+    for r in records:
+        variant = r["variant"].split("@")[0]
+        if variant == "FUSED_DFMA" or not r.get("passed") or not r.get("table") or not r.get("us_per_call"):
+            continue
+        key = (int(r["order"]), variant)
+        if key not in best or r["us_per_call"] < best[key]["us_per_call"]:
+            best[key] = r
+    return best
+
+
+def apply(sweep_json: str, schedules_dir: str, date: str) -> list[str]:
+    """Write the fastest candidate of each (order, variant) of a device sweep into the schedules."""
+    from composer.config.schedules import schedule_file_name
+
+    records = json.loads(Path(sweep_json).read_text())
+    changed = []
+    for (order, variant), r in sorted(best_records(records).items()):
+        if r["variant"].endswith("@base"):
+            continue  # the schedule's own table won: nothing to write
+        base = next((b for b in records if b["variant"] == f"{variant}@base" and b["order"] == order
+                     and b.get("us_per_call")), None)
+        note = (f"H200 {date}, composer.fused.sweep: {r['us_per_call']:.1f} us/call"
+                + (f" (previous schedule {base['us_per_call']:.1f})" if base and base is not r else ""))
+        write_table(Path(schedules_dir) / schedule_file_name(order), r["table"], note)
+        changed.append(f"p{order} {variant}: {note}")
+    return changed
+
+
 def _check_one(job: tuple[str, int, int]) -> dict:
     from composer.fused.hotloop import kernel_hot_loop
     from composer.inspect_sass import inspect_cubin
@@ -316,5 +373,7 @@ if __name__ == "__main__":
         orders = [int(x) for x in sys.argv[2].split(",")]
         result = check(orders, staged_only=len(sys.argv) > 4 and sys.argv[4] == "staged")
         Path(sys.argv[3] if len(sys.argv) > 3 else "sweep_plan.json").write_text(json.dumps(result, indent=1))
+    elif sys.argv[1] == "apply":
+        print("\n".join(apply(sys.argv[2], sys.argv[3], sys.argv[4])))
     else:
         run(sys.argv[2], [int(x) for x in sys.argv[3].split(",")], float(sys.argv[4]), sys.argv[5])
