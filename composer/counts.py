@@ -15,6 +15,7 @@ from composer.config.machines import Machine
 
 FP64 = 8  # bytes per float64
 INT64 = 8  # bytes per index-map entry
+INT32 = 4  # bytes per entry of the 32-bit copies of the maps the fused kernels read
 NUM_FACES = 6
 VOLUME_INPUTS = 7  # q, u, v, w, Ex, Ey, Ez
 FACE_INPUTS = 4  # nx, ny, nz, F
@@ -216,6 +217,9 @@ def device_memory_estimate(order: int, grid: int | Sequence[int], path: str) -> 
                 "einsum temporaries", 2, vol, "assumed: two volume-sized contraction temporaries"
             )
         )
+    if path in FUSED_FAMILY:
+        items.append(MemoryItem("index maps (32-bit)", 2, face_array_bytes(order, grid, INT32),
+                                "vmapM, vmapP as int32: the fused kernels' copies"))
     if path in FUSED_FAMILY and order >= FUSED_FACE_FLUX_MIN_ORDER:
         items.append(
             MemoryItem(

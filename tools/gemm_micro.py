@@ -85,6 +85,7 @@ class Micro:
         self.out = out
         self.t0 = time.time()
         self.budget = budget_s
+        self.profile = False  # set by --profile: one launch per kernel between cuProfilerStart/Stop
         self.dev = ensure_context(None)
         self.logf = open(out / "gemm_micro.log", "a")
         self.res: dict = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -147,6 +148,14 @@ class Micro:
         for _ in range(warm):
             fn()
         self.stream.synchronize()
+        if self.profile:  # under ncu --profile-from-start off: exactly one launch per kernel is profiled
+            from cuda.bindings import driver
+
+            driver.cuProfilerStart()
+            fn()
+            self.stream.synchronize()
+            driver.cuProfilerStop()
+            samples, reps = 1, 1
         evs = [(Event(self.dev), Event(self.dev)) for _ in range(samples)]
         for a, b in evs:
             a.record(self.stream)
@@ -319,6 +328,9 @@ def run_gpu(args: argparse.Namespace) -> int:
     builds = [Path(b) for b in args.build]
     gpu_info(out)
     m = Micro(out, builds, args.budget)
+    m.profile = args.profile
+    if args.sections:
+        wanted = {w.strip() for w in args.sections.split(",")}
     sections = [
         ("bench x p7", lambda: m.bench("x", 7, 32768, reps=5)),
         ("bench x p511", lambda: m.bench("x", 511, 1, reps=2)),
@@ -335,6 +347,11 @@ def run_gpu(args: argparse.Namespace) -> int:
         ("bench y p511", lambda: m.bench("y", 511, 1, reps=2)),
         ("bench z p511", lambda: m.bench("z", 511, 1, reps=2)),
     ]
+    if args.sections:
+        unknown = wanted - {name for name, _ in sections}
+        if unknown:
+            raise SystemExit(f"unknown sections {sorted(unknown)}; known: {[n for n, _ in sections]}")
+        sections = [(name, fn) for name, fn in sections if name in wanted]
     for name, fn in sections:
         if m.left() < 8:
             m.log(f"skip {name}: budget")
@@ -363,6 +380,11 @@ def main() -> int:
     r.add_argument("--build", action="append", required=True)
     r.add_argument("--out", default=os.environ.get("OUT", "/tmp/gemm-micro"))
     r.add_argument("--budget", type=float, default=165.0, help="seconds before sections are skipped")
+    r.add_argument("--sections", default=None,
+                   help="comma-separated section names to run (default: all), e.g. 'bench x p511'")
+    r.add_argument("--profile", action="store_true",
+                   help="bracket one launch per timed kernel with cuProfilerStart/Stop (run under "
+                        "ncu --profile-from-start off); timings are then single launches")
     r.add_argument("--numpy-guard", type=float, default=60.0,
                    help="skip NumPy emulation when fewer seconds than this are left")
     args = ap.parse_args()

@@ -59,6 +59,12 @@ class KernelPlan:
     ps: int  # shared-memory k stride (doubles)
     first: bool  # writes dqdt (else subtracts from it)
     d_panel: int = 0  # d_stage = "smem": k-values per staged D panel (= nq: all of D); 0: D not staged
+    q_tile: bool = False  # inline fluxes: q staged in its own tile for the interior traces
+
+    @property
+    def ntiles(self) -> int:
+        """Box-sized shared-memory tiles: one per carried direction, plus q's with inline fluxes."""
+        return len(self.kernel.dirs) + int(self.q_tile)
 
     @property
     def blocks_per_element(self) -> int:
@@ -82,12 +88,12 @@ class KernelPlan:
     @property
     def d_offset(self) -> int:
         """Shared-memory offset (doubles, 16-byte aligned) of the staged D, after tiles and faces."""
-        base = len(self.kernel.dirs) * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
+        base = self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
         return base + base % 2
 
     @property
     def smem_doubles(self) -> int:
-        base = len(self.kernel.dirs) * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
+        base = self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
         if not self.d_panel:
             return base
         return self.d_offset + self.d_bufs * self.nq * self.d_panel
@@ -134,7 +140,7 @@ def kernel_plans(config: FusedConfig) -> list[KernelPlan]:
         rs = _stride(bi, config.engine)
         ps = _stride(bj * rs, config.engine) if config.engine == "mma" else bj * rs
         name = f"{config.variant.lower()}_p{config.order}_k{index}_{k.dir_names}"
-        plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0)
+        plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0, q_tile=config.traces == "tiles")
         plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan)))
     return plans
 
@@ -164,11 +170,12 @@ def render_volume(config: FusedConfig, plan: KernelPlan) -> str:
         "fused_volume.cu.j2", template_dir=TEMPLATE_DIR,
         name=plan.name, nq=plan.nq, box=list(plan.kernel.box), rs=plan.rs, ps=plan.ps,
         threads=plan.kernel.threads, dirs=list(plan.kernel.dirs), dir_names=plan.kernel.dir_names,
-        ndir=len(plan.kernel.dirs), tile_doubles=plan.tile_doubles,
+        ndir=len(plan.kernel.dirs), ntiles=plan.ntiles, tile_doubles=plan.tile_doubles,
+        tile_of=[plan.kernel.dirs.index(c) if c in plan.kernel.dirs else -1 for c in range(3)],
         nlines=[plan.lines(d) for d in range(3)], smem_doubles=plan.smem_doubles, first=plan.first,
         flux=config.flux, engine=config.engine, dfma=config.dfma, unroll=plan.kernel.unroll,
         tile=list(plan.kernel.tile), d_stage="smem" if plan.d_panel else "global",
-        min_blocks=config.min_blocks, late_wgt=late_weights(config, plan), **mma)
+        min_blocks=config.min_blocks, traces=config.traces, late_wgt=late_weights(config, plan), **mma)
 
 
 def render_face(nq: int) -> str:

@@ -20,7 +20,10 @@ Optional keys of a tensor-core table (absent = off; the kernels are then exactly
 ones): ``d_stage = "smem"`` stages D, the B operand, in shared memory (all of it when it fits,
 else double-buffered panels of ``d_panel`` k-values, a multiple of 8 dividing Nq) instead of
 reading it through the read-only cache; ``min_blocks = N`` (any engine) asks ptxas for N
-resident blocks per SM (``__launch_bounds__(THREADS, N)``), which caps the registers per thread.
+resident blocks per SM (``__launch_bounds__(THREADS, N)``), which caps the registers per thread;
+``traces = "tiles"`` (with ``flux = "inline"``) stages q and the carried velocities as they are, so
+that the face fluxes read their interior traces from shared memory instead of gathering them from
+global memory (one more box tile; the products q*vel are then formed in place).
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
@@ -52,6 +55,7 @@ ALLOWED_MMA: dict[str, tuple[str, ...]] = {
 DIR_NAMES = "xyz"
 FLUX_MODES = ("inline", "array")
 D_STAGES = ("global", "smem")
+TRACE_SOURCES = ("global", "tiles")
 
 
 class UnsupportedOrderError(ComposerError, ValueError):
@@ -86,6 +90,7 @@ class FusedConfig:
     d_stage: str = "global"  # "smem": D staged in shared memory (tensor-core engine only)
     d_panel: int = 0  # k-values per staged D panel; 0: all of D when it fits, else the builder picks
     min_blocks: int = 0  # > 0: __launch_bounds__(THREADS, min_blocks)
+    traces: str = "global"  # "tiles": inline fluxes read interior traces from the staged box
 
     @property
     def nq(self) -> int:
@@ -156,7 +161,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     """Validate one ``[paths.<variant>]`` table (already resolved for FUSED_DFMA)."""
     prefix = f"paths.{variant}"
     nq = order + 1
-    unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks"}
+    unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces"}
     if unknown:
         raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
     flux = table.get("flux")
@@ -200,7 +205,13 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if "min_blocks" in table and (not isinstance(min_blocks, int) or isinstance(min_blocks, bool)
                                   or not 1 <= min_blocks <= 32):
         raise _error(file, f"{prefix}.min_blocks", f"expected an integer in [1, 32], got {min_blocks!r}")
-    return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks)
+    traces = table.get("traces", "global")
+    if traces not in TRACE_SOURCES:
+        raise _error(file, f"{prefix}.traces", f"expected one of {TRACE_SOURCES}, got {traces!r}")
+    if traces == "tiles" and flux != "inline":
+        raise _error(file, f"{prefix}.traces", 'interior traces from the tiles need flux = "inline"')
+    return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
+                       str(traces))
 
 
 def fused_config(variant: str, order: int, paths: Mapping[str, Mapping[str, Any]] | None = None,

@@ -58,6 +58,7 @@ class FusedPathBase(Path):
                 work = ne * 6 * problem.nq**2
                 grid = max(1, min(-(-work // built.threads), problem.device.sm_count * FACE_BLOCKS_PER_SM))
             self._launches.append((kernel, grid, built.threads, built.smem_bytes, not built.blocks_per_element))
+        self.vmap_m, self.vmap_p = problem.index_maps32()
         self.fstar = (problem.allocate(f"{self.name}.fstar", 8 * ne * 6 * problem.nq**2)
                       if config.flux == "array" else None)
 
@@ -74,9 +75,9 @@ class FusedPathBase(Path):
         faces = (p.ptr("nx"), p.ptr("ny"), p.ptr("nz"), p.ptr("F"))
         for kernel, grid, block, smem, face in self._launches:
             if face:
-                args: tuple[Any, ...] = (q_ptr, u, v, w, p.vmap_m.ptr, p.vmap_p.ptr, *faces, fstar, ne)
+                args: tuple[Any, ...] = (q_ptr, u, v, w, self.vmap_m.ptr, self.vmap_p.ptr, *faces, fstar, ne)
             else:
-                args = (q_ptr, u, v, w, p.ptr("Ex"), p.ptr("Ey"), p.ptr("Ez"), p.vmap_m.ptr, p.vmap_p.ptr,
+                args = (q_ptr, u, v, w, p.ptr("Ex"), p.ptr("Ey"), p.ptr("Ez"), self.vmap_m.ptr, self.vmap_p.ptr,
                         *faces, fstar, p.diff.ptr, dqdt_ptr, ne)
             kernel.launch(grid, block, args, smem, p.stream)
 

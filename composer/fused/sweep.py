@@ -116,8 +116,33 @@ def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     # larger register tiles first (more operand reuse per shared-memory load), then fewer threads
     out[1:] = sorted(out[1:], key=lambda c: (-c[1].kernels[0].tile[0] * c[1].kernels[0].tile[1],
                                              c[1].kernels[0].threads))
-    staged = [c for c in staged_candidates(variant, order) if c[1] not in seen]
-    return out[:1] + staged + out[1:]
+    extra = []
+    for name, cfg in trace_candidates(variant, order) + staged_candidates(variant, order):
+        if cfg not in seen:
+            seen.add(cfg)
+            extra.append((name, cfg))
+    return out[:1] + extra + out[1:]
+
+
+def trace_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Where the face fluxes take their traces: on an inline schedule, the interior traces from the
+    staged tiles (``traces = "tiles"``); on an array schedule (p >= 63), inline fluxes instead of
+    the face kernel and the fstar round trip through global memory, with the interior traces from
+    global memory or from the tiles."""
+    if order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    options = ([{"traces": "tiles"}] if base.flux == "inline"
+               else [{"flux": "inline"}, {"flux": "inline", "traces": "tiles"}])
+    out = []
+    for opt in options:
+        cfg = dataclasses.replace(base, **opt)
+        if _fits(cfg):
+            out.append((label(cfg), cfg))
+    return out
+
+
+
 
 
 #: Orders whose tensor-core schedules get the D-staging / occupancy candidates (the re-read of D
@@ -188,6 +213,14 @@ def staged_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
     return out
 
 
+def _candidate_list(variant: str, order: int, subset: str) -> list[tuple[str, FusedConfig]]:
+    if subset == "all":
+        return candidates(variant, order)
+    base = fused_config(variant, order)
+    subsets = {"staged": staged_candidates, "traces": trace_candidates}
+    return [("base", base)] + [c for c in subsets[subset](variant, order) if c[1] != base]
+
+
 def label(config: FusedConfig) -> str:
     k = config.kernels[0]
     mma = f"@{config.mma}" if config.mma else ""
@@ -196,6 +229,10 @@ def label(config: FusedConfig) -> str:
         extra += f" D{config.d_stage}" + (f"{config.d_panel}" if config.d_panel else "")
     if config.min_blocks:
         extra += f" mb{config.min_blocks}"
+    if config.flux == "inline" and config.order >= 63:
+        extra += " inline"
+    if config.traces != "global":
+        extra += f" M{config.traces}"
     return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
 
 
@@ -210,6 +247,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f"d_panel = {config.d_panel}")
     if config.min_blocks:
         lines.append(f"min_blocks = {config.min_blocks}")
+    if config.traces != "global":
+        lines.append(f'traces = "{config.traces}"')
     lines.append("kernels = [")
     for k in config.kernels:
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
@@ -270,12 +309,12 @@ def apply(sweep_json: str, schedules_dir: str, date: str) -> list[str]:
     return changed
 
 
-def _check_one(job: tuple[str, int, int]) -> dict:
+def _check_one(job: tuple[str, int, str, int]) -> dict:
     from composer.fused.hotloop import kernel_hot_loop
     from composer.inspect_sass import inspect_cubin
 
-    variant, order, n = job
-    name, cfg = candidates(variant, order)[n]
+    variant, order, subset, n = job
+    name, cfg = _candidate_list(variant, order, subset)[n]
     built = build(cfg, "sm_90")  # the runtime NVRTC cache ($COMPOSER_CACHE_DIR) that run() reads
     ok, info, loops = True, [], []
     blocks = max(1, cfg.min_blocks)
@@ -293,19 +332,20 @@ def _check_one(job: tuple[str, int, int]) -> dict:
 
 
 def check(orders: list[int], max_per_variant: int = 7, workers: int = 2,
-          staged_only: bool = False) -> dict[str, dict[str, list]]:
+          subset: str = "all") -> dict[str, dict[str, list]]:
     """Compile the candidates on the CPU; keep those without spills and that reach their blocks per
-    SM (one, or ``min_blocks``). ``staged_only``: the schedule's own and the staged candidates."""
+    SM (one, or ``min_blocks``). ``subset`` ("staged", "traces"): the schedule's own table and
+    that family of candidates only."""
     from concurrent.futures import ProcessPoolExecutor
 
     def count(v: str, o: int) -> int:
         if o not in SUPPORTED_ORDERS[v]:
             return 0
-        if staged_only:
-            return 1 + len([c for c in staged_candidates(v, o) if c[0] != "base"])
+        if subset != "all":
+            return len(_candidate_list(v, o, subset))
         return min(max_per_variant, len(candidates(v, o)))
 
-    jobs = [(v, o, n) for o in orders for v in SWEPT for n in range(count(v, o))]
+    jobs = [(v, o, subset, n) for o in orders for v in SWEPT for n in range(count(v, o))]
     with ProcessPoolExecutor(workers) as pool:
         rows = list(pool.map(_check_one, jobs))
     kept: dict[str, dict[str, list]] = {str(o): {v: [] for v in SWEPT} for o in orders}
@@ -371,7 +411,7 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> No
 if __name__ == "__main__":
     if sys.argv[1] == "check":
         orders = [int(x) for x in sys.argv[2].split(",")]
-        result = check(orders, staged_only=len(sys.argv) > 4 and sys.argv[4] == "staged")
+        result = check(orders, subset=sys.argv[4] if len(sys.argv) > 4 else "all")
         Path(sys.argv[3] if len(sys.argv) > 3 else "sweep_plan.json").write_text(json.dumps(result, indent=1))
     elif sys.argv[1] == "apply":
         print("\n".join(apply(sys.argv[2], sys.argv[3], sys.argv[4])))
