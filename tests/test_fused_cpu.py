@@ -197,7 +197,7 @@ def test_sweep_candidates_are_schedule_tables(variant: str) -> None:
 # sha256[:16] of every volume kernel the shipped schedules without the optional keys render: a
 # change detector (regenerate it when the template changes on purpose; last: 32-bit index maps).
 GOLDEN_SOURCES = {
-    "fused_dfma_p15_k0_xyz": "ba5a0f97b06f0030",
+    "fused_dfma_p15_k0_xyz": "c9576e3af91f7fcf",
     "fused_dfma_p31_k0_xy": "4e04b1aad117b86d",
     "fused_dfma_p31_k1_z": "8b1deda50b2ab5b3",
     "fused_dfma_p511_k0_x": "7d90d1790a86fbc3",
@@ -213,14 +213,14 @@ GOLDEN_SOURCES = {
     "fused_p255_k2_z": "c63e45edf0b9621a",
     "fused_p31_k0_xy": "4aba9246cbd75a51",
     "fused_p31_k1_z": "34e4d674bbdfce48",
-    "fused_p63_k0_xy": "bfb4872b846d3ccb",
-    "fused_p63_k1_z": "72d393f42179cb50",
+    "fused_p63_k0_xy": "98ca7543e861a336",
+    "fused_p63_k1_z": "7ca9d64a49b197bf",
     "fused_p7_k0_xyz": "8a824161e5aaaed3",
-    "fused_tc16_p15_k0_xyz": "3aebee34972b540f",
+    "fused_tc16_p15_k0_xyz": "1e87b165377574e4",
     "fused_tc16_p31_k0_xy": "3b1d40db637b4323",
     "fused_tc16_p31_k1_z": "807d15e8a2ee0997",
-    "fused_tc16_p7_k0_xyz": "646ce29a8d0a0a7f",
-    "fused_tc_p15_k0_xyz": "49c1e8808d6987cb",
+    "fused_tc16_p7_k0_xyz": "39a45685bffcad79",
+    "fused_tc_p15_k0_xyz": "d91c3bf60b1882db",
     "fused_tc_p31_k0_xy": "d5e70dc3119d66c3",
     "fused_tc_p31_k1_z": "b17467f6de77d375",
     "fused_tc_p511_k0_x": "15670a3ae17411d7",

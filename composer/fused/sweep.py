@@ -291,8 +291,14 @@ def best_records(records: list[dict]) -> dict[tuple[int, str], dict]:
     return best
 
 
-def apply(sweep_json: str, schedules_dir: str, date: str) -> list[str]:
-    """Write the fastest candidate of each (order, variant) of a device sweep into the schedules."""
+#: A candidate replaces the schedule's table only when faster by more than this fraction of the
+#: table's own time in the same run (run-to-run noise of one sweep is about 1 %).
+MIN_GAIN = 0.02
+
+
+def apply(sweep_json: str, schedules_dir: str, date: str, min_gain: float = MIN_GAIN) -> list[str]:
+    """Write the fastest candidate of each (order, variant) of a device sweep into the schedules
+    (when it beats the schedule's own table, timed in the same run, by more than ``min_gain``)."""
     from composer.config.schedules import schedule_file_name
 
     records = json.loads(Path(sweep_json).read_text())
@@ -302,6 +308,8 @@ def apply(sweep_json: str, schedules_dir: str, date: str) -> list[str]:
             continue  # the schedule's own table won: nothing to write
         base = next((b for b in records if b["variant"] == f"{variant}@base" and b["order"] == order
                      and b.get("us_per_call")), None)
+        if base and r["us_per_call"] > (1 - min_gain) * base["us_per_call"]:
+            continue
         note = (f"H200 {date}, composer.fused.sweep: {r['us_per_call']:.1f} us/call"
                 + (f" (previous schedule {base['us_per_call']:.1f})" if base and base is not r else ""))
         write_table(Path(schedules_dir) / schedule_file_name(order), r["table"], note)
