@@ -117,7 +117,8 @@ def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     out[1:] = sorted(out[1:], key=lambda c: (-c[1].kernels[0].tile[0] * c[1].kernels[0].tile[1],
                                              c[1].kernels[0].threads))
     extra = []
-    for name, cfg in trace_candidates(variant, order) + staged_candidates(variant, order):
+    for name, cfg in (trace_candidates(variant, order) + staged_candidates(variant, order)
+                      + wide_candidates(variant, order)):
         if cfg not in seen:
             seen.add(cfg)
             extra.append((name, cfg))
@@ -213,11 +214,41 @@ def staged_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
     return out
 
 
+def wide_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Twice the lines per block (the box doubled along its first partial axis) with D staged in
+    8- or 16-k panels: the staged D panel is re-read from L2 by every block, so its L2 traffic per
+    FLOP falls as 1/lines (ncu at p = 255: L2 at 75-80 % with 16 lines per block). One block per SM;
+    256 or 512 threads. Tensor-core variants, p >= 255."""
+    if order < 255 or order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    if base.engine != "mma":
+        return []
+    shapes = ["16x8x4", "16x8x8"] if variant == "FUSED_TC16" else [base.mma]
+    out = []
+    for shape in shapes:
+        for threads, tiles in ((512, [(2, 2), (1, 4), (2, 4)]), (256, [(2, 4)])):
+            for tile in tiles:
+                for panel in (8, 16):
+                    kernels = []
+                    for k in base.kernels:
+                        box = _scaled_box(k, base.nq, 2)
+                        if box is None:
+                            break
+                        kernels.append(dataclasses.replace(k, box=box, threads=threads, tile=tile))
+                    else:
+                        cfg = dataclasses.replace(base, kernels=tuple(kernels), mma=shape, d_stage="smem",
+                                                  d_panel=panel, min_blocks=0)
+                        if cfg != base and _fits(cfg):
+                            out.append((label(cfg), cfg))
+    return out
+
+
 def _candidate_list(variant: str, order: int, subset: str) -> list[tuple[str, FusedConfig]]:
     if subset == "all":
         return candidates(variant, order)
     base = fused_config(variant, order)
-    subsets = {"staged": staged_candidates, "traces": trace_candidates}
+    subsets = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates}
     return [("base", base)] + [c for c in subsets[subset](variant, order) if c[1] != base]
 
 
