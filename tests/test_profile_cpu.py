@@ -79,3 +79,21 @@ def test_missing_ncu_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: p
 def test_unknown_path_and_order_fail_before_profiling(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["profile", "--paths", "NOPE", "--orders", "7"]) == 2
     assert main(["profile", "--paths", "FUSED", "--orders", "6"]) == 2
+
+
+@pytest.mark.gpu
+def test_profile_one_fused_call_on_the_gpu(tmp_path) -> None:
+    import json
+
+    try:
+        ncu_mod.find_ncu()
+    except ComposerError:
+        pytest.skip("ncu not installed")
+    out = tmp_path / "prof"
+    assert main(["profile", "--paths", "FUSED", "--orders", "7", "--grid", "2,2,2", "--out", str(out)]) == 0
+    summary = json.loads((out / "profile.json").read_text())
+    kernels = summary["FUSED@p7"]["kernels"]
+    assert [k["kernel"] for k in kernels] == ["fused_p7_k0_xyz"]  # exactly the profiled call
+    assert kernels[0]["duration_us"] > 0 and kernels[0]["binding"]
+    # a rerun skips the finished pair
+    assert main(["profile", "--paths", "FUSED", "--orders", "7", "--grid", "2,2,2", "--out", str(out)]) == 0
