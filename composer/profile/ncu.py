@@ -117,6 +117,8 @@ class KernelProfile:
     pipes_pct: dict[str, float] = field(default_factory=dict)
     stalls: dict[str, float] = field(default_factory=dict)
     smem_bank_conflicts: float | None = None
+    instructions: float | None = None  # warp-level SASS instructions executed
+    shared_wavefronts: float | None = None  # L1 data-pipe wavefronts of shared-memory accesses
     binding: str = ""
 
     def as_dict(self) -> dict[str, Any]:
@@ -156,5 +158,7 @@ def summarize(row: dict[str, str]) -> KernelProfile:
         occupancy_theoretical_pct=num.get("sm__maximum_warps_per_active_cycle_pct"),
         units_pct=units, pipes_pct=pipes, stalls=stalls,
         smem_bank_conflicts=num.get("l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"),
+        instructions=num.get("smsp__inst_executed.sum"),
+        shared_wavefronts=num.get("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"),
         binding=_binding(units, pipes, stalls),
     )
