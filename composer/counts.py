@@ -220,16 +220,27 @@ def device_memory_estimate(order: int, grid: int | Sequence[int], path: str) -> 
     if path in FUSED_FAMILY:
         items.append(MemoryItem("index maps (32-bit)", 2, face_array_bytes(order, grid, INT32),
                                 "vmapM, vmapP as int32: the fused kernels' copies"))
-    if path in FUSED_FAMILY and order >= FUSED_FACE_FLUX_MIN_ORDER:
+    if path in FUSED_FAMILY and _fused_face_array(path, order):
         items.append(
             MemoryItem(
                 "face flux",
                 1,
                 face,
-                f"fstar stored by a separate face kernel from p >= {FUSED_FACE_FLUX_MIN_ORDER}",
+                "fstar stored by a separate face kernel (the schedule's flux = \"array\")",
             )
         )
     return MemoryEstimate(path, order, grid, tuple(items))
+
+
+def _fused_face_array(path: str, order: int) -> bool:
+    """Whether the fused path's schedule evaluates the flux into a face array at ``order`` (an order
+    without a schedule: the paper's rule, from p = FUSED_FACE_FLUX_MIN_ORDER)."""
+    from composer.fused.config import fused_config
+
+    try:
+        return fused_config(path, order).flux == "array"
+    except Exception:  # no schedule or an order the variant lacks: the conservative rule
+        return order >= FUSED_FACE_FLUX_MIN_ORDER
 
 
 def memory_limit_bytes(machine: Machine, reserve_fraction: float = 0.05) -> int:

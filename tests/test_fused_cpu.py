@@ -59,7 +59,10 @@ def test_schedule_tables_parse(variant: str, order: int) -> None:
         assert len(plans) == 1 and plans[0].blocks_per_element == 1
     else:
         assert len(plans) >= 2 and all(p.blocks_per_element > 1 for p in plans)
-    assert config.flux == ("inline" if order <= 31 else "array")
+    # S14.2: inline fluxes up to p = 31; from p = 63 the measured schedules choose (docs/results.md)
+    assert config.flux == "inline" if order <= 31 else config.flux in ("inline", "array")
+    if config.flux == "array":
+        assert any(not b.blocks_per_element for b in build(config, "sm_90").kernels)  # the face kernel
 
 
 @needs_nvrtc
