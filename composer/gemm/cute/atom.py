@@ -78,6 +78,16 @@ def cp_async(smem_addr: Any, gmem_addr: Any, src_bytes: Any, vec: int) -> None:
                     has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
 
 
+def cp_async_full(smem_addr: Any, gmem_addr: Any, vec: int) -> None:
+    """``cp.async`` of ``8*vec`` bytes that are all in bounds (no source-size operand): the copy
+    of an interior tile, with no predicate or zero-fill arithmetic."""
+    size = 8 * vec
+    cache = "cg" if size == 16 else "ca"
+    llvm.inline_asm(None, [Int32(smem_addr).ir_value(), Int64(gmem_addr).ir_value()],
+                    f"cp.async.{cache}.shared.global [$0], [$1], {size};", "r,l",
+                    has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
 def lds_f64(smem_addr: Any, offset: int = 0) -> Float64:
     """``ld.shared.f64`` from byte address ``smem_addr + offset`` (``offset`` a compile-time
     immediate, so a fragment load costs one LDS and no address arithmetic)."""
