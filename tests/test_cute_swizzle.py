@@ -56,3 +56,38 @@ def test_frag_plan_reproduces_every_offset(mma, bm, bn, bk, wm, wn, amaj, bmaj):
                 want = kernel.swizzled_offset(rt + rc, kt + kc, 0, rows, bk, mnm)
                 base = kernel.swizzled_offset(rt + grc, kt + gkc, 0, rows, bk, mnm)
                 assert 8 * want == 8 * base + off
+
+
+def test_interior_steps_are_constant_offsets_for_every_thread():
+    steps = kernel.interior_steps
+    assert steps(128, 32, 2, 256, False) == (16, [4096 * i for i in range(8)])  # k-major: 16 rows per copy
+    assert steps(128, 32, 2, 256, True) == (4, [4096 * i for i in range(8)])  # mn-major: 4 k-lines
+    # a thread whose copies land in different swizzle classes has no constant offsets
+    assert steps(64, 8, 2, 64, True) is None
+    assert steps(128, 32, 2, 96, False) is None  # copies do not tile the block evenly
+    for rows, bk, vec, threads, mn in ((128, 16, 2, 256, False), (64, 16, 2, 128, True), (128, 32, 1, 256, True)):
+        found = steps(rows, bk, vec, threads, mn)
+        if found is None:
+            continue
+        line_step, offsets = found
+        per_line = (rows if mn else bk) // vec
+        for tid in range(threads):
+            for it, off in enumerate(offsets):
+                c0, c1 = tid, tid + it * threads
+                rk0 = ((c0 % per_line) * vec, c0 // per_line) if mn else (c0 // per_line, (c0 % per_line) * vec)
+                rk1 = ((c1 % per_line) * vec, c1 // per_line) if mn else (c1 // per_line, (c1 % per_line) * vec)
+                assert 8 * (kernel.swizzled_offset(*rk1, 0, rows, bk, mn)
+                            - kernel.swizzled_offset(*rk0, 0, rows, bk, mn)) == off
+                assert (rk1[1] - rk0[1] if mn else rk1[0] - rk0[0]) == it * line_step
+
+
+@pytest.mark.parametrize("role", ["x", "y", "z"])
+@pytest.mark.parametrize("nq", [128, 256, 512])
+def test_interior_copies_serve_the_high_order_tiles(role, nq):
+    """The GEMMs that bind at high order must take the unpredicated copy path on interior tiles."""
+    from composer.gemm.cute.tiles import role_kernel
+
+    for mma in ("16x8x4", "16x8x8"):
+        cfg = role_kernel(role, nq, 1, mma).config
+        for rows, major in ((cfg.bm, cfg.a_major == "m"), (cfg.bn, cfg.b_major == "n")):
+            assert kernel.interior_steps(rows, cfg.bk, cfg.vec, cfg.threads, major) is not None, (cfg, rows)

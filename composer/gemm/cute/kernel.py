@@ -109,6 +109,38 @@ def frag_plan(rows: int, bk: int, mn_major: bool, thread_parts: list[tuple[int, 
     return [rep for rep, _ in groups], plan
 
 
+def interior_steps(rows: int, bk: int, vec: int, threads: int, mn_major: bool
+                   ) -> tuple[int, list[int]] | None:
+    """How one thread's cp.async copies of an interior (rows x bk) tile relate to its first one:
+    (lines its chunk index advances per copy along the non-contiguous mode, byte offsets of the
+    copies' swizzled shared-memory destinations from the first one), or None when those offsets
+    are not the same for every thread (then the predicated path serves every tile).
+
+    Why it matters: when they are, the mainloop needs one address register per operand and
+    thread plus immediates, instead of recomputing swizzled addresses per copy. Checked
+    exhaustively over the block's threads with the swizzle model (pure Python, at trace time).
+    """
+    per_line = (rows if mn_major else bk) // vec  # chunks along the contiguous mode
+    if (rows * bk // vec) % threads or threads % per_line:
+        return None
+    copies = rows * bk // vec // threads
+
+    def coords(tid: int, it: int) -> tuple[int, int]:
+        cidx = tid + it * threads
+        if mn_major:
+            return (cidx % per_line) * vec, cidx // per_line
+        return cidx // per_line, (cidx % per_line) * vec
+
+    steps = []
+    for it in range(copies):
+        deltas = {swizzled_offset(*coords(tid, it), 0, rows, bk, mn_major)
+                  - swizzled_offset(*coords(tid, 0), 0, rows, bk, mn_major) for tid in range(threads)}
+        if len(deltas) != 1:
+            return None
+        steps.append(8 * deltas.pop())
+    return threads // per_line, steps
+
+
 def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """(kernel, host) for ``cfg``: ``host(*KERNEL_PARAMS args)`` launches on one linear grid.
 
@@ -141,37 +173,11 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
         if (rows * bk) % (1 << (m_bits + s_bits + b_bits)):
             raise ValueError(f"{cfg}: stage stride {rows * bk} lies inside the swizzled bits")
 
-    def interior_steps(rows: int, mn_major: bool) -> tuple[int, list[int]] | None:
-        """(rows or k-lines a thread's chunk index advances per copy, byte offsets of its copies
-        from its first one in shared memory), or None when those offsets are not the same for
-        every thread (then the predicated path serves all tiles). Checked exhaustively here, at
-        trace time, with the swizzle model."""
-        per_line = (bk if not mn_major else rows) // vec  # chunks along the contiguous mode
-        copies = rows * bk // vec // threads
-        if rows * bk // vec % threads or threads % per_line:
-            return None
-        line_step = threads // per_line
-
-        def coords(tid: int, it: int) -> tuple[int, int]:
-            cidx = tid + it * threads
-            if mn_major:
-                return (cidx % per_line) * vec, cidx // per_line
-            return cidx // per_line, (cidx % per_line) * vec
-
-        steps = []
-        for it in range(copies):
-            deltas = {swizzled_offset(*coords(tid, it), 0, rows, bk, mn_major)
-                      - swizzled_offset(*coords(tid, 0), 0, rows, bk, mn_major) for tid in range(threads)}
-            if len(deltas) != 1:
-                return None
-            steps.append(8 * deltas.pop())
-        return line_step, steps
-
     def interior_plan(gptr: cute.Pointer, ld: Int64, row0: Int32, sbase: Int32, layout: Any, rows: int,
                       mn_major: bool, tidx: Int32) -> Any:
         """This thread's first copy (global address at k0 = 0, swizzled shared address in stage 0)
         and the strides to its other copies: three registers, computed before the mainloop."""
-        steps = interior_steps(rows, mn_major)
+        steps = interior_steps(rows, bk, vec, threads, mn_major)
         if steps is None:
             return None
         line_step, dst_steps = steps
