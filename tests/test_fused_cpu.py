@@ -451,3 +451,36 @@ def test_sweep_apply_writes_only_measured_winners(tmp_path) -> None:
     assert schedule.paths["FUSED_TC"] == load_schedule_file(src).paths["FUSED_TC"]
     from composer.fused.config import parse_table
     assert parse_table("FUSED_TC16", 63, schedule.paths["FUSED_TC16"]) == cfg
+
+
+def test_elements_per_block_parse_render_and_compile() -> None:
+    import tomllib
+
+    from composer.fused.config import parse_table
+    from composer.fused.sweep import strip_candidates, to_table
+    from composer.inspect_sass import inspect_cubin
+
+    good = _table(7, "FUSED")
+    cfg = fused_config("FUSED", 7, {"FUSED": dict(good, elements_per_block=4)})
+    assert cfg.elements_per_block == 4
+    for bad, match in ((0, r"\[1, 64\]"), (True, r"\[1, 64\]"), (2.5, r"\[1, 64\]")):
+        with pytest.raises(ConfigError, match=match):
+            fused_config("FUSED", 7, {"FUSED": dict(good, elements_per_block=bad)})
+    with pytest.raises(ConfigError, match="whole element"):
+        fused_config("FUSED", 31, {"FUSED": dict(_table(31, "FUSED"), elements_per_block=2)})
+    with pytest.raises(ConfigError, match='d_stage = "global"'):
+        fused_config("FUSED_TC16", 7, {"FUSED_TC16": dict(_table(7, "FUSED_TC16"), d_stage="smem",
+                                                          elements_per_block=2)})
+    (plan,) = kernel_plans(cfg)
+    source = render_volume(cfg, plan)
+    assert "for (int sub = 0; sub < 4; ++sub)" in source and "NBOX == 1" in source
+    assert "for (int sub" not in render_volume(fused_config("FUSED", 7), plan)  # default: one element
+    (built,) = build(cfg, "sm_90").kernels
+    sass = next(iter(inspect_cubin(built.compiled.cubin).values()))
+    assert sass.spill_bytes == 0
+    for variant in ("FUSED", "FUSED_TC", "FUSED_TC16"):
+        found = strip_candidates(variant, 7)
+        assert {c.elements_per_block for _, c in found} == {2, 4, 8}
+        for _, c in found:
+            assert parse_table(variant, 7, tomllib.loads(to_table(c))["paths"][variant]) == c
+    assert strip_candidates("FUSED", 31) == []  # tiled elements: not applicable

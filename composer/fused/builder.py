@@ -175,7 +175,7 @@ def render_volume(config: FusedConfig, plan: KernelPlan) -> str:
         nlines=[plan.lines(d) for d in range(3)], smem_doubles=plan.smem_doubles, first=plan.first,
         flux=config.flux, engine=config.engine, dfma=config.dfma, unroll=plan.kernel.unroll,
         tile=list(plan.kernel.tile), d_stage="smem" if plan.d_panel else "global",
-        min_blocks=config.min_blocks, traces=config.traces, late_wgt=late_weights(config, plan), **mma)
+        min_blocks=config.min_blocks, traces=config.traces, epb=config.elements_per_block, late_wgt=late_weights(config, plan), **mma)
 
 
 def render_face(nq: int) -> str:

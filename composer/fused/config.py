@@ -23,7 +23,10 @@ reading it through the read-only cache; ``min_blocks = N`` (any engine) asks ptx
 resident blocks per SM (``__launch_bounds__(THREADS, N)``), which caps the registers per thread;
 ``traces = "tiles"`` (with ``flux = "inline"``) stages q and the carried velocities as they are, so
 that the face fluxes read their interior traces from shared memory instead of gathering them from
-global memory (one more box tile; the products q*vel are then formed in place).
+global memory (one more box tile; the products q*vel are then formed in place);
+``elements_per_block = N`` (whole-element boxes, D not staged) lets each block walk N consecutive
+elements, so that the exterior traces on the face shared with the element it just did come from
+L1 instead of L2 (ncu at p = 7: L2 binds, mostly on the x-face gathers).
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
@@ -91,6 +94,7 @@ class FusedConfig:
     d_panel: int = 0  # k-values per staged D panel; 0: all of D when it fits, else the builder picks
     min_blocks: int = 0  # > 0: __launch_bounds__(THREADS, min_blocks)
     traces: str = "global"  # "tiles": inline fluxes read interior traces from the staged box
+    elements_per_block: int = 1  # > 1: a block walks this many consecutive elements (whole-element box)
 
     @property
     def nq(self) -> int:
@@ -161,7 +165,8 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     """Validate one ``[paths.<variant>]`` table (already resolved for FUSED_DFMA)."""
     prefix = f"paths.{variant}"
     nq = order + 1
-    unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces"}
+    unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
+                            "elements_per_block"}
     if unknown:
         raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
     flux = table.get("flux")
@@ -210,8 +215,16 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         raise _error(file, f"{prefix}.traces", f"expected one of {TRACE_SOURCES}, got {traces!r}")
     if traces == "tiles" and flux != "inline":
         raise _error(file, f"{prefix}.traces", 'interior traces from the tiles need flux = "inline"')
+    epb = table.get("elements_per_block", 1)
+    if not isinstance(epb, int) or isinstance(epb, bool) or not 1 <= epb <= 64:
+        raise _error(file, f"{prefix}.elements_per_block", f"expected an integer in [1, 64], got {epb!r}")
+    if epb > 1 and any(k.box != (nq, nq, nq) for k in kernels):
+        raise _error(file, f"{prefix}.elements_per_block", "several elements per block need every box "
+                     f"to be the whole element [{nq}, {nq}, {nq}]")
+    if epb > 1 and d_stage != "global":
+        raise _error(file, f"{prefix}.elements_per_block", 'needs d_stage = "global"')
     return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
-                       str(traces))
+                       str(traces), epb)
 
 
 def fused_config(variant: str, order: int, paths: Mapping[str, Mapping[str, Any]] | None = None,

@@ -53,7 +53,8 @@ class FusedPathBase(Path):
             if config.min_blocks >= 2 and built.blocks_per_element:
                 _prefer_shared_carveout(kernel)
             if built.blocks_per_element:
-                grid = ne * built.blocks_per_element
+                # elements_per_block > 1 (whole-element boxes only): one block walks that many elements
+                grid = -(-ne // config.elements_per_block) * built.blocks_per_element
             else:
                 work = ne * 6 * problem.nq**2
                 grid = max(1, min(-(-work // built.threads), problem.device.sm_count * FACE_BLOCKS_PER_SM))

@@ -118,7 +118,7 @@ def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
                                              c[1].kernels[0].threads))
     extra = []
     for name, cfg in (trace_candidates(variant, order) + staged_candidates(variant, order)
-                      + wide_candidates(variant, order)):
+                      + wide_candidates(variant, order) + strip_candidates(variant, order)):
         if cfg not in seen:
             seen.add(cfg)
             extra.append((name, cfg))
@@ -214,6 +214,25 @@ def staged_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
     return out
 
 
+def strip_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Several consecutive elements per block (whole-element schedules, p <= 15): the exterior
+    traces on the face an element shares with the previous one come from L1 (ncu at p = 7: L2 at
+    95 % of peak binds, mostly on the x-face gathers). 2, 4 and 8 elements, with the schedule's
+    own trace source and with the other one."""
+    if order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    if any(k.box != (base.nq,) * 3 for k in base.kernels) or base.d_stage != "global":
+        return []
+    out = []
+    for epb in (2, 4, 8):
+        for traces in (base.traces, "tiles" if base.traces == "global" else "global"):
+            cfg = dataclasses.replace(base, elements_per_block=epb, traces=traces)
+            if _fits(cfg):
+                out.append((label(cfg), cfg))
+    return out
+
+
 def wide_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """Twice the lines per block (the box doubled along its first partial axis) with D staged in
     8- or 16-k panels: the staged D panel is re-read from L2 by every block, so its L2 traffic per
@@ -248,7 +267,8 @@ def _candidate_list(variant: str, order: int, subset: str) -> list[tuple[str, Fu
     if subset == "all":
         return candidates(variant, order)
     base = fused_config(variant, order)
-    subsets = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates}
+    subsets = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates,
+               "strip": strip_candidates}
     return [("base", base)] + [c for c in subsets[subset](variant, order) if c[1] != base]
 
 
@@ -264,6 +284,8 @@ def label(config: FusedConfig) -> str:
         extra += " inline"
     if config.traces != "global":
         extra += f" M{config.traces}"
+    if config.elements_per_block > 1:
+        extra += f" epb{config.elements_per_block}"
     return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
 
 
@@ -280,6 +302,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f"min_blocks = {config.min_blocks}")
     if config.traces != "global":
         lines.append(f'traces = "{config.traces}"')
+    if config.elements_per_block > 1:
+        lines.append(f"elements_per_block = {config.elements_per_block}")
     lines.append("kernels = [")
     for k in config.kernels:
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
