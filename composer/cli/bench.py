@@ -10,7 +10,9 @@ from composer.cli.arguments import csv_list, options_by_path, path_option
 from composer.config.schedules import available_orders
 from composer.errors import ComposerError
 
-DEFAULT_PATHS = ("GEMM", "EINSUM")
+# the crossover the tool is for: the library path against the fused paths (GEMM_CUTE needs a
+# `composer build` directory, so it is opt-in); GEMM first, so ratios divide by it
+DEFAULT_PATHS = ("GEMM", "FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
 DEFAULT_ORDERS = (7, 15, 31, 63, 127, 255)
 DEFAULT_ROUNDS = 3
 NO_GPU_MESSAGE = (
