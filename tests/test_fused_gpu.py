@@ -20,8 +20,7 @@ import pytest
 
 from composer import dg
 from composer.fused.config import SUPPORTED_ORDERS, VARIANTS
-
-TOLERANCE = 1e-12
+from composer.fused.trial import TOLERANCE, run_case  # noqa: F401  (the scripts below use both)
 SMALL_GRIDS: dict[int, tuple[int, int, int]] = {
     7: (3, 2, 2), 15: (2, 2, 1), 31: (2, 1, 1), 63: (1, 2, 1), 127: (2, 1, 1), 255: (1, 1, 1),
     511: (1, 1, 1), 767: (1, 1, 1)}
@@ -49,60 +48,6 @@ def cases() -> list[tuple[int, tuple[int, int, int], str]]:
     multi = [c for c in small if c[1] != bench_grid(c[0])]
     # the single-element orders last: their host reference dominates the run time
     return multi + sorted(bench, key=lambda c: (c[0] >= 511, c[0]))
-
-
-def run_case(order: int, grid: tuple[int, int, int], variants: list[str], device, timing_calls: int = 0,
-             extra: dict | None = None) -> list[dict]:
-    """Validate (and optionally time) ``variants`` on one (order, grid); one record per variant."""
-    from composer.paths.base import path_class
-    from composer.paths.problem import DeviceProblem
-    from composer.runtime import Event
-
-    t0 = time.time()
-    fields = varying_fields(order, grid)
-    ref = dg.reference_tendency(fields, order, grid)
-    scale = float(np.max(np.abs(ref)))
-    t_ref = time.time() - t0
-    problem = DeviceProblem.upload(fields, order, grid, device)
-    del fields
-    nan = np.full(ref.shape, np.nan)
-    records = []
-    try:
-        todo = [(v, None) for v in variants] + list((extra or {}).items())
-        for label, config in todo:
-            name = label.split("@")[0]
-            if order not in SUPPORTED_ORDERS[name]:
-                continue
-            rec: dict = {"variant": label, "order": order, "grid": list(grid), "ref_s": round(t_ref, 1)}
-            try:
-                opts = {"config": config(order)} if config else {}
-                path = path_class(name)(problem, **opts)
-                rec["kernels"] = [{"name": k.name, "regs": k.num_regs, "local_bytes": k.local_bytes}
-                                  for k in path.kernels]
-                problem.dqdt.copy_from(nan, problem.stream)
-                path.launch(problem.ptr("q"), problem.dqdt.ptr)
-                out = problem.download(problem.dqdt)
-                rec["rel_err"] = float(np.max(np.abs(out - ref)) / scale)
-                rec["passed"] = bool(rec["rel_err"] <= TOLERANCE)
-                if timing_calls:
-                    for _ in range(2):
-                        path.launch(problem.ptr("q"), problem.dqdt.ptr)
-                    start, stop = Event(device), Event(device)
-                    start.record(problem.stream)
-                    for _ in range(timing_calls):
-                        path.launch(problem.ptr("q"), problem.dqdt.ptr)
-                    stop.record(problem.stream)
-                    stop.synchronize()
-                    rec["us_per_call"] = 1e3 * start.elapsed_ms(stop) / timing_calls
-                    rec["timing_calls"] = timing_calls
-                path.close()
-            except Exception as exc:  # record and go on: one failing variant must not hide the rest
-                rec["error"] = f"{type(exc).__name__}: {exc}"
-                rec["passed"] = False
-            records.append(rec)
-    finally:
-        problem.close()
-    return records
 
 
 @pytest.fixture(scope="module")

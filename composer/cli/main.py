@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from composer.errors import ComposerError
 
-COMMANDS: tuple[str, ...] = ("info", "validate", "bench", "build", "inspect", "sweep_library", "profile")
+COMMANDS: tuple[str, ...] = ("info", "validate", "bench", "build", "inspect", "sweep_library", "sweep_fused", "profile")
 EXIT_ERROR = 2
 
 

@@ -1,0 +1,76 @@
+"""``composer sweep-fused``: tune the fused paths' schedule tables (check on the CPU, run on the
+GPU, apply the measured winners to ``schedules/``)."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+from pathlib import Path
+from typing import Any
+
+from composer.bench.results import atomic_write_text
+from composer.cli.arguments import csv_list
+from composer.errors import ComposerError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "sweep-fused", help="fused schedule candidates: check (CPU), run (GPU), apply (write winners)",
+        description="check: compile every candidate of the chosen family through NVRTC (into "
+        "$COMPOSER_CACHE_DIR, which the GPU machine can reuse), drop those that spill or miss their "
+        "blocks per SM, write a plan. run: validate each planned candidate against the NumPy "
+        "reference on the point-varying input at the benchmark grid, time it next to the schedule's "
+        "own table and FUSED_DFMA, write OUT/sweep.json after each order. apply: write the fastest "
+        "validated candidate per (order, variant) into the schedules when it beats the schedule's "
+        "own table of the same run by more than --min-gain.")
+    sub = parser.add_subparsers(dest="step", metavar="STEP", required=True)
+    check = sub.add_parser("check", help="compile and filter candidates on the CPU; write the plan")
+    check.add_argument("--orders", type=csv_list(int), required=True)
+    check.add_argument("--subset", default="all", help="all, staged, traces, wide or strip (default: all)")
+    check.add_argument("--plan", type=Path, default=Path("sweep_plan.json"))
+    check.add_argument("--workers", type=int, default=2)
+    run = sub.add_parser("run", help="validate and time the planned candidates (needs a GPU)")
+    run.add_argument("--orders", type=csv_list(int), required=True)
+    run.add_argument("--plan", type=Path, required=True)
+    run.add_argument("--out", type=Path, required=True)
+    run.add_argument("--budget", type=float, default=300.0, help="seconds; no new order starts after it")
+    apply = sub.add_parser("apply", help="write the winners of a run into the schedules")
+    apply.add_argument("sweep_json", type=Path)
+    apply.add_argument("--schedules", type=Path, default=None, help="directory (default: the packaged schedules)")
+    apply.add_argument("--min-gain", type=float, default=None, help="fraction (default: 0.02)")
+    apply.add_argument("--date", default=None, help="date for the notes (default: today, UTC)")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from composer.fused import sweep
+
+    if args.step == "check":
+        if args.subset not in sweep.SUBSETS:
+            raise ComposerError(f"unknown subset {args.subset!r}; known: {', '.join(sweep.SUBSETS)}")
+        plan = sweep.check(args.orders, workers=args.workers, subset=args.subset)
+        atomic_write_text(args.plan, json.dumps(plan, indent=1))
+        kept = sum(row["ok"] for rows in plan.values() for v in rows.values() for row in v)
+        print(f"{args.plan}: {kept} candidates kept")
+        return 0
+    if args.step == "run":
+        from composer.runtime import gpu_available
+
+        if not gpu_available():
+            raise ComposerError("composer sweep-fused run validates and times on a GPU, and none is "
+                                "usable here; `check` and `apply` run without one")
+        if not args.plan.is_file():
+            raise ComposerError(f"{args.plan}: no such plan; make one with `composer sweep-fused check`")
+        sweep.run(str(args.out), args.orders, args.budget, str(args.plan))
+        return 0
+    if not args.sweep_json.is_file():
+        raise ComposerError(f"{args.sweep_json}: no such sweep log")
+    from composer.config.schedules import packaged_dir
+
+    directory = args.schedules or Path(str(packaged_dir()))
+    date = args.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    gain = sweep.MIN_GAIN if args.min_gain is None else args.min_gain
+    changed = sweep.apply(str(args.sweep_json), str(directory), date, gain)
+    print("\n".join(changed) if changed else "no candidate beat its schedule's own table")
+    return 0

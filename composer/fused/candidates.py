@@ -1,0 +1,286 @@
+"""Schedule candidates of the fused paths: variations of a ``[paths.FUSED*]`` table.
+
+Why: a candidate varies only what the schedule tables hold (threads, warp/thread tile, the box a
+block owns, the MMA shape of FUSED_TC16, D staging, occupancy, trace source, elements per block),
+never the template, so a measured winner is copied into ``schedules/pNNNN.toml`` as it is
+(``to_table``). ``label`` names a candidate in sweep plans and logs. The families:
+``candidates`` (all, the schedule's own first), ``staged_candidates``, ``trace_candidates``,
+``wide_candidates``, ``strip_candidates``; ``candidate_list`` selects one family by name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from composer.errors import ComposerError
+from composer.fused.builder import kernel_plans, smem_limit
+from composer.fused.config import SUPPORTED_ORDERS, FusedConfig, KernelConfig, fused_config
+
+SMEM_LIMIT = 227 * 1024
+#: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
+SWEPT = ("FUSED", "FUSED_TC", "FUSED_TC16")
+SUBSETS = ("all", "staged", "traces", "wide", "strip")
+
+
+def _fits(config: FusedConfig) -> bool:
+    """The template's static_asserts and the shared-memory limit, evaluated in Python."""
+    nq = config.nq
+    try:
+        plans = kernel_plans(config)
+    except ComposerError:  # no room for a staged D panel
+        return False
+    for plan in plans:
+        k = plan.kernel
+        if plan.smem_bytes > min(SMEM_LIMIT, smem_limit(config.min_blocks)) or k.threads > 1024 or k.threads % 32:
+            return False
+        if config.min_blocks and k.threads * config.min_blocks > 2048:
+            return False
+        for d in k.dirs:
+            nl = plan.lines(d)
+            if config.engine == "simt":
+                tl, ta = k.tile
+                if nl % tl or nq % ta or (nl // tl * (nq // ta)) % k.threads:
+                    return False
+            else:
+                mm, _, mk = (int(x) for x in (config.mma or "").split("x"))
+                wm, wn = k.tile
+                if nl % (mm * wm) or nq % (8 * wn) or nq % mk:
+                    return False
+                if (nl // (mm * wm) * (nq // (8 * wn))) % (k.threads // 32):
+                    return False
+    return True
+
+
+def _scaled_box(k: KernelConfig, nq: int, factor: int) -> tuple[int, int, int] | None:
+    """The box with its first partial axis (k, then j) multiplied by ``factor`` (None: not possible)."""
+    box = list(k.box)
+    for axis in range(3):
+        if box[axis] != nq:
+            if nq % (box[axis] * factor):
+                return None
+            box[axis] *= factor
+            return tuple(box)  # type: ignore[return-value]
+    return tuple(box) if factor == 1 else None  # type: ignore[return-value]
+
+
+def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """(label, config) of the schedule-table variations of ``variant`` at ``order`` (base first)."""
+    base = fused_config(variant, order)
+    nq = base.nq
+    tiles = ([(1, 4), (2, 4), (4, 4), (2, 8), (4, 2)] if base.engine == "simt"
+             else [(1, 1), (1, 2), (2, 1), (2, 2), (1, 4), (2, 4)])
+    shapes = [base.mma] if variant != "FUSED_TC16" else ["16x8x4", "16x8x8"]
+    out: list[tuple[str, FusedConfig]] = [("base", base)]
+    seen = {base}
+    for shape in shapes:
+        for factor in (1, 2, 4):
+            for threads in (256, 512) if order > 15 else (64, 128, 256, 512, 1024):
+                for tile in tiles:
+                    kernels = []
+                    for k in base.kernels:
+                        box = _scaled_box(k, nq, factor)
+                        if box is None:
+                            break
+                        kernels.append(dataclasses.replace(k, box=box, threads=threads, tile=tile))
+                    else:
+                        cfg = dataclasses.replace(base, kernels=tuple(kernels), mma=shape)
+                        if cfg not in seen and _fits(cfg):
+                            seen.add(cfg)
+                            out.append((label(cfg), cfg))
+    # larger register tiles first (more operand reuse per shared-memory load), then fewer threads
+    out[1:] = sorted(out[1:], key=lambda c: (-c[1].kernels[0].tile[0] * c[1].kernels[0].tile[1],
+                                             c[1].kernels[0].threads))
+    extra = []
+    for name, cfg in (trace_candidates(variant, order) + staged_candidates(variant, order)
+                      + wide_candidates(variant, order) + strip_candidates(variant, order)):
+        if cfg not in seen:
+            seen.add(cfg)
+            extra.append((name, cfg))
+    return out[:1] + extra + out[1:]
+
+
+def trace_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Where the face fluxes take their traces: on an inline schedule, the interior traces from the
+    staged tiles (``traces = "tiles"``); on an array schedule (p >= 63), inline fluxes instead of
+    the face kernel and the fstar round trip through global memory, with the interior traces from
+    global memory or from the tiles."""
+    if order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    options = ([{"traces": "tiles"}] if base.flux == "inline"
+               else [{"flux": "inline"}, {"flux": "inline", "traces": "tiles"}])
+    out = []
+    for opt in options:
+        cfg = dataclasses.replace(base, **opt)
+        if _fits(cfg):
+            out.append((label(cfg), cfg))
+    return out
+
+
+
+
+
+#: Orders whose tensor-core schedules get the D-staging / occupancy candidates (the re-read of D
+#: per DMMA and one block per SM bind from p = 127 on; p = 63 is cheap to include).
+STAGED_FROM = 63
+
+
+def _halved_box(k: KernelConfig, nq: int) -> tuple[int, int, int] | None:
+    """The box with its first partial axis (k, then j) halved (None: not possible)."""
+    box = list(k.box)
+    for axis in range(3):
+        if box[axis] != nq:
+            if box[axis] % 2:
+                return None
+            box[axis] //= 2
+            return tuple(box)  # type: ignore[return-value]
+    return None
+
+
+def staged_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The D-staging and occupancy options on the order's schedule (and on its box halved, which
+    frees the shared memory for a panel and a second block): ``min_blocks = 2`` alone, ``d_stage =
+    "smem"`` (all of D, else the widest panel that fits), 16-k panels, and staging with two
+    blocks per SM (8- and 16-k panels). Tensor-core variants only; those that do not fit are
+    dropped."""
+    if order < STAGED_FROM or order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    if base.engine != "mma":
+        return []
+    nq = base.nq
+    options = [{"min_blocks": 2}, {"d_stage": "smem"}, {"d_stage": "smem", "d_panel": 16},
+               {"d_stage": "smem", "d_panel": 16, "min_blocks": 2}, {"d_stage": "smem", "d_panel": 8, "min_blocks": 2}]
+    starts = [(base, options)]
+    halved, doubled = [], []
+    for k in base.kernels:
+        box = _halved_box(k, nq)
+        if box is None:
+            break
+        wm, wn = k.tile
+        halved.append(dataclasses.replace(k, box=box, tile=(max(1, wm // 2), wn)))
+    else:
+        starts.append((dataclasses.replace(base, kernels=tuple(halved)), options))
+    # the box doubled with twice the threads: twice the lines per staged D panel, so half the D
+    # traffic from L2 per DMMA (D is re-streamed per block), at one block per SM
+    for k in base.kernels:
+        box = _scaled_box(k, nq, 2)
+        if box is None or 2 * k.threads > 1024:
+            break
+        doubled.append(dataclasses.replace(k, box=box, threads=2 * k.threads))
+    else:
+        starts.append((dataclasses.replace(base, kernels=tuple(doubled)),
+                       [{"d_stage": "smem"}, {"d_stage": "smem", "d_panel": 16}, {"d_stage": "smem", "d_panel": 8}]))
+    out, seen = [], {base}
+    for start, opts in starts:
+        for opt in opts:
+            if opt.get("d_panel", 8) > nq or nq % opt.get("d_panel", 8):
+                continue
+            cfg = dataclasses.replace(start, **opt)
+            if cfg.d_stage == "smem" and not cfg.d_panel and _fits(cfg):
+                # name the panel the builder picks unless it stages all of D (no duplicate kernels)
+                panels = {p.d_panel for p in kernel_plans(cfg)}
+                if len(panels) == 1 and nq not in panels:
+                    cfg = dataclasses.replace(cfg, d_panel=panels.pop())
+            if cfg not in seen and _fits(cfg):
+                seen.add(cfg)
+                out.append((label(cfg), cfg))
+    return out
+
+
+def strip_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Several consecutive elements per block (whole-element schedules, p <= 15): the exterior
+    traces on the face an element shares with the previous one come from L1 (ncu at p = 7: L2 at
+    95 % of peak binds, mostly on the x-face gathers). 2, 4 and 8 elements, with the schedule's
+    own trace source and with the other one."""
+    if order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    if any(k.box != (base.nq,) * 3 for k in base.kernels) or base.d_stage != "global":
+        return []
+    out = []
+    for epb in (2, 4, 8):
+        for traces in (base.traces, "tiles" if base.traces == "global" else "global"):
+            cfg = dataclasses.replace(base, elements_per_block=epb, traces=traces)
+            if _fits(cfg):
+                out.append((label(cfg), cfg))
+    return out
+
+
+def wide_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Twice the lines per block (the box doubled along its first partial axis) with D staged in
+    8- or 16-k panels: the staged D panel is re-read from L2 by every block, so its L2 traffic per
+    FLOP falls as 1/lines (ncu at p = 255: L2 at 75-80 % with 16 lines per block). One block per SM;
+    256 or 512 threads. Tensor-core variants, p >= 255."""
+    if order < 255 or order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    if base.engine != "mma":
+        return []
+    shapes = ["16x8x4", "16x8x8"] if variant == "FUSED_TC16" else [base.mma]
+    out = []
+    for shape in shapes:
+        for threads, tiles in ((512, [(2, 2), (1, 4), (2, 4)]), (256, [(2, 4)])):
+            for tile in tiles:
+                for panel in (8, 16):
+                    kernels = []
+                    for k in base.kernels:
+                        box = _scaled_box(k, base.nq, 2)
+                        if box is None:
+                            break
+                        kernels.append(dataclasses.replace(k, box=box, threads=threads, tile=tile))
+                    else:
+                        cfg = dataclasses.replace(base, kernels=tuple(kernels), mma=shape, d_stage="smem",
+                                                  d_panel=panel, min_blocks=0)
+                        if cfg != base and _fits(cfg):
+                            out.append((label(cfg), cfg))
+    return out
+
+
+def candidate_list(variant: str, order: int, subset: str) -> list[tuple[str, FusedConfig]]:
+    if subset == "all":
+        return candidates(variant, order)
+    base = fused_config(variant, order)
+    subsets = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates,
+               "strip": strip_candidates}
+    return [("base", base)] + [c for c in subsets[subset](variant, order) if c[1] != base]
+
+
+def label(config: FusedConfig) -> str:
+    k = config.kernels[0]
+    mma = f"@{config.mma}" if config.mma else ""
+    extra = ""
+    if config.d_stage != "global":
+        extra += f" D{config.d_stage}" + (f"{config.d_panel}" if config.d_panel else "")
+    if config.min_blocks:
+        extra += f" mb{config.min_blocks}"
+    if config.flux == "inline" and config.order >= 63:
+        extra += " inline"
+    if config.traces != "global":
+        extra += f" M{config.traces}"
+    if config.elements_per_block > 1:
+        extra += f" epb{config.elements_per_block}"
+    return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
+
+
+def to_table(config: FusedConfig) -> str:
+    """The ``[paths.<variant>]`` TOML table of ``config``."""
+    lines = [f"[paths.{config.variant}]", f'flux = "{config.flux}"']
+    if config.mma:
+        lines.append(f'mma = "{config.mma}"')
+    if config.d_stage != "global":
+        lines.append(f'd_stage = "{config.d_stage}"')
+    if config.d_panel:
+        lines.append(f"d_panel = {config.d_panel}")
+    if config.min_blocks:
+        lines.append(f"min_blocks = {config.min_blocks}")
+    if config.traces != "global":
+        lines.append(f'traces = "{config.traces}"')
+    if config.elements_per_block > 1:
+        lines.append(f"elements_per_block = {config.elements_per_block}")
+    lines.append("kernels = [")
+    for k in config.kernels:
+        lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
+                     f"tile = {list(k.tile)} }},")
+    lines.append("]")
+    return "\n".join(lines)

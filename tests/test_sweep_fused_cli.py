@@ -1,0 +1,64 @@
+"""composer sweep-fused on the CPU: check writes a plan of compiled candidates, apply writes the
+measured winners, run refuses without a GPU, bad input is a clear error."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from composer.cli.main import main
+from composer.config.schedules import load_schedule_file, packaged_dir
+from composer.fused.candidates import candidate_list, to_table
+from composer.runtime import gpu_available
+
+
+def test_check_writes_a_plan_of_compiled_candidates(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("COMPOSER_CACHE_DIR", str(tmp_path / "cache"))
+    plan_file = tmp_path / "plan.json"
+    assert main(["sweep-fused", "check", "--orders", "7", "--subset", "traces", "--plan", str(plan_file)]) == 0
+    plan = json.loads(plan_file.read_text())
+    assert set(plan) == {"7"} and set(plan["7"]) == {"FUSED", "FUSED_TC", "FUSED_TC16"}
+    for variant, rows in plan["7"].items():
+        assert [r["label"] for r in rows] == [n for n, _ in candidate_list(variant, 7, "traces")]
+        assert rows[0]["label"] == "base" and all(r["kernels"] for r in rows)
+    assert "candidates kept" in capsys.readouterr().out
+    assert any((tmp_path / "cache").rglob("*.cubin"))  # the NVRTC cache a device call can carry
+
+
+def test_apply_writes_winners_into_a_schedules_directory(tmp_path: Path) -> None:
+    schedules = tmp_path / "schedules"
+    schedules.mkdir()
+    shutil.copy(Path(str(packaged_dir())) / "p0015.toml", schedules / "p0015.toml")
+    (name, cfg), = [c for c in candidate_list("FUSED", 15, "strip")][1:2]
+    base = candidate_list("FUSED", 15, "strip")[0][1]
+    records = [
+        {"variant": "FUSED@base", "order": 15, "passed": True, "us_per_call": 600.0, "table": to_table(base)},
+        {"variant": f"FUSED@{name}", "order": 15, "passed": True, "us_per_call": 500.0, "table": to_table(cfg)},
+    ]
+    (tmp_path / "sweep.json").write_text(json.dumps(records))
+    assert main(["sweep-fused", "apply", str(tmp_path / "sweep.json"), "--schedules", str(schedules),
+                 "--date", "2026-01-02"]) == 0
+    text = (schedules / "p0015.toml").read_text()
+    assert "H200 2026-01-02, composer.fused.sweep: 500.0 us/call (previous schedule 600.0)" in text
+    assert load_schedule_file(schedules / "p0015.toml").paths["FUSED"]["elements_per_block"] == \
+        cfg.elements_per_block
+    # a gain below --min-gain changes nothing
+    before = text
+    assert main(["sweep-fused", "apply", str(tmp_path / "sweep.json"), "--schedules", str(schedules),
+                 "--min-gain", "0.5"]) == 0
+    assert (schedules / "p0015.toml").read_text() == before
+
+
+def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sweep-fused", "check", "--orders", "7", "--subset", "nope"]) == 2
+    assert "unknown subset" in capsys.readouterr().err
+    assert main(["sweep-fused", "apply", str(tmp_path / "missing.json")]) == 2
+    assert "no such sweep log" in capsys.readouterr().err
+    if not gpu_available():
+        assert main(["sweep-fused", "run", "--orders", "7", "--plan", str(tmp_path / "p.json"),
+                     "--out", str(tmp_path / "o")]) == 2
+        assert "GPU" in capsys.readouterr().err
