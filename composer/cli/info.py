@@ -143,7 +143,30 @@ def build_report(order: int, grid: counts.Grid, machine: Machine, reserve: float
             "machine_balance_flop_per_byte": roof.machine_balance,
         },
         "memory": memory,
+        "fused": _fused_floors(order, grid, machine, roof.bytes),
     }
+
+
+def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) -> list[dict[str, Any]]:
+    """Per fused variant with a schedule at ``order``: its kernels' DRAM bytes and the byte floor."""
+    from composer.fused.config import SUPPORTED_ORDERS, VARIANTS, fused_config
+    from composer.fused.traffic import schedule_traffic
+
+    rows = []
+    for variant in VARIANTS:
+        if order not in SUPPORTED_ORDERS[variant]:
+            continue
+        try:
+            config = fused_config(variant, order)
+        except Exception:  # no schedule table for this order
+            continue
+        kernels = schedule_traffic(config, grid)
+        total = sum(k.total_bytes for k in kernels)
+        rows.append({"variant": variant, "flux": config.flux,
+                     "kernels": [{"name": k.name, "bytes": k.total_bytes} for k in kernels],
+                     "bytes": total, "floor_s": total / machine.hbm_bandwidth,
+                     "over_unique": total / unique})
+    return rows
 
 
 # --- rendering --------------------------------------------------------------------------------
@@ -211,3 +234,18 @@ def render(report: dict[str, Any], console: Console) -> None:
             row["path"], _bytes(row["total_bytes"]), "yes" if row["fits"] else "[red]no[/red]"
         )
     console.print(memory)
+
+    if report.get("fused"):
+        fused = Table(title=f"fused schedules: DRAM bytes of their kernels on {m['name']}",
+                      caption="byte floor = the kernels' bytes / HBM bandwidth (composer.fused.traffic)")
+        fused.add_column("path")
+        fused.add_column("flux")
+        fused.add_column("kernels (bytes)")
+        fused.add_column("total", justify="right")
+        fused.add_column("x unique", justify="right")
+        fused.add_column("byte floor", justify="right")
+        for row in report["fused"]:
+            kernels = ", ".join(f"{k['name']} {_bytes(k['bytes'])}" for k in row["kernels"])
+            fused.add_row(row["variant"], row["flux"], kernels, _bytes(row["bytes"]),
+                          f"{row['over_unique']:.2f}", _seconds(row["floor_s"]))
+        console.print(fused)
