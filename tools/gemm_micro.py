@@ -58,6 +58,35 @@ VARIANTS = [
 ]
 
 
+#: (role, order, mma) built with the schedule's own tiles and the prefetching mainloop (--prefetch)
+PREFETCH_VARIANTS = [("x", 511, "16x8x4"), ("x", 511, "16x8x8"), ("x", 255, "16x8x4"), ("y", 255, "16x8x4"),
+                     ("z", 255, "16x8x4"), ("x", 127, "16x8x4"), ("y", 127, "16x8x4"), ("z", 127, "16x8x4")]
+
+
+def build_prefetch_variants(out: Path, arch: str) -> int:
+    """The schedule's tiles with ``prefetch = true``, so one GPU run compares them side by side
+    with the default build (``run --build build/sm_90 --build OUT``)."""
+    from composer.build.builder import build
+    from composer.build.plan import BuildJob
+    from composer.config.schedules import load_schedule
+    from composer.gemm.cute.tiles import role_kernel
+
+    jobs = []
+    for idx, (role, order, mma) in enumerate(PREFETCH_VARIANTS):
+        tiles = dict(load_schedule(order).paths.get("GEMM_CUTE", {}).get("tiles", {}).get(role, {}))
+        try:
+            rk = role_kernel(role, order + 1, 1, mma, dict(tiles, prefetch=True))
+        except ValueError as exc:  # e.g. an odd number of k steps per tile
+            print(f"skip {role} p{order} {mma}: {exc}", file=sys.stderr)
+            continue
+        name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_pf{idx:02d}"
+        jobs.append(BuildJob(name, "cute", arch, order,
+                             {"role": role, "swap": rk.swap, "config": rk.config.to_dict(), "variant": idx}))
+    rep = build(jobs, out, log=lambda m: print(m, file=sys.stderr))
+    print(f"{out}: {len(rep.built)} compiled, {len(rep.reused)} reused")
+    return 0
+
+
 def build_variants(out: Path, arch: str) -> int:
     from composer.build.builder import build
     from composer.build.plan import BuildJob
@@ -376,6 +405,8 @@ def main() -> int:
     v = sub.add_parser("variants")
     v.add_argument("--out", default="build/sm_90_var")
     v.add_argument("--arch", default="sm_90")
+    v.add_argument("--prefetch", action="store_true",
+                   help="build the schedule tiles with the prefetching mainloop instead of the tile variants")
     r = sub.add_parser("run")
     r.add_argument("--build", action="append", required=True)
     r.add_argument("--out", default=os.environ.get("OUT", "/tmp/gemm-micro"))
@@ -389,6 +420,8 @@ def main() -> int:
                    help="skip NumPy emulation when fewer seconds than this are left")
     args = ap.parse_args()
     if args.cmd == "variants":
+        if args.prefetch:
+            return build_prefetch_variants(Path(args.out), args.arch)
         return build_variants(Path(args.out), args.arch)
     return run_gpu(args)
 
