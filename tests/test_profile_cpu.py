@@ -21,20 +21,21 @@ HEADER = ['ID', 'Process ID', 'Kernel Name', 'Block Size', 'Grid Size', 'gpu__ti
           'smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio',
           'smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio',
           'launch__registers_per_thread', 'sm__warps_active.avg.pct_of_peak_sustained_active',
-          'smsp__inst_executed.sum']
+          'smsp__inst_executed.sum', 'gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed',
+          'lts__t_sectors.avg.pct_of_peak_sustained_elapsed']
 
 
 def _csv(rows: list[list[str]]) -> str:
     def line(vals: list[str]) -> str:
         return ",".join(f'"{v}"' for v in vals)
     units = ["", "", "", "", "", "nsecond", "byte", "byte", "%", "%", "%", "%", "%", "", "", "register/thread", "%",
-             "inst"]
+             "inst", "%", "%"]
     return "\n".join(["==PROF== Connected to process 1", line(HEADER), line(units), *map(line, rows)]) + "\n"
 
 
 def test_parse_and_summarize_memory_bound_kernel() -> None:
     text = _csv([["0", "1", "fused_volume_p7", "(128, 1, 1)", "(32768, 1, 1)", "400,000", "1600000000",
-                  "200000000", "88.5", "40", "55", "20", "0", "3.5", "0.5", "96", "60.2", "1,234,567"]])
+                  "200000000", "88.5", "40", "55", "20", "0", "3.5", "0.5", "96", "60.2", "1,234,567", "70", "30"]])
     rows = parse_raw_csv(text)
     assert len(rows) == 1
     k = summarize(rows[0])
@@ -43,14 +44,16 @@ def test_parse_and_summarize_memory_bound_kernel() -> None:
     assert k.dram_tbps == pytest.approx(1.8e9 / 400e-6 / 1e12)
     assert k.registers == 96 and k.occupancy_achieved_pct == pytest.approx(60.2)
     assert k.instructions == 1234567 and k.shared_wavefronts is None
-    assert k.binding.startswith("DRAM (88")
+    assert k.units_pct["DRAM"] == pytest.approx(88.5)  # dram__throughput preferred over gpu__dram_throughput
+    assert k.units_pct["L2 sectors"] == pytest.approx(30.0)
+    assert k.binding.startswith("DRAM (88")  # not the L2 aggregate: its sectors run at 30 %
     assert list(k.stalls) == ["long_scoreboard", "barrier"]
     assert k.pipes_pct == {"fp64": 20.0, "tensor_op_dmma": 0.0}
 
 
 def test_latency_bound_names_top_stall() -> None:
     text = _csv([["0", "1", "k", "(256, 1, 1)", "(64, 1, 1)", "1000", "1", "1", "30", "20", "45", "10", "35",
-                  "1.0", "7.5", "194", "12", "10"]])
+                  "1.0", "7.5", "194", "12", "10", "", ""]])
     k = summarize(parse_raw_csv(text)[0])
     assert k.binding == "latency (busiest: L1/shared 45 %; top stall: barrier)"
 

@@ -27,10 +27,14 @@ SECTIONS: tuple[str, ...] = (
 # A unit below this fraction of its peak does not bind: the kernel is latency bound.
 BINDING_THRESHOLD_PCT = 60.0
 
-_UNITS = {  # the throughput metrics that name a hardware unit
-    "DRAM": "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "L2": "lts__throughput.avg.pct_of_peak_sustained_elapsed",
-    "L1/shared": "l1tex__throughput.avg.pct_of_peak_sustained_active",
+_UNITS = {  # the throughput metrics that name a hardware unit (first metric present wins)
+    "DRAM": ("dram__throughput.avg.pct_of_peak_sustained_elapsed",
+             "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"),
+    # lts__throughput is the busiest of the L2's sub-units; tags and sectors say which work it is
+    "L2": ("lts__throughput.avg.pct_of_peak_sustained_elapsed",),
+    "L2 tags": ("lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed",),
+    "L2 sectors": ("lts__t_sectors.avg.pct_of_peak_sustained_elapsed",),
+    "L1/shared": ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
 }
 _PIPE = re.compile(r"^sm__(?:inst_executed_)?pipe_(\w+?)(?:_cycles_active)?\.avg\.pct_of_peak_sustained_active$")
 _STALL = re.compile(r"^smsp__average_warps?_issue_stalled_(\w+)_per_issue_active\.ratio$")
@@ -126,7 +130,11 @@ class KernelProfile:
 
 
 def _binding(units: dict[str, float], pipes: dict[str, float], stalls: dict[str, float]) -> str:
-    candidates = {**units, **{f"pipe {k}": v for k, v in pipes.items()}}
+    # the "L2" aggregate is the busiest of many L2 sub-units (some not reported separately): the
+    # binding is named from its tag and sector throughput instead, which say what work it is
+    candidates = {**{k: v for k, v in units.items() if k != "L2" or not
+                     ({"L2 tags", "L2 sectors"} & set(units))},
+                  **{f"pipe {k}": v for k, v in pipes.items()}}
     if not candidates:
         return "unknown (no throughput metrics)"
     name, pct = max(candidates.items(), key=lambda kv: kv[1])
@@ -142,7 +150,11 @@ def summarize(row: dict[str, str]) -> KernelProfile:
     duration_ns = num.get("gpu__time_duration.sum")
     read, write = num.get("dram__bytes_read.sum"), num.get("dram__bytes_write.sum")
     dram = read + write if read is not None and write is not None else None
-    units = {name: v for name, metric in _UNITS.items() if (v := num.get(metric)) is not None}
+    units = {}
+    for name, metrics in _UNITS.items():
+        found = next((num[m] for m in metrics if num.get(m) is not None), None)
+        if found is not None:
+            units[name] = found
     pipes = {m.group(1): v for key, v in num.items() if v is not None and (m := _PIPE.match(key))}
     pipes = dict(sorted(pipes.items(), key=lambda kv: -kv[1])[:4])
     stalls = {m.group(1): v for key, v in num.items() if v is not None and (m := _STALL.match(key))}
