@@ -63,40 +63,36 @@ PREFETCH_VARIANTS = [("x", 511, "16x8x4"), ("x", 511, "16x8x8"), ("x", 255, "16x
                      ("z", 255, "16x8x4"), ("x", 127, "16x8x4"), ("y", 127, "16x8x4"), ("z", 127, "16x8x4")]
 
 
-def build_prefetch_variants(out: Path, arch: str) -> int:
-    """The schedule's tiles with ``prefetch = true``, so one GPU run compares them side by side
-    with the default build (``run --build build/sm_90 --build OUT``)."""
-    from composer.build.builder import build
-    from composer.build.plan import BuildJob
+def variant_specs(prefetch: bool) -> list[tuple[str, int, str, dict, str]]:
+    """(role, order, mma, tile overrides, name tag) of every variant to build: the tile
+    alternatives of VARIANTS, or (``prefetch``) the schedule's own tiles with the prefetching
+    mainloop, so one GPU run compares them side by side with the default build."""
     from composer.config.schedules import load_schedule
-    from composer.gemm.cute.tiles import role_kernel
 
-    jobs = []
+    if not prefetch:
+        return [(role, order, mma, {"bm": bm, "bn": bn, "bk": bk, "warps_m": wm, "warps_n": wn,
+                                    "stages": st, "swap": swap}, f"v{idx:02d}")
+                for idx, (role, order, mma, bm, bn, bk, wm, wn, st, swap) in enumerate(VARIANTS)]
+    specs = []
     for idx, (role, order, mma) in enumerate(PREFETCH_VARIANTS):
         tiles = dict(load_schedule(order).paths.get("GEMM_CUTE", {}).get("tiles", {}).get(role, {}))
-        try:
-            rk = role_kernel(role, order + 1, 1, mma, dict(tiles, prefetch=True))
-        except ValueError as exc:  # e.g. an odd number of k steps per tile
-            print(f"skip {role} p{order} {mma}: {exc}", file=sys.stderr)
-            continue
-        name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_pf{idx:02d}"
-        jobs.append(BuildJob(name, "cute", arch, order,
-                             {"role": role, "swap": rk.swap, "config": rk.config.to_dict(), "variant": idx}))
-    rep = build(jobs, out, log=lambda m: print(m, file=sys.stderr))
-    print(f"{out}: {len(rep.built)} compiled, {len(rep.reused)} reused")
-    return 0
+        specs.append((role, order, mma, dict(tiles, prefetch=True), f"pf{idx:02d}"))
+    return specs
 
 
-def build_variants(out: Path, arch: str) -> int:
+def build_variants(out: Path, arch: str, prefetch: bool = False) -> int:
     from composer.build.builder import build
     from composer.build.plan import BuildJob
     from composer.gemm.cute.tiles import role_kernel
 
     jobs = []
-    for idx, (role, order, mma, bm, bn, bk, wm, wn, st, swap) in enumerate(VARIANTS):
-        rk = role_kernel(role, order + 1, 1, mma, {"bm": bm, "bn": bn, "bk": bk, "warps_m": wm,
-                                                   "warps_n": wn, "stages": st, "swap": swap})
-        name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_v{idx:02d}"
+    for idx, (role, order, mma, overrides, tag) in enumerate(variant_specs(prefetch)):
+        try:
+            rk = role_kernel(role, order + 1, 1, mma, overrides)
+        except ValueError as exc:  # e.g. prefetch with an odd number of k steps per tile
+            print(f"skip {role} p{order} {mma}: {exc}", file=sys.stderr)
+            continue
+        name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_{tag}"
         jobs.append(BuildJob(name, "cute", arch, order,
                              {"role": role, "swap": rk.swap, "config": rk.config.to_dict(), "variant": idx}))
     rep = build(jobs, out, log=lambda m: print(m, file=sys.stderr))
@@ -420,9 +416,7 @@ def main() -> int:
                    help="skip NumPy emulation when fewer seconds than this are left")
     args = ap.parse_args()
     if args.cmd == "variants":
-        if args.prefetch:
-            return build_prefetch_variants(Path(args.out), args.arch)
-        return build_variants(Path(args.out), args.arch)
+        return build_variants(Path(args.out), args.arch, args.prefetch)
     return run_gpu(args)
 
 

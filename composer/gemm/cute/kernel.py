@@ -254,8 +254,15 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
             else:
                 cp_async(dst, src, nbytes, vec)
 
-    # helpers of the prefetching mainloop (plain Python, unrolled at trace time): every DSL value
-    # they use comes in as an argument
+    # helpers of the mainloops (plain Python, unrolled at trace time): every DSL value they use
+    # comes in as an argument
+    def load_operands(ops: tuple, k0: Any, stage: Any, tidx: Any) -> None:
+        """cp.async the A and B tiles of k offset ``k0`` into pipeline ``stage`` (``ops``: the
+        kernel's operand pointers, sizes, block origin, shared bases, layouts and copy plans)."""
+        pa, pb, lda, ldb, m, n, k, m0, n0, sa_base, sb_base, a_layout, b_layout, a_copy, b_copy = ops
+        load_tile(pa, lda, m, m0, k, k0, sa_base, a_layout, bm, a_mn_major, stage, tidx, a_copy)
+        load_tile(pb, ldb, n, n0, k, k0, sb_base, b_layout, bn, b_mn_major, stage, tidx, b_copy)
+
     def stage_addresses(sa_base: Any, sb_base: Any, a_bases: list, b_bases: list, stage: Any
                         ) -> tuple[list[Any], list[Any]]:
         a_stage = sa_base + stage * (bm * bk * 8)
@@ -321,12 +328,11 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
         b_plan_copy = interior_plan(pb, ldb, n0, sb_base, b_layout, bn, b_mn_major, tidx)
         k_tiles = (k + bk - 1) // bk
         # prologue: stages - 1 tiles in flight (one commit group each, empty past the end)
+        ops = (pa, pb, lda, ldb, m, n, k, m0, n0, sa_base, sb_base, a_layout, b_layout, a_plan_copy,
+               b_plan_copy)
         for st in cutlass.range_constexpr(stages - 1):
             if st < k_tiles:
-                load_tile(pa, lda, m, m0, k, Int32(st * bk), sa_base, a_layout, bm, a_mn_major,
-                          Int32(st), tidx, a_plan_copy)
-                load_tile(pb, ldb, n, n0, k, Int32(st * bk), sb_base, b_layout, bn, b_mn_major,
-                          Int32(st), tidx, b_plan_copy)
+                load_operands(ops, Int32(st * bk), Int32(st), tidx)
             cute.arch.cp_async_commit_group()
 
         acc = cute.make_rmem_tensor(cute.make_layout((tiles_m, tiles_n, shape.c_regs)), Float64)
@@ -342,10 +348,8 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
         # fragment addresses: one runtime base per group of fragment elements whose swizzled
         # offsets differ by a compile-time constant for every thread (frag_plan checks it), so
         # the mainloop's LDS use [base + immediate] instead of recomputing the XOR per load
-        a_groups, a_plan = a_fp
-        b_groups, b_plan = b_fp
-        a_bases = [a_layout((row_a + rc, t + kc, 0)) * 8 for rc, kc in a_groups]
-        b_bases = [b_layout((row_b + rc, t + kc, 0)) * 8 for rc, kc in b_groups]
+        a_bases = [a_layout((row_a + rc, t + kc, 0)) * 8 for rc, kc in a_fp[0]]
+        b_bases = [b_layout((row_b + rc, t + kc, 0)) * 8 for rc, kc in b_fp[0]]
 
         if cutlass.const_expr(not cfg.prefetch):
             for kt in cutlass.range(k_tiles, unroll=1):
@@ -355,28 +359,11 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
                 cute.arch.sync_threads()
                 nxt = kt + stages - 1
                 if nxt < k_tiles:
-                    load_tile(pa, lda, m, m0, k, nxt * bk, sa_base, a_layout, bm, a_mn_major,
-                              nxt % stages, tidx, a_plan_copy)
-                    load_tile(pb, ldb, n, n0, k, nxt * bk, sb_base, b_layout, bn, b_mn_major,
-                              nxt % stages, tidx, b_plan_copy)
+                    load_operands(ops, nxt * bk, nxt % stages, tidx)
                 cute.arch.cp_async_commit_group()
-
-                stage = kt % stages
-                a_stage = sa_base + stage * (bm * bk * 8)
-                b_stage = sb_base + stage * (bn * bk * 8)
-                a_addr = [a_stage + x for x in a_bases]
-                b_addr = [b_stage + x for x in b_bases]
+                a_addr, b_addr = stage_addresses(sa_base, sb_base, a_bases, b_bases, kt % stages)
                 for ks in cutlass.range_constexpr(k_steps):
-                    a_frag = [[lds_f64(a_addr[a_plan[(ks, i, r)][0]], a_plan[(ks, i, r)][1])
-                               for r in range(shape.a_regs)] for i in range(tiles_m)]
-                    b_frag = [[lds_f64(b_addr[b_plan[(ks, j, r)][0]], b_plan[(ks, j, r)][1])
-                               for r in range(shape.b_regs)] for j in range(tiles_n)]
-                    for i in cutlass.range_constexpr(tiles_m):
-                        for j in cutlass.range_constexpr(tiles_n):
-                            d = dmma(shape, a_frag[i], b_frag[j],
-                                     [acc[(i, j, r)] for r in range(shape.c_regs)])
-                            for r in cutlass.range_constexpr(shape.c_regs):
-                                acc[(i, j, r)] = d[r]
+                    mma_step(acc, *load_fragments(a_addr, b_addr, ks))
         else:
             # fragments double-buffered in registers: k step ks+1 is loaded before k step ks's
             # DMMAs, and the next tile's first k step before this tile's last DMMAs, so the
@@ -393,10 +380,7 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
                 # which the next load overwrites, is no longer read
                 nxt = kt + stages - 1
                 if nxt < k_tiles:
-                    load_tile(pa, lda, m, m0, k, nxt * bk, sa_base, a_layout, bm, a_mn_major,
-                              nxt % stages, tidx, a_plan_copy)
-                    load_tile(pb, ldb, n, n0, k, nxt * bk, sb_base, b_layout, bn, b_mn_major,
-                              nxt % stages, tidx, b_plan_copy)
+                    load_operands(ops, nxt * bk, nxt % stages, tidx)
                 cute.arch.cp_async_commit_group()
                 a_addr, b_addr = stage_addresses(sa_base, sb_base, a_bases, b_bases, kt % stages)
                 for ks in cutlass.range_constexpr(k_steps):
