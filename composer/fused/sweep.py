@@ -26,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+from composer.bench.results import atomic_write_text
 from composer.errors import ComposerError
 from composer.fused.builder import build
 from composer.fused.candidates import (  # noqa: F401  (re-exported: the sweep's public names)
@@ -60,7 +61,7 @@ def write_table(schedule_file: Path, table: str, note: str = "") -> None:
     lines = table.splitlines()
     if note:
         lines.insert(1, f"# {note}")
-    schedule_file.write_text(text[:start.start()] + "\n".join(lines) + text[close.end():])
+    atomic_write_text(schedule_file, text[:start.start()] + "\n".join(lines) + text[close.end():])
 
 
 def best_records(records: list[dict]) -> dict[tuple[int, str], dict]:
@@ -197,14 +198,14 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> No
             print(json.dumps({k: r.get(k) for k in ("variant", "order", "rel_err", "us_per_call", "error")}),
                   flush=True)
         log.extend(recs)
-        (out / "sweep.json").write_text(json.dumps(log, indent=1))
+        atomic_write_text(out / "sweep.json", json.dumps(log, indent=1))  # after every order
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "check":
         orders = [int(x) for x in sys.argv[2].split(",")]
         result = check(orders, subset=sys.argv[4] if len(sys.argv) > 4 else "all")
-        Path(sys.argv[3] if len(sys.argv) > 3 else "sweep_plan.json").write_text(json.dumps(result, indent=1))
+        atomic_write_text(Path(sys.argv[3] if len(sys.argv) > 3 else "sweep_plan.json"), json.dumps(result, indent=1))
     elif sys.argv[1] == "apply":
         print("\n".join(apply(sys.argv[2], sys.argv[3], sys.argv[4])))
     else:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
+from composer.bench.results import atomic_write_text
 from composer.bench.interleave import round_orders
 from composer.gemm.roles import ROLES
 
@@ -103,4 +104,4 @@ def write_assignment(schedule_file: Path, assignment: Assignment | Mapping[str, 
             pattern = re.compile(rf"^{key}\s*=.*$", re.M)
             body = pattern.sub(line, body, count=1) if pattern.search(body) else f"\n{line}" + body
         text = text[:start] + body + text[end:]
-    schedule_file.write_text(text)
+    atomic_write_text(schedule_file, text)  # a schedule is never left half-written
