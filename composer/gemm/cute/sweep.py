@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from composer.bench.results import atomic_write_text
 from composer.bench.interleave import round_orders
+from composer.bench.results import atomic_write_text
 from composer.gemm.roles import ROLES
 
 LIBRARIES = ("cute", "cublas")
