@@ -1,8 +1,8 @@
 """GPU tests of the CuTe DSL GEMMs, run from CUBINs cross-compiled on a CPU machine.
 
 Build first (where nvidia-cutlass-dsl is installed), then carry the directory to the GPU host:
-``composer build --arch sm_90 --mma 16x8x4 --orders 7,15,127,575 --out build/sm_90`` (and the
-other shapes with ``--mma``), and set ``COMPOSER_BUILD_DIR=build/sm_90``. Every role and built
+``composer build --arch sm_90 --mma 16x8x4 --orders 7,15,127,575 --out build/sm_90_test`` (and the
+other shapes with ``--mma``), and set ``COMPOSER_BUILD_DIR=build/sm_90_test``. Every role and built
 shape is compared with the NumPy emulation of the BLAS call, including ragged sizes (Nq = 8
 against 16-row tiles, Nq = 576 against 128-wide tiles) and GEMM_CUTE is validated like every path.
 """
@@ -20,6 +20,12 @@ from composer.gemm.roles import emulate, gemm_spec
 
 pytestmark = pytest.mark.gpu
 
+#: Largest Nq compared element by element: the NumPy emulation of one launch costs 2 Nq^4 FLOP on
+#: the host (Nq = 576: 0.2 TFLOP, seconds; Nq = 1024: 2.2 TFLOP and an 8.6 GB operand, minutes), so
+#: a build directory holding every scheduled order is checked up to the ragged Nq = 576 and the
+#: larger orders are left to the path validation.
+MAX_CHECKED_NQ = 576
+
 
 def _entries():
     from composer.runtime.manifest import read_manifest
@@ -36,7 +42,7 @@ def test_every_role_and_shape_matches_numpy():
     from composer.runtime.module import Module
 
     dev = ensure_context(None)
-    entries = [e for e in _entries() if e.arch == dev.arch]
+    entries = [e for e in _entries() if e.arch == dev.arch and e.config["order"] + 1 <= MAX_CHECKED_NQ]
     if not entries:
         pytest.skip(f"no GEMMs built for {dev.arch}")
     rng = np.random.default_rng(7)
