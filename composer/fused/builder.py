@@ -1,9 +1,10 @@
 """Render and NVRTC-compile the fused kernels of one (variant, order, arch).
 
 The builder turns a :class:`~composer.fused.config.FusedConfig` into kernel plans (shared-memory
-strides, dynamic shared-memory size, blocks per element, entry names), renders the single volume
-template ``fused_volume.cu.j2`` once per kernel and, when the flux is precomputed (p >= 63), the
-face kernel ``fused_face_flux.cu.j2``. Compilation goes through the runtime's disk-cached NVRTC.
+strides, dynamic shared-memory size, blocks per element, entry names), renders the volume template
+once per kernel (``fused_volume.cu.j2``, the box kernel, or ``fused_stream.cu.j2`` under
+``volume = "stream"``) and, when the flux is precomputed (p >= 63), the face kernel
+``fused_face_flux.cu.j2``. Compilation goes through the runtime's disk-cached NVRTC.
 """
 
 from __future__ import annotations
@@ -73,8 +74,11 @@ class KernelPlan:
 
     def lines(self, d: int) -> int:
         """Lines of direction d in the box (= the box's nodes on one face of that direction)."""
-        bk, bj, bi = self.kernel.box
-        return (bk * bj, bk * bi, bj * bi)[d]
+        return box_lines(self.kernel.box, d)
+
+    def positions(self, d: int) -> int:
+        """Output positions per line: the box kernel contracts the whole axis."""
+        return self.nq
 
     @property
     def tile_doubles(self) -> int:
@@ -97,6 +101,66 @@ class KernelPlan:
         if not self.d_panel:
             return base
         return self.d_offset + self.d_bufs * self.nq * self.d_panel
+
+    @property
+    def smem_bytes(self) -> int:
+        return 8 * self.smem_doubles
+
+
+def box_lines(box: tuple[int, int, int], d: int) -> int:
+    """Lines of direction d in a (k, j, i) box."""
+    bk, bj, bi = box
+    return (bk * bj, bk * bi, bj * bi)[d]
+
+
+@dataclass(frozen=True)
+class StreamPlan:
+    """One streamed volume kernel (``volume = "stream"``): the box is the block's output tile of
+    lines x positions; q, the velocity and D stream through ``stages`` shared-memory buffers of
+    ``k_panel`` contraction values. Same launch interface as :class:`KernelPlan`."""
+
+    name: str
+    index: int
+    kernel: KernelConfig
+    nq: int
+    first: bool
+    k_panel: int
+    stages: int
+    min_blocks: int = 0
+
+    @property
+    def dir(self) -> int:
+        return self.kernel.dirs[0]
+
+    @property
+    def blocks_per_element(self) -> int:
+        bk, bj, bi = self.kernel.box
+        return (self.nq // bk) * (self.nq // bj) * (self.nq // bi)
+
+    def lines(self, d: int) -> int:
+        return box_lines(self.kernel.box, d)
+
+    def positions(self, d: int) -> int:
+        """Output positions per line: the box's extent along the carried axis."""
+        return self.kernel.box[2 - d]
+
+    @property
+    def fs(self) -> int:
+        """F panel row stride: [line][m] for x (m contiguous in memory), [m][line] for y and z."""
+        return _stride(self.k_panel if self.dir == 0 else self.lines(self.dir), "mma")
+
+    @property
+    def ds(self) -> int:
+        """D panel row stride ([position][m])."""
+        return _stride(self.k_panel, "mma")
+
+    @property
+    def f_panel(self) -> int:
+        return self.lines(self.dir) * self.fs if self.dir == 0 else self.k_panel * self.fs
+
+    @property
+    def smem_doubles(self) -> int:
+        return self.stages * (2 * self.f_panel + self.positions(self.dir) * self.ds)
 
     @property
     def smem_bytes(self) -> int:
@@ -132,8 +196,12 @@ def _d_panel(config: FusedConfig, plan: KernelPlan) -> int:
                         f"for a staged D panel of 8 k-values ({plan.smem_bytes} B without it)")
 
 
-def kernel_plans(config: FusedConfig) -> list[KernelPlan]:
+def kernel_plans(config: FusedConfig) -> list[KernelPlan] | list[StreamPlan]:
     """Layout and naming of every volume kernel of ``config``, in launch order."""
+    if config.volume == "stream":
+        return [StreamPlan(f"{config.variant.lower()}_p{config.order}_s{index}_{k.dir_names}", index, k,
+                           config.nq, index == 0, config.k_panel, config.stages, config.min_blocks)
+                for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):
         bk, bj, bi = k.box
@@ -156,12 +224,28 @@ def late_weights(config: FusedConfig, plan: KernelPlan) -> bool:
     return config.min_blocks >= 2 or bool(plan.d_panel and plan.kernel.threads >= 512)
 
 
-def render_volume(config: FusedConfig, plan: KernelPlan) -> str:
-    """CUDA C++ of one volume kernel: the one template, specialized by the plan's parameters."""
-    mma: dict[str, object] = {}
-    if config.mma is not None:
-        m, _, k = (int(x) for x in config.mma.split("x"))
-        mma = {"mma_m": m, "mma_k": k, "mma_ptx": f"m{m}n8k{k}"}
+def _mma_params(config: FusedConfig) -> dict[str, object]:
+    if config.mma is None:
+        return {}
+    m, _, k = (int(x) for x in config.mma.split("x"))
+    return {"mma_m": m, "mma_k": k, "mma_ptx": f"m{m}n8k{k}"}
+
+
+def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
+    """CUDA C++ of one streamed volume kernel (``fused_stream.cu.j2``)."""
+    return render(
+        "fused_stream.cu.j2", template_dir=TEMPLATE_DIR,
+        name=plan.name, nq=plan.nq, dir=plan.dir, box=list(plan.kernel.box), threads=plan.kernel.threads,
+        tile=list(plan.kernel.tile), k_panel=plan.k_panel, stages=plan.stages, fs=plan.fs, ds=plan.ds,
+        f_panel=plan.f_panel, smem_doubles=plan.smem_doubles, first=plan.first, dfma=config.dfma,
+        min_blocks=config.min_blocks, **_mma_params(config))
+
+
+def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
+    """CUDA C++ of one volume kernel: its family's template, specialized by the plan's parameters."""
+    if isinstance(plan, StreamPlan):
+        return render_stream(config, plan)
+    mma = _mma_params(config)
     # the optional schedule keys reach the template only when set, so that a schedule without them
     # renders exactly the unstaged kernel (a test pins the default sources)
     if plan.d_panel:
@@ -233,5 +317,5 @@ def build(config: FusedConfig, arch: str = "sm_90", cache_dir: Path | None = Non
     return FusedBuild(config, arch, tuple(built))
 
 
-__all__ = ["DIR_NAMES", "BuiltKernel", "FusedBuild", "KernelPlan", "build", "check_arch", "kernel_plans",
+__all__ = ["DIR_NAMES", "BuiltKernel", "FusedBuild", "KernelPlan", "StreamPlan", "build", "check_arch", "kernel_plans",
            "render_face", "render_volume"]

@@ -5,7 +5,8 @@ block owns, the MMA shape of FUSED_TC16, D staging, occupancy, trace source, ele
 never the template, so a measured winner is copied into ``schedules/pNNNN.toml`` as it is
 (``to_table``). ``label`` names a candidate in sweep plans and logs. The families:
 ``candidates`` (all, the schedule's own first), ``staged_candidates``, ``trace_candidates``,
-``wide_candidates``, ``strip_candidates``; ``candidate_list`` selects one family by name.
+``wide_candidates``, ``strip_candidates``, ``stream_candidates`` (the streamed volume kernel);
+``candidate_list`` selects one family by name.
 """
 
 from __future__ import annotations
@@ -19,7 +20,23 @@ from composer.fused.config import SUPPORTED_ORDERS, FusedConfig, KernelConfig, f
 SMEM_LIMIT = 227 * 1024
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
 SWEPT = ("FUSED", "FUSED_TC", "FUSED_TC16")
-SUBSETS = ("all", "staged", "traces", "wide", "strip")
+SUBSETS = ("all", "staged", "traces", "wide", "strip", "stream")
+#: Orders the streamed family is generated for: those whose schedules already split the directions
+#: over three kernels (below, a third kernel would re-read q and dqdt once more).
+STREAM_FROM = 255
+#: Block output tiles of the streamed kernel per MMA height: (lines, positions, threads, warp tile
+#: WM x WN, how many of STREAM_PIPELINES to try), 2-8x the lines per block of the box kernel at
+#: p >= 255, most promising first (the first tiles get every pipeline, the rest the default one).
+STREAM_TILES: dict[int, tuple[tuple[int, int, int, tuple[int, int], int], ...]] = {
+    16: ((64, 128, 256, (2, 4), 3), (128, 128, 256, (4, 4), 3), (128, 128, 512, (2, 4), 3),
+         (64, 128, 128, (2, 8), 1), (128, 64, 256, (2, 4), 1), (64, 64, 128, (2, 4), 1)),
+    8: ((64, 128, 256, (4, 4), 2), (128, 128, 512, (4, 4), 2), (64, 64, 128, (4, 4), 1),
+        (128, 64, 256, (4, 4), 1)),
+}
+#: Tiles tried with the m16n8k8 shape (the first ones of the m16 list, default pipeline).
+STREAM_TILES_K8 = 2
+#: (k_panel, stages): the default first, then narrower and wider panels with ~2-4 in flight.
+STREAM_PIPELINES = ((16, 3), (8, 4), (32, 2))
 
 
 def _fits(config: FusedConfig) -> bool:
@@ -36,7 +53,7 @@ def _fits(config: FusedConfig) -> bool:
         if config.min_blocks and k.threads * config.min_blocks > 2048:
             return False
         for d in k.dirs:
-            nl = plan.lines(d)
+            nl, nq = plan.lines(d), plan.positions(d)
             if config.engine == "simt":
                 tl, ta = k.tile
                 if nl % tl or nq % ta or (nl // tl * (nq // ta)) % k.threads:
@@ -92,7 +109,8 @@ def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
                                              c[1].kernels[0].threads))
     extra = []
     for name, cfg in (trace_candidates(variant, order) + staged_candidates(variant, order)
-                      + wide_candidates(variant, order) + strip_candidates(variant, order)):
+                      + wide_candidates(variant, order) + strip_candidates(variant, order)
+                      + stream_candidates(variant, order)):
         if cfg not in seen:
             seen.add(cfg)
             extra.append((name, cfg))
@@ -237,12 +255,45 @@ def wide_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     return out
 
 
+def stream_box(d: int, lines: int, positions: int) -> tuple[int, int, int]:
+    """(k, j, i) output tile of a streamed direction-d kernel with ``lines`` x ``positions``: x lines
+    run along j (k extent 1), y and z lines along i, the contiguous axis, for coalesced panels."""
+    return ((1, lines, positions), (1, positions, lines), (positions, 1, lines))[d]
+
+
+def stream_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The streamed volume kernel (``volume = "stream"``, one kernel per direction, face array) at
+    the block tiles of STREAM_TILES and the pipelines of STREAM_PIPELINES. Tensor-core variants,
+    p >= STREAM_FROM."""
+    if order < STREAM_FROM or order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    if base.engine != "mma":
+        return []
+    shapes = ["16x8x4", "16x8x8"] if variant == "FUSED_TC16" else [base.mma]
+    out = []
+    for shape in shapes:
+        mm, _, mk = (int(x) for x in shape.split("x"))
+        tiles = STREAM_TILES[mm] if mk == 4 else tuple(t[:4] + (1,) for t in STREAM_TILES[mm][:STREAM_TILES_K8])
+        for lines, positions, threads, tile, pipelines in tiles:
+            if base.nq % lines or base.nq % positions:
+                continue
+            for k_panel, stages in STREAM_PIPELINES[:pipelines]:
+                kernels = tuple(KernelConfig((d,), stream_box(d, lines, positions), threads, tile) for d in range(3))
+                cfg = dataclasses.replace(base, flux="array", kernels=kernels, mma=shape, d_stage="global",
+                                          d_panel=0, min_blocks=0, traces="global", elements_per_block=1,
+                                          volume="stream", k_panel=k_panel, stages=stages)
+                if k_panel % mk == 0 and _fits(cfg):
+                    out.append((label(cfg), cfg))
+    return out
+
+
 def candidate_list(variant: str, order: int, subset: str) -> list[tuple[str, FusedConfig]]:
     if subset == "all":
         return candidates(variant, order)
     base = fused_config(variant, order)
     subsets = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates,
-               "strip": strip_candidates}
+               "strip": strip_candidates, "stream": stream_candidates}
     return [("base", base)] + [c for c in subsets[subset](variant, order) if c[1] != base]
 
 
@@ -260,6 +311,8 @@ def label(config: FusedConfig) -> str:
         extra += f" M{config.traces}"
     if config.elements_per_block > 1:
         extra += f" epb{config.elements_per_block}"
+    if config.volume == "stream":
+        extra += f" stream kp{config.k_panel} s{config.stages}"
     return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
 
 
@@ -278,6 +331,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f'traces = "{config.traces}"')
     if config.elements_per_block > 1:
         lines.append(f"elements_per_block = {config.elements_per_block}")
+    if config.volume != "box":
+        lines += [f'volume = "{config.volume}"', f"k_panel = {config.k_panel}", f"stages = {config.stages}"]
     lines.append("kernels = [")
     for k in config.kernels:
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '

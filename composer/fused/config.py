@@ -28,6 +28,15 @@ global memory (one more box tile; the products q*vel are then formed in place);
 elements, so that the exterior traces on the face shared with the element it just did come from
 L1 instead of L2 (ncu at p = 7: L1 at 86 %, L2 tag lookups at 70 %, much of it x-face gathers).
 
+``volume = "stream"`` (tensor-core engine, ``flux = "array"``, one direction per kernel) selects
+the streamed volume kernel (``fused_stream.cu.j2``) instead of the box kernel: the box is then the
+block's *output* tile (lines x positions along the carried axis, which need not be whole), and the
+contraction streams q, the velocity and D through shared memory in ``k_panel``-wide panels with a
+``stages``-deep cp.async pipeline, as a GEMM mainloop does. Why: with the whole axis staged, a
+block holds only 16 lines at p >= 511 (shared memory), so every staged D panel serves 16 lines
+(0.25 B of L2 traffic per FLOP: ncu at p = 255, L2 tags 75-80 %); streaming the contraction axis
+frees the line count (64-128 lines per block: 4-8x less D traffic per FLOP).
+
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
 """
@@ -59,6 +68,7 @@ DIR_NAMES = "xyz"
 FLUX_MODES = ("inline", "array")
 D_STAGES = ("global", "smem")
 TRACE_SOURCES = ("global", "tiles")
+VOLUME_KINDS = ("box", "stream")
 
 
 class UnsupportedOrderError(ComposerError, ValueError):
@@ -95,6 +105,9 @@ class FusedConfig:
     min_blocks: int = 0  # > 0: __launch_bounds__(THREADS, min_blocks)
     traces: str = "global"  # "tiles": inline fluxes read interior traces from the staged box
     elements_per_block: int = 1  # > 1: a block walks this many consecutive elements (whole-element box)
+    volume: str = "box"  # "stream": the streamed volume kernel (box = output tile)
+    k_panel: int = 0  # volume = "stream": contraction values per staged panel
+    stages: int = 0  # volume = "stream": cp.async pipeline depth (panels in flight)
 
     @property
     def nq(self) -> int:
@@ -131,7 +144,7 @@ def _int_list(value: Any, n: int, file: str, key: str) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _parse_kernel(raw: Any, nq: int, file: str, key: str) -> KernelConfig:
+def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) -> KernelConfig:
     if not isinstance(raw, Mapping):
         raise _error(file, key, f"expected a table, got {raw!r}")
     unknown = set(raw) - {"dirs", "box", "threads", "tile", "unroll"}
@@ -152,9 +165,12 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str) -> KernelConfig:
     for axis, extent in zip("kji", box):
         if nq % extent:
             raise _error(file, f"{key}.box", f"{axis} extent {extent} does not divide Nq = {nq}")
+    if stream and len(dirs) != 1:
+        raise _error(file, f"{key}.dirs", f'a streamed kernel carries one direction, got {dirs_text!r}')
     for d in dirs:
-        # a direction's contraction needs its whole axis inside the block's box
-        if box[2 - d] != nq:
+        # a direction's contraction needs its whole axis inside the block's box (a streamed kernel
+        # streams the axis instead: its box is the output tile)
+        if not stream and box[2 - d] != nq:
             raise _error(file, f"{key}.box", f"carries {DIR_NAMES[d]} but spans {box[2 - d]} of the "
                                              f"Nq = {nq} nodes along that axis")
     return KernelConfig(dirs, box, threads, tile, unroll)  # type: ignore[arg-type]
@@ -166,7 +182,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block"}
+                            "elements_per_block", "volume", "k_panel", "stages"}
     if unknown:
         raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
     flux = table.get("flux")
@@ -185,10 +201,14 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
             raise _error(file, f"{prefix}.mma", str(exc)) from None
         if mma not in ALLOWED_MMA[variant]:
             raise _error(file, f"{prefix}.mma", f"{variant} uses {' or '.join(ALLOWED_MMA[variant])}, got {mma}")
+    volume = table.get("volume", "box")
+    if volume not in VOLUME_KINDS:
+        raise _error(file, f"{prefix}.volume", f"expected one of {VOLUME_KINDS}, got {volume!r}")
+    stream = volume == "stream"
     raw_kernels = table.get("kernels")
     if not isinstance(raw_kernels, list) or not raw_kernels:
         raise _error(file, f"{prefix}.kernels", "expected a non-empty list of kernel tables")
-    kernels = tuple(_parse_kernel(k, nq, file, f"{prefix}.kernels[{n}]") for n, k in enumerate(raw_kernels))
+    kernels = tuple(_parse_kernel(k, nq, file, f"{prefix}.kernels[{n}]", stream) for n, k in enumerate(raw_kernels))
     carried = sorted(d for k in kernels for d in k.dirs)
     if carried != [0, 1, 2]:
         names = [k.dir_names for k in kernels]
@@ -223,8 +243,37 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
                      f"to be the whole element [{nq}, {nq}, {nq}]")
     if epb > 1 and d_stage != "global":
         raise _error(file, f"{prefix}.elements_per_block", 'needs d_stage = "global"')
+    k_panel, stages = _stream_keys(table, prefix, file, nq, mma, stream)
+    if stream:
+        if mma is None:
+            raise _error(file, f"{prefix}.volume", "the streamed kernel runs on the tensor-core engine")
+        if flux != "array":
+            raise _error(file, f"{prefix}.volume", 'the streamed kernel reads the face array: needs flux = "array"')
+        clash = [k for k in ("d_stage", "d_panel", "traces", "elements_per_block") if k in table]
+        if clash:
+            raise _error(file, f"{prefix}.volume", f"the streamed kernel stages D itself; drop {clash}")
     return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
-                       str(traces), epb)
+                       str(traces), epb, str(volume), k_panel, stages)
+
+
+def _stream_keys(table: Mapping[str, Any], prefix: str, file: str, nq: int, mma: str | None,
+                 stream: bool) -> tuple[int, int]:
+    """(k_panel, stages) of a streamed table (defaults 16 and 3); (0, 0) otherwise."""
+    if not stream:
+        for key in ("k_panel", "stages"):
+            if key in table:
+                raise _error(file, f"{prefix}.{key}", 'needs volume = "stream"')
+        return 0, 0
+    mk = int(str(mma).split("x")[2]) if mma else 4
+    k_panel = table.get("k_panel", 16)
+    if (not isinstance(k_panel, int) or isinstance(k_panel, bool) or k_panel <= 0 or k_panel % max(mk, 4)
+            or nq % k_panel):
+        raise _error(file, f"{prefix}.k_panel", f"expected a multiple of {max(mk, 4)} that divides Nq = {nq}, "
+                                                f"got {k_panel!r}")
+    stages = table.get("stages", 3)
+    if not isinstance(stages, int) or isinstance(stages, bool) or not 2 <= stages <= 8 or stages > nq // k_panel:
+        raise _error(file, f"{prefix}.stages", f"expected an integer in [2, min(8, Nq / k_panel)], got {stages!r}")
+    return k_panel, stages
 
 
 def fused_config(variant: str, order: int, paths: Mapping[str, Mapping[str, Any]] | None = None,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from composer import dg
-from composer.fused.builder import KernelPlan, kernel_plans
+from composer.fused.builder import KernelPlan, StreamPlan, kernel_plans
 from composer.fused.config import FusedConfig
 
 
@@ -127,6 +127,102 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
     return pts, vals
 
 
+def _stream_node(plan: StreamPlan, m, l, k0: int, j0: int, i0: int):
+    """In-element offset of position m on line l (the streamed template's node())."""
+    nq, (_, bj, bi) = plan.nq, plan.kernel.box
+    l2 = bj if plan.dir == 0 else bi
+    if plan.dir == 0:
+        return ((k0 + l // l2) * nq + j0 + l % l2) * nq + m
+    if plan.dir == 1:
+        return ((k0 + l // l2) * nq + m) * nq + i0 + l % l2
+    return (m * nq + j0 + l // l2) * nq + i0 + l % l2
+
+
+def _stream_face_off(plan: StreamPlan, l, k0: int, j0: int, i0: int):
+    nq, (_, bj, bi) = plan.nq, plan.kernel.box
+    l2 = bj if plan.dir == 0 else bi
+    return ((k0 if plan.dir < 2 else j0) + l // l2) * nq + (j0 if plan.dir == 0 else i0) + l % l2
+
+
+def stage_stream_panel(plan: StreamPlan, qe: np.ndarray, ve: np.ndarray, dmat: np.ndarray, p: int,
+                       a_org: int, k0: int, j0: int, i0: int) -> np.ndarray:
+    """One pipeline stage as stage_panel() fills it (q panel, vel panel, D panel; NaN where no
+    copy lands), with every 16-byte pair checked to land on its own slots."""
+    kp, nl, na, fs, ds, fp = (plan.k_panel, plan.lines(plan.dir), plan.positions(plan.dir), plan.fs, plan.ds,
+                              plan.f_panel)
+    buf = np.full(2 * fp + na * ds, np.nan)
+    n = np.arange(nl * kp // 2)
+    m = 2 * (n % (kp // 2)) if plan.dir == 0 else n // (nl // 2)
+    l = n // (kp // 2) if plan.dir == 0 else 2 * (n % (nl // 2))
+    f_off = l * fs + m if plan.dir == 0 else m * fs + l
+    g = _stream_node(plan, p * kp + m, l, k0, j0, i0)
+    for h in range(2):  # the pair's second value: the next m (x) or the next line (y, z), +1 in both memories
+        off = f_off + h
+        assert len(np.unique(off)) == len(off) and off.max() < fp
+        buf[off] = qe[g + h]
+        buf[fp + off] = ve[g + h]
+    n = np.arange(na * kp // 2)
+    a, m = n // (kp // 2), 2 * (n % (kp // 2))
+    for h in range(2):
+        buf[2 * fp + a * ds + m + h] = dmat[a_org + a, p * kp + m + h]
+    return buf
+
+
+def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np.ndarray], fstar: np.ndarray,
+                    dmat: np.ndarray, dqdt: np.ndarray, ne: int) -> None:
+    """One streamed kernel, block by block and warp by warp, into dqdt (in place)."""
+    nq, d = plan.nq, plan.dir
+    bk, bj, bi = plan.kernel.box
+    mm, _, mk = (int(x) for x in (config.mma or "").split("x"))
+    mi, c_regs = mm // 8, mm // 4
+    wm_n, wn_n = plan.kernel.tile
+    warps = plan.kernel.threads // 32
+    nl, na, kp, fs, ds, fp = plan.lines(d), plan.positions(d), plan.k_panel, plan.fs, plan.ds, plan.f_panel
+    tiles_l, tiles_a = nl // (mm * wm_n), na // (8 * wn_n)
+    lane = np.arange(32)
+    g, t = lane // 4, lane % 4
+    vel, metric = (flat["u"], flat["v"], flat["w"])[d], (flat["Ex"], flat["Ey"], flat["Ez"])[d]
+
+    def f_off(m, l):
+        return l * fs + m if d == 0 else m * fs + l
+
+    for e in range(ne):
+        qe, ve, me = (x[e * nq**3:(e + 1) * nq**3] for x in (flat["q"], vel, metric))
+        for box in range(plan.blocks_per_element):
+            k0, j0, i0 = box // ((nq // bj) * (nq // bi)) * bk, box // (nq // bi) % (nq // bj) * bj, box % (nq // bi) * bi
+            a_org = (i0, j0, k0)[d]
+            bufs = [stage_stream_panel(plan, qe, ve, dmat, p, a_org, k0, j0, i0) for p in range(nq // kp)]
+            for tile in range(tiles_l * tiles_a):
+                l0, a0 = tile % tiles_l * (mm * wm_n), tile // tiles_l * (8 * wn_n)
+                acc = np.zeros((wm_n, wn_n, c_regs, 32))
+                for buf in bufs:
+                    for ml in range(0, kp, mk):
+                        for wm in range(wm_n):
+                            amat = np.full((mm, mk), np.nan)
+                            for i in range(mm * mk // 32):
+                                s = f_off(ml + t + 4 * (i // mi), l0 + wm * mm + g + 8 * (i % mi))
+                                amat[g + 8 * (i % mi), t + 4 * (i // mi)] = buf[s] * buf[fp + s]
+                            for wn in range(wn_n):
+                                bmat = np.full((mk, 8), np.nan)
+                                for i in range(mk // 4):
+                                    bmat[t + 4 * i, g] = buf[2 * fp + (a0 + wn * 8 + g) * ds + ml + t + 4 * i]
+                                cmat = amat @ bmat
+                                for r in range(c_regs):
+                                    acc[wm, wn, r] += cmat[g + 8 * (r // 2), 2 * t + r % 2]
+                for wm in range(wm_n):
+                    for wn in range(wn_n):
+                        for r in range(c_regs):
+                            l = l0 + wm * mm + g + 8 * (r // 2)
+                            a = a_org + a0 + wn * 8 + 2 * t + r % 2
+                            n = _stream_node(plan, a, l, k0, j0, i0)
+                            val = me[n] * acc[wm, wn, r]
+                            face = e * 6 * nq * nq + _stream_face_off(plan, l, k0, j0, i0)
+                            val = val + np.where(a == 0, fstar[face + 2 * d * nq * nq], 0.0)
+                            val = val + np.where(a == nq - 1, fstar[face + (2 * d + 1) * nq * nq], 0.0)
+                            gi = e * nq**3 + n
+                            dqdt[gi] = -val if plan.first else dqdt[gi] - val
+
+
 def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object) -> np.ndarray:
     """dqdt as the fused kernels of ``config`` would compute it (volume layout [e, k, j, i])."""
     mesh = dg.Mesh(config.order, grid)
@@ -137,6 +233,9 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
     dqdt = np.zeros(mesh.num_points)
     vel, metric = (flat["u"], flat["v"], flat["w"]), (flat["Ex"], flat["Ey"], flat["Ez"])
     for plan in kernel_plans(config):
+        if isinstance(plan, StreamPlan):
+            _emulate_stream(config, plan, flat, fstar, dmat, dqdt, ne)
+            continue
         bk, bj, bi = plan.kernel.box
         kk, jj, ii = np.meshgrid(np.arange(bk), np.arange(bj), np.arange(bi), indexing="ij")
         kk, jj, ii = kk.ravel(), jj.ravel(), ii.ravel()

@@ -36,6 +36,7 @@ from composer.fused.candidates import (  # noqa: F401  (re-exported: the sweep's
     candidates,
     label,
     staged_candidates,
+    stream_candidates,
     strip_candidates,
     to_table,
     trace_candidates,
