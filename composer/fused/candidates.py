@@ -14,13 +14,13 @@ from __future__ import annotations
 import dataclasses
 
 from composer.errors import ComposerError
-from composer.fused.builder import kernel_plans, smem_limit
+from composer.fused.builder import box_lines, kernel_plans, smem_limit
 from composer.fused.config import SUPPORTED_ORDERS, FusedConfig, KernelConfig, fused_config
 
 SMEM_LIMIT = 227 * 1024
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
 SWEPT = ("FUSED", "FUSED_TC", "FUSED_TC16")
-SUBSETS = ("all", "staged", "traces", "wide", "strip", "stream")
+SUBSETS = ("all", "staged", "traces", "wide", "strip", "stream", "stream_refine")
 #: Orders the streamed family is generated for: those whose schedules already split the directions
 #: over three kernels (below, a third kernel would re-read q and dqdt once more).
 STREAM_FROM = 255
@@ -37,6 +37,9 @@ STREAM_TILES: dict[int, tuple[tuple[int, int, int, tuple[int, int], int], ...]] 
 STREAM_TILES_K8 = 2
 #: (k_panel, stages): the default first, then narrower and wider panels with ~2-4 in flight.
 STREAM_PIPELINES = ((16, 3), (8, 4), (32, 2))
+#: Pipelines tried around a streamed schedule (the first sweep's winners all ran kp8 s4: narrow
+#: panels, more in flight).
+STREAM_REFINE_PIPELINES = ((8, 6), (4, 8), (8, 3), (16, 4))
 
 
 def _fits(config: FusedConfig) -> bool:
@@ -110,7 +113,7 @@ def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     extra = []
     for name, cfg in (trace_candidates(variant, order) + staged_candidates(variant, order)
                       + wide_candidates(variant, order) + strip_candidates(variant, order)
-                      + stream_candidates(variant, order)):
+                      + stream_candidates(variant, order) + stream_refine_candidates(variant, order)):
         if cfg not in seen:
             seen.add(cfg)
             extra.append((name, cfg))
@@ -288,12 +291,43 @@ def stream_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
     return out
 
 
+def stream_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Variations around a schedule that already runs the streamed kernel: deeper or narrower
+    pipelines (STREAM_REFINE_PIPELINES), a wider warp tile (WN doubled: fewer A-fragment loads per
+    MMA) on the same block tile with half the threads or on twice the positions, and two blocks
+    per SM asked of ptxas."""
+    if order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    if base.volume != "stream":
+        return []
+    mk = int((base.mma or "x4x4").split("x")[2])
+    k0 = base.kernels[0]
+    d0 = k0.dirs[0]
+    lines, positions = box_lines(k0.box, d0), k0.box[2 - d0]
+    wm, wn = k0.tile
+    options: list[FusedConfig] = []
+
+    def retile(lines_: int, positions_: int, threads: int, tile: tuple[int, int]) -> tuple[KernelConfig, ...]:
+        return tuple(KernelConfig((d,), stream_box(d, lines_, positions_), threads, tile) for d in range(3))
+
+    for k_panel, stages in STREAM_REFINE_PIPELINES:
+        if k_panel % mk == 0 and base.nq % k_panel == 0:
+            options.append(dataclasses.replace(base, k_panel=k_panel, stages=stages))
+    if k0.threads >= 64:
+        options.append(dataclasses.replace(base, kernels=retile(lines, positions, k0.threads // 2, (wm, 2 * wn))))
+    if base.nq % (2 * positions) == 0:
+        options.append(dataclasses.replace(base, kernels=retile(lines, 2 * positions, k0.threads, (wm, 2 * wn))))
+    options.append(dataclasses.replace(base, min_blocks=2))
+    return [(label(c), c) for c in options if c != base and _fits(c)]
+
+
 def candidate_list(variant: str, order: int, subset: str) -> list[tuple[str, FusedConfig]]:
     if subset == "all":
         return candidates(variant, order)
     base = fused_config(variant, order)
     subsets = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates,
-               "strip": strip_candidates, "stream": stream_candidates}
+               "strip": strip_candidates, "stream": stream_candidates, "stream_refine": stream_refine_candidates}
     return [("base", base)] + [c for c in subsets[subset](variant, order) if c[1] != base]
 
 

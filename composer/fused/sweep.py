@@ -37,6 +37,7 @@ from composer.fused.candidates import (  # noqa: F401  (re-exported: the sweep's
     label,
     staged_candidates,
     stream_candidates,
+    stream_refine_candidates,
     strip_candidates,
     to_table,
     trace_candidates,
