@@ -86,6 +86,13 @@ def _scaled_box(k: KernelConfig, nq: int, factor: int) -> tuple[int, int, int] |
 def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """(label, config) of the schedule-table variations of ``variant`` at ``order`` (base first)."""
     base = fused_config(variant, order)
+    if base.volume == "stream":
+        # the box families vary keys a streamed table does not have: only the streamed ones apply
+        found = [("base", base)]
+        for name, cfg in stream_refine_candidates(variant, order) + stream_candidates(variant, order):
+            if all(cfg != c for _, c in found):
+                found.append((name, cfg))
+        return found
     nq = base.nq
     tiles = ([(1, 4), (2, 4), (4, 4), (2, 8), (4, 2)] if base.engine == "simt"
              else [(1, 1), (1, 2), (2, 1), (2, 2), (1, 4), (2, 4)])
@@ -128,6 +135,8 @@ def trace_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     if order not in SUPPORTED_ORDERS[variant]:
         return []
     base = fused_config(variant, order)
+    if base.volume != "box":  # a box-kernel family: nothing to vary on a streamed table
+        return []
     options = ([{"traces": "tiles"}] if base.flux == "inline"
                else [{"flux": "inline"}, {"flux": "inline", "traces": "tiles"}])
     out = []
@@ -167,6 +176,8 @@ def staged_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
     if order < STAGED_FROM or order not in SUPPORTED_ORDERS[variant]:
         return []
     base = fused_config(variant, order)
+    if base.volume != "box":  # a box-kernel family: nothing to vary on a streamed table
+        return []
     if base.engine != "mma":
         return []
     nq = base.nq
@@ -217,6 +228,8 @@ def strip_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     if order not in SUPPORTED_ORDERS[variant]:
         return []
     base = fused_config(variant, order)
+    if base.volume != "box":  # a box-kernel family: nothing to vary on a streamed table
+        return []
     if any(k.box != (base.nq,) * 3 for k in base.kernels) or base.d_stage != "global":
         return []
     out = []
@@ -236,6 +249,8 @@ def wide_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     if order < 255 or order not in SUPPORTED_ORDERS[variant]:
         return []
     base = fused_config(variant, order)
+    if base.volume != "box":  # a box-kernel family: nothing to vary on a streamed table
+        return []
     if base.engine != "mma":
         return []
     shapes = ["16x8x4", "16x8x8"] if variant == "FUSED_TC16" else [base.mma]
