@@ -1,0 +1,153 @@
+"""CPU tests of the streamed volume kernel (``volume = "stream"``, ``fused_stream.cu.j2``).
+
+The emulator executes the kernel's panel copies (every 16-byte pair to its own slots) and its MMA
+fragments lane by lane, so a wrong index shows up here as a wrong number instead of on the GPU;
+the compile tests check the instructions each variant promises (DMMA shape, no DFMA in FUSED_TC*,
+no DMMA in FUSED_DFMA), without spills, and the parser's clear errors.
+"""
+
+from __future__ import annotations
+
+import tomllib
+
+import numpy as np
+import pytest
+
+from composer import dg
+from composer.errors import ComposerError, ConfigError
+from composer.fused.builder import StreamPlan, build, kernel_plans
+from composer.fused.candidates import (
+    _fits,
+    candidates,
+    stream_box,
+    stream_candidates,
+    stream_refine_candidates,
+    to_table,
+)
+from composer.fused.config import fused_config, parse_table
+from composer.fused.emulate import emulate, stage_stream_panel
+from tests.test_fused_cpu import _sass, needs_nvrtc
+
+
+def _stream_table(mma: str, lines: int, positions: int, threads: int, tile: list[int], k_panel: int = 8,
+                  stages: int = 2) -> dict:
+    return {"flux": "array", "mma": mma, "volume": "stream", "k_panel": k_panel, "stages": stages,
+            "kernels": [{"dirs": "xyz"[d], "box": list(stream_box(d, lines, positions)), "threads": threads,
+                         "tile": tile} for d in (1, 0, 2)]}  # y first: the first kernel writes dqdt
+
+
+# (variant, mma, lines, positions, threads, warp tile, k_panel, stages) at p = 31: one and several
+# work units per warp, partial and whole axes, both pipelines, every MMA shape.
+SMALL = [
+    ("FUSED_TC16", "16x8x4", 32, 16, 64, [1, 2], 8, 2),
+    ("FUSED_TC16", "16x8x4", 16, 32, 32, [1, 2], 4, 4),
+    ("FUSED_TC16", "16x8x8", 32, 16, 64, [2, 1], 8, 3),
+    ("FUSED_TC", "8x8x4", 32, 16, 64, [2, 1], 16, 2),
+    ("FUSED_TC", "8x8x4", 16, 32, 128, [1, 1], 8, 4),
+]
+
+
+@pytest.mark.parametrize("variant,mma,lines,positions,threads,tile,k_panel,stages", SMALL)
+def test_emulated_stream_matches_reference(variant, mma, lines, positions, threads, tile, k_panel, stages) -> None:
+    order, grid = 31, (1, 2, 1)
+    config = parse_table(variant, order, _stream_table(mma, lines, positions, threads, tile, k_panel, stages))
+    assert all(isinstance(p, StreamPlan) for p in kernel_plans(config)) and _fits(config)
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    out = emulate(config, fields, grid)
+    assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+@pytest.mark.parametrize("direction", [0, 1, 2])
+def test_stream_panels_fill_and_fragments_conflict_free(direction: int) -> None:
+    """Every panel slot a fragment reads is written by exactly one copy, and the A (q*vel) and B (D)
+    fragment loads of each half-warp hit 16 distinct 8-byte banks."""
+    config = parse_table("FUSED_TC16", 63, _stream_table("16x8x4", 32, 32, 128, [1, 2], 8, 2))
+    plan = next(p for p in kernel_plans(config) if p.dir == direction)
+    nq = plan.nq
+    rng = np.random.default_rng(0)
+    qe, ve, dmat = rng.random(nq**3), rng.random(nq**3), rng.random((nq, nq))
+    buf = stage_stream_panel(plan, qe, ve, dmat, 1, 0, 0, 0, 0)
+    nl, na, fs, ds, fp = plan.lines(direction), plan.positions(direction), plan.fs, plan.ds, plan.f_panel
+    m, l = np.meshgrid(np.arange(plan.k_panel), np.arange(nl), indexing="ij")
+    f_off = l * fs + m if direction == 0 else m * fs + l
+    assert not np.isnan(buf[f_off]).any() and not np.isnan(buf[fp + f_off]).any()
+    a, m = np.meshgrid(np.arange(na), np.arange(plan.k_panel), indexing="ij")
+    assert np.array_equal(buf[2 * fp + a * ds + m], dmat[a, plan.k_panel + m])
+    lane = np.arange(16)
+    g, t = lane // 4, lane % 4
+    a_banks = (g * fs + t if direction == 0 else t * fs + g) % 16
+    b_banks = (g * ds + t) % 16
+    assert len(set(a_banks)) == 16 and len(set(b_banks)) == 16
+
+
+@pytest.mark.parametrize("order", [255, 511, 767])
+@pytest.mark.parametrize("variant", ["FUSED_TC", "FUSED_TC16"])
+def test_stream_candidates_are_schedule_tables(variant: str, order: int) -> None:
+    """Every streamed candidate fits (shared memory, warp tiling) and round-trips through TOML."""
+    found = stream_candidates(variant, order) + stream_refine_candidates(variant, order)
+    assert found
+    for _, cfg in found:
+        assert _fits(cfg) and cfg.volume == "stream"
+        assert parse_table(variant, order, tomllib.loads(to_table(cfg))["paths"][variant]) == cfg
+        assert max(p.smem_bytes for p in kernel_plans(cfg)) <= 227 * 1024
+
+
+@pytest.mark.parametrize("variant", ["FUSED_TC", "FUSED_TC16"])
+def test_candidates_on_a_streamed_schedule(variant: str) -> None:
+    """A streamed schedule (p = 511 ships one) gets the streamed families only, base first."""
+    base = fused_config(variant, 511)
+    assert base.volume == "stream"
+    found = candidates(variant, 511)
+    assert found[0] == ("base", base) and len(found) > 1
+    assert all(cfg.volume == "stream" for _, cfg in found)
+    assert len({name for name, _ in found}) == len(found)
+
+
+def test_stream_bad_tables_are_clear_errors() -> None:
+    good = _stream_table("16x8x4", 64, 128, 256, [2, 4])
+    parse_table("FUSED_TC16", 511, good)
+    box_table = {"flux": "array", "mma": "16x8x4", "kernels": [
+        {"dirs": "xyz"[d], "box": list(stream_box(d, 16, 512)), "threads": 512, "tile": [1, 2]} for d in range(3)]}
+    parse_table("FUSED_TC16", 511, box_table)
+    cases = [
+        (dict(good, flux="inline"), 'flux = "array"'),
+        (dict(good, k_panel=6), "k_panel"),
+        (dict(good, k_panel=24), "k_panel"),  # does not divide Nq = 512
+        (dict(good, stages=1), "stages"),
+        (dict(good, d_stage="smem"), "stages D itself"),
+        (dict(good, volume="pipelined"), "volume"),
+        (dict(good, kernels=[dict(good["kernels"][0], dirs="xy"), good["kernels"][2]]), "one direction"),
+        ({k: v for k, v in good.items() if k != "volume"}, "spans 128 of the Nq = 512"),  # a box kernel
+        (dict(box_table, k_panel=8), 'needs volume = "stream"'),
+    ]
+    for table, match in cases:
+        with pytest.raises(ConfigError, match=match):
+            parse_table("FUSED_TC16", 511, table)
+    with pytest.raises(ConfigError, match="k_panel"):  # m16n8k8: panels of whole k-steps of 8
+        parse_table("FUSED_TC16", 511, dict(good, mma="16x8x8", k_panel=4))
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("variant", ["FUSED_TC", "FUSED_TC16", "FUSED_DFMA"])
+def test_shipped_stream_schedule_compiles_with_its_instructions(variant: str) -> None:
+    config = fused_config(variant, 511)
+    assert config.volume == "stream"
+    for built in build(config, "sm_90").kernels:
+        if not built.blocks_per_element:
+            continue  # the face kernel
+        sass = _sass(built)
+        assert sass.spill_bytes == 0
+        if variant == "FUSED_DFMA":
+            assert sass.dmma_total == 0 and sass.dfma > 0
+        else:
+            assert set(sass.dmma) == {config.mma} and sass.dfma == 0
+
+
+@needs_nvrtc
+def test_stream_wide_shape_on_sm80_is_a_clear_error_and_sm100_expands() -> None:
+    config = fused_config("FUSED_TC16", 511)
+    with pytest.raises(ComposerError, match="needs sm_90"):
+        build(config, "sm_80")
+    kernel = build(config, "sm_100").kernels[-1]
+    assert set(_sass(kernel).dmma) == {"8x8x4"}
