@@ -183,3 +183,25 @@ def test_provenance_tolerates_failing_nvml_and_reads_fake():
     assert g["enforced_power_limit_w"] == 700.0
     assert g["pci_bus_id"] is None and "gpu0.pci_bus_id" in info["errors"]
     assert fake.state["init"] == 0
+
+
+def test_git_commit_env_names_the_copied_tree(tmp_path, monkeypatch):
+    """A tree copied into a stale checkout (the device tool's) records the commit it was given."""
+    import subprocess
+
+    from composer.bench.provenance import COMMIT_ENV, git_info
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "f").write_text("x")
+    subprocess.run(["git", "-C", str(repo), "add", "f"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"],
+                   check=True)
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    monkeypatch.delenv(COMMIT_ENV, raising=False)
+    assert git_info(repo)["commit"] == head
+    monkeypatch.setenv(COMMIT_ENV, "abc1234")
+    info = git_info(repo)
+    assert info["commit"] == "abc1234" and info["checkout_commit"] == head and info["commit_source"] == COMMIT_ENV

@@ -54,8 +54,8 @@ def _git(repo: Path, *args: str) -> str:
 def git_info(repo: Path) -> dict[str, Any]:
     """Commit (None before the first commit), dirty flag (tracked files only) and branch.
 
-    Outside a git checkout (a working tree copied to a GPU machine) the commit comes from
-    ``$COMPOSER_GIT_COMMIT`` when set.
+    ``$COMPOSER_GIT_COMMIT``, when set, names the commit (a working tree copied to a GPU machine,
+    with no .git or inside a stale checkout); the checkout's own HEAD is kept as checkout_commit.
     """
     try:
         top = _git(repo, "rev-parse", "--show-toplevel")
@@ -70,8 +70,10 @@ def git_info(repo: Path) -> dict[str, Any]:
     info["dirty"] = bool(_git(repo, "status", "--porcelain", "--untracked-files=no"))
     with contextlib.suppress(subprocess.CalledProcessError):
         info["branch"] = _git(repo, "rev-parse", "--abbrev-ref", "HEAD")
-    if info["commit"] is None and os.environ.get(COMMIT_ENV):
-        # A copied working tree (e.g. on a GPU machine without .git) names its commit here.
+    if os.environ.get(COMMIT_ENV):
+        # A working tree copied to a GPU machine names its commit here; the copy may sit in a stale
+        # checkout (the device tool keeps an older .git), whose HEAD is then kept for reference.
+        info["checkout_commit"] = info["commit"]
         info["commit"] = os.environ[COMMIT_ENV]
         info["commit_source"] = COMMIT_ENV
     return info
