@@ -70,3 +70,24 @@ def test_info_reports_the_floors(capsys: pytest.CaptureFixture[str]) -> None:
     assert fused["FUSED_TC16"]["over_unique"] > 1.3 and fused["FUSED_TC16"]["floor_s"] > 3e-4
     assert main(["info", "--order", "511"]) == 0
     assert "FUSED_TC16" in capsys.readouterr().out
+
+
+def test_operand_traffic_of_box_and_streamed_kernels() -> None:
+    """The p = 255 box schedule of session 2 (16 lines, staged D panels) against the streamed
+    64 x 128 tile that replaced it: 0.25 vs 0.125 B per FLOP; unstaged D has nothing to count."""
+    from composer.fused.config import parse_table
+    from composer.fused.traffic import operand_bytes_per_flop
+
+    box = parse_table("FUSED_TC16", 255, {
+        "flux": "array", "mma": "16x8x4", "d_stage": "smem", "d_panel": 16, "kernels": [
+            {"dirs": "x", "box": [1, 16, 256], "threads": 256, "tile": [1, 4]},
+            {"dirs": "y", "box": [1, 256, 16], "threads": 256, "tile": [1, 4]},
+            {"dirs": "z", "box": [256, 1, 16], "threads": 256, "tile": [1, 4]}]})
+    assert operand_bytes_per_flop(box) == [0.25] * 3
+    stream = parse_table("FUSED_TC16", 255, {
+        "flux": "array", "mma": "16x8x4", "volume": "stream", "k_panel": 8, "stages": 4, "kernels": [
+            {"dirs": "x", "box": [1, 64, 128], "threads": 256, "tile": [2, 4]},
+            {"dirs": "y", "box": [1, 128, 64], "threads": 256, "tile": [2, 4]},
+            {"dirs": "z", "box": [128, 1, 64], "threads": 256, "tile": [2, 4]}]})
+    assert operand_bytes_per_flop(stream) == [0.125] * 3
+    assert operand_bytes_per_flop(fused_config("FUSED_TC", 7)) == [None]

@@ -150,7 +150,7 @@ def build_report(order: int, grid: counts.Grid, machine: Machine, reserve: float
 def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) -> list[dict[str, Any]]:
     """Per fused variant with a schedule at ``order``: its kernels' DRAM bytes and the byte floor."""
     from composer.fused.config import SUPPORTED_ORDERS, VARIANTS, fused_config
-    from composer.fused.traffic import schedule_traffic
+    from composer.fused.traffic import operand_bytes_per_flop, schedule_traffic
 
     rows = []
     for variant in VARIANTS:
@@ -165,7 +165,8 @@ def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) 
         rows.append({"variant": variant, "flux": config.flux,
                      "kernels": [{"name": k.name, "bytes": k.total_bytes} for k in kernels],
                      "bytes": total, "floor_s": total / machine.hbm_bandwidth,
-                     "over_unique": total / unique})
+                     "over_unique": total / unique, "volume": config.volume,
+                     "operand_bytes_per_flop": operand_bytes_per_flop(config)})
     return rows
 
 
@@ -237,15 +238,19 @@ def render(report: dict[str, Any], console: Console) -> None:
 
     if report.get("fused"):
         fused = Table(title=f"fused schedules: DRAM bytes of their kernels on {m['name']}",
-                      caption="byte floor = the kernels' bytes / HBM bandwidth (composer.fused.traffic)")
+                      caption="byte floor = the kernels' bytes / HBM bandwidth; L2->smem = operand bytes "
+                              "copied into shared memory per contraction FLOP (composer.fused.traffic)")
         fused.add_column("path")
         fused.add_column("flux")
         fused.add_column("kernels (bytes)")
         fused.add_column("total", justify="right")
         fused.add_column("x unique", justify="right")
         fused.add_column("byte floor", justify="right")
+        fused.add_column("L2->smem B/FLOP", justify="right")
         for row in report["fused"]:
             kernels = ", ".join(f"{k['name']} {_bytes(k['bytes'])}" for k in row["kernels"])
-            fused.add_row(row["variant"], row["flux"], kernels, _bytes(row["bytes"]),
-                          f"{row['over_unique']:.2f}", _seconds(row["floor_s"]))
+            operand = [b for b in row["operand_bytes_per_flop"] if b is not None]
+            fused.add_row(f"{row['variant']}{' (stream)' if row['volume'] == 'stream' else ''}", row["flux"],
+                          kernels, _bytes(row["bytes"]), f"{row['over_unique']:.2f}", _seconds(row["floor_s"]),
+                          f"{max(operand):.3f}" if operand else "-")
         console.print(fused)
