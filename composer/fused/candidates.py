@@ -22,8 +22,9 @@ SMEM_LIMIT = 227 * 1024
 SWEPT = ("FUSED", "FUSED_TC", "FUSED_TC16")
 SUBSETS = ("all", "staged", "traces", "wide", "strip", "stream", "stream_refine")
 #: Orders the streamed family is generated for: those whose schedules already split the directions
-#: over three kernels (below, a third kernel would re-read q and dqdt once more).
-STREAM_FROM = 255
+#: over three kernels with a face array (p >= 127; below, a third kernel would re-read q and dqdt
+#: once more). Measured from p = 255 (session 3); p = 127 is prepared, not yet run.
+STREAM_FROM = 127
 #: Block output tiles of the streamed kernel per MMA height: (lines, positions, threads, warp tile
 #: WM x WN, how many of STREAM_PIPELINES to try), 2-8x the lines per block of the box kernel at
 #: p >= 255, most promising first (the first tiles get every pipeline, the rest the default one).
