@@ -151,3 +151,22 @@ def test_stream_wide_shape_on_sm80_is_a_clear_error_and_sm100_expands() -> None:
         build(config, "sm_80")
     kernel = build(config, "sm_100").kernels[-1]
     assert set(_sass(kernel).dmma) == {"8x8x4"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant,mma,lines,positions,threads,tile,k_panel,stages", SMALL)
+def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positions, threads, tile, k_panel,
+                                                    stages) -> None:
+    """The emulated tables above, compiled and run on the GPU (and their FUSED_DFMA builds)."""
+    import dataclasses
+
+    from composer.fused.trial import TOLERANCE, run_case
+    from composer.runtime.device import ensure_context
+
+    config = parse_table(variant, 31, _stream_table(mma, lines, positions, threads, tile, k_panel, stages))
+    extra = {f"{variant}@small": lambda o: config}
+    if variant == "FUSED_TC":
+        extra["FUSED_DFMA@small"] = lambda o: dataclasses.replace(config, variant="FUSED_DFMA", dfma=True)
+    for rec in run_case(31, (2, 1, 2), [], ensure_context(None), extra=extra):
+        assert rec.get("passed"), rec
+        assert rec["rel_err"] <= TOLERANCE
