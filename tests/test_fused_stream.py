@@ -30,27 +30,35 @@ from tests.test_fused_cpu import _sass, needs_nvrtc
 
 
 def _stream_table(mma: str, lines: int, positions: int, threads: int, tile: list[int], k_panel: int = 8,
-                  stages: int = 2) -> dict:
+                  stages: int = 2, a_operand: str = "factors") -> dict:
     return {"flux": "array", "mma": mma, "volume": "stream", "k_panel": k_panel, "stages": stages,
+            **({"a_operand": a_operand} if a_operand != "factors" else {}),
             "kernels": [{"dirs": "xyz"[d], "box": list(stream_box(d, lines, positions)), "threads": threads,
                          "tile": tile} for d in (1, 0, 2)]}  # y first: the first kernel writes dqdt
 
 
-# (variant, mma, lines, positions, threads, warp tile, k_panel, stages) at p = 31: one and several
-# work units per warp, partial and whole axes, both pipelines, every MMA shape.
+# (variant, mma, lines, positions, threads, warp tile, k_panel, stages, A operand) at p = 31: one
+# and several work units per warp, partial and whole axes, several pipelines, every MMA shape,
+# both A operands.
 SMALL = [
-    ("FUSED_TC16", "16x8x4", 32, 16, 64, [1, 2], 8, 2),
-    ("FUSED_TC16", "16x8x4", 16, 32, 32, [1, 2], 4, 4),
-    ("FUSED_TC16", "16x8x8", 32, 16, 64, [2, 1], 8, 3),
-    ("FUSED_TC", "8x8x4", 32, 16, 64, [2, 1], 16, 2),
-    ("FUSED_TC", "8x8x4", 16, 32, 128, [1, 1], 8, 4),
+    ("FUSED_TC16", "16x8x4", 32, 16, 64, [1, 2], 8, 2, "factors"),
+    ("FUSED_TC16", "16x8x4", 32, 16, 64, [1, 2], 8, 2, "product"),
+    ("FUSED_TC16", "16x8x4", 16, 32, 32, [1, 2], 4, 4, "factors"),
+    ("FUSED_TC16", "16x8x4", 16, 32, 32, [1, 2], 4, 4, "product"),
+    ("FUSED_TC16", "16x8x8", 32, 16, 64, [2, 1], 8, 3, "product"),
+    ("FUSED_TC", "8x8x4", 32, 16, 64, [2, 1], 16, 2, "factors"),
+    ("FUSED_TC", "8x8x4", 16, 32, 128, [1, 1], 8, 4, "factors"),
+    ("FUSED_TC", "8x8x4", 32, 32, 64, [2, 2], 8, 3, "product"),
 ]
+SMALL_ARGS = "variant,mma,lines,positions,threads,tile,k_panel,stages,a_operand"
 
 
-@pytest.mark.parametrize("variant,mma,lines,positions,threads,tile,k_panel,stages", SMALL)
-def test_emulated_stream_matches_reference(variant, mma, lines, positions, threads, tile, k_panel, stages) -> None:
+@pytest.mark.parametrize(SMALL_ARGS, SMALL)
+def test_emulated_stream_matches_reference(variant, mma, lines, positions, threads, tile, k_panel, stages,
+                                           a_operand) -> None:
     order, grid = 31, (1, 2, 1)
-    config = parse_table(variant, order, _stream_table(mma, lines, positions, threads, tile, k_panel, stages))
+    config = parse_table(variant, order, _stream_table(mma, lines, positions, threads, tile, k_panel, stages,
+                                                       a_operand))
     assert all(isinstance(p, StreamPlan) for p in kernel_plans(config)) and _fits(config)
     fields = dg.make_fields(order, grid, varying=True)
     ref = dg.reference_tendency(fields, order, grid)
@@ -124,6 +132,12 @@ def test_stream_bad_tables_are_clear_errors() -> None:
     for table, match in cases:
         with pytest.raises(ConfigError, match=match):
             parse_table("FUSED_TC16", 511, table)
+    with pytest.raises(ConfigError, match="a_operand"):
+        parse_table("FUSED_TC16", 511, dict(good, a_operand="sum"))
+    with pytest.raises(ConfigError, match="not a multiple of 256 threads"):  # 64 lines x 4 / 2 = 128 pairs
+        parse_table("FUSED_TC16", 511, dict(good, a_operand="product", k_panel=4, stages=4))
+    with pytest.raises(ConfigError, match='needs volume = "stream"'):
+        parse_table("FUSED_TC16", 511, dict(box_table, a_operand="product"))
     with pytest.raises(ConfigError, match="k_panel"):  # m16n8k8: panels of whole k-steps of 8
         parse_table("FUSED_TC16", 511, dict(good, mma="16x8x8", k_panel=4))
 
@@ -154,19 +168,44 @@ def test_stream_wide_shape_on_sm80_is_a_clear_error_and_sm100_expands() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant,mma,lines,positions,threads,tile,k_panel,stages", SMALL)
+@pytest.mark.parametrize(SMALL_ARGS, SMALL)
 def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positions, threads, tile, k_panel,
-                                                    stages) -> None:
+                                                    stages, a_operand) -> None:
     """The emulated tables above, compiled and run on the GPU (and their FUSED_DFMA builds)."""
     import dataclasses
 
     from composer.fused.trial import TOLERANCE, run_case
     from composer.runtime.device import ensure_context
 
-    config = parse_table(variant, 31, _stream_table(mma, lines, positions, threads, tile, k_panel, stages))
+    config = parse_table(variant, 31, _stream_table(mma, lines, positions, threads, tile, k_panel, stages,
+                                                     a_operand))
     extra = {f"{variant}@small": lambda o: config}
     if variant == "FUSED_TC":
         extra["FUSED_DFMA@small"] = lambda o: dataclasses.replace(config, variant="FUSED_DFMA", dfma=True)
     for rec in run_case(31, (2, 1, 2), [], ensure_context(None), extra=extra):
         assert rec.get("passed"), rec
         assert rec["rel_err"] <= TOLERANCE
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("variant", ["FUSED_TC16", "FUSED_DFMA"])
+def test_product_operand_halves_the_a_loads(variant: str) -> None:
+    """a_operand = "product": the same DMMA/DFMA count per panel with fewer shared-memory loads in
+    the hot loop (one per A value instead of two), no spills, less shared memory."""
+    import dataclasses
+
+    from composer.fused.hotloop import kernel_hot_loop
+
+    factors = fused_config(variant, 511)
+    product = dataclasses.replace(factors, a_operand="product")
+    assert _fits(product) or variant == "FUSED_DFMA"
+    loops = []
+    for cfg in (factors, product):
+        kernel = build(cfg, "sm_90").kernels[1]
+        assert _sass(kernel).spill_bytes == 0
+        loops.append(kernel_hot_loop(kernel.compiled.cubin).counts)
+        assert kernel.smem_bytes == kernel_plans(cfg)[0].smem_bytes
+    math = "DMMA" if variant == "FUSED_TC16" else "DFMA"
+    assert loops[0][math] == loops[1][math]
+    assert loops[1]["LDS"] < loops[0]["LDS"]
+    assert kernel_plans(product)[0].smem_bytes < kernel_plans(factors)[0].smem_bytes

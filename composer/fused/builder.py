@@ -127,6 +127,7 @@ class StreamPlan:
     k_panel: int
     stages: int
     min_blocks: int = 0
+    product: bool = False  # a_operand = "product": one F panel of q*vel instead of q and vel
 
     @property
     def dir(self) -> int:
@@ -160,7 +161,7 @@ class StreamPlan:
 
     @property
     def smem_doubles(self) -> int:
-        return self.stages * (2 * self.f_panel + self.positions(self.dir) * self.ds)
+        return self.stages * ((1 if self.product else 2) * self.f_panel + self.positions(self.dir) * self.ds)
 
     @property
     def smem_bytes(self) -> int:
@@ -200,7 +201,8 @@ def kernel_plans(config: FusedConfig) -> list[KernelPlan] | list[StreamPlan]:
     """Layout and naming of every volume kernel of ``config``, in launch order."""
     if config.volume == "stream":
         return [StreamPlan(f"{config.variant.lower()}_p{config.order}_s{index}_{k.dir_names}", index, k,
-                           config.nq, index == 0, config.k_panel, config.stages, config.min_blocks)
+                           config.nq, index == 0, config.k_panel, config.stages, config.min_blocks,
+                           config.a_operand == "product")
                 for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):
@@ -238,6 +240,7 @@ def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
         name=plan.name, nq=plan.nq, dir=plan.dir, box=list(plan.kernel.box), threads=plan.kernel.threads,
         tile=list(plan.kernel.tile), k_panel=plan.k_panel, stages=plan.stages, fs=plan.fs, ds=plan.ds,
         f_panel=plan.f_panel, smem_doubles=plan.smem_doubles, first=plan.first, dfma=config.dfma,
+        product=plan.product,
         min_blocks=config.min_blocks, **_mma_params(config))
 
 

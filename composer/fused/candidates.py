@@ -56,6 +56,8 @@ def _fits(config: FusedConfig) -> bool:
             return False
         if config.min_blocks and k.threads * config.min_blocks > 2048:
             return False
+        if config.a_operand == "product" and (plan.lines(k.dirs[0]) * config.k_panel // 2) % k.threads:
+            return False  # the F pairs of a panel split evenly over the threads (registers)
         for d in k.dirs:
             nl, nq = plan.lines(d), plan.positions(d)
             if config.engine == "simt":
@@ -310,8 +312,8 @@ def stream_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
 def stream_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """Variations around a schedule that already runs the streamed kernel: deeper or narrower
     pipelines (STREAM_REFINE_PIPELINES), a wider warp tile (WN doubled: fewer A-fragment loads per
-    MMA) on the same block tile with half the threads or on twice the positions, and two blocks
-    per SM asked of ptxas."""
+    MMA) on the same block tile with half the threads or on twice the positions, two blocks per SM
+    asked of ptxas, and each of these with the other A operand (``a_operand``)."""
     if order not in SUPPORTED_ORDERS[variant]:
         return []
     base = fused_config(variant, order)
@@ -335,6 +337,10 @@ def stream_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     if base.nq % (2 * positions) == 0:
         options.append(dataclasses.replace(base, kernels=retile(lines, 2 * positions, k0.threads, (wm, 2 * wn))))
     options.append(dataclasses.replace(base, min_blocks=2))
+    # the product formed while staging (half the A-operand shared-memory bytes), on the base and
+    # on every option above
+    other = "product" if base.a_operand == "factors" else "factors"
+    options += [dataclasses.replace(c, a_operand=other) for c in [base, *options]]
     return [(label(c), c) for c in options if c != base and _fits(c)]
 
 
@@ -363,6 +369,8 @@ def label(config: FusedConfig) -> str:
         extra += f" epb{config.elements_per_block}"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
+    if config.a_operand != "factors":
+        extra += f" A{config.a_operand}"
     return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
 
 
@@ -383,6 +391,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f"elements_per_block = {config.elements_per_block}")
     if config.volume != "box":
         lines += [f'volume = "{config.volume}"', f"k_panel = {config.k_panel}", f"stages = {config.stages}"]
+    if config.a_operand != "factors":
+        lines.append(f'a_operand = "{config.a_operand}"')
     lines.append("kernels = [")
     for k in config.kernels:
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '

@@ -35,7 +35,11 @@ contraction streams q, the velocity and D through shared memory in ``k_panel``-w
 ``stages``-deep cp.async pipeline, as a GEMM mainloop does. Why: with the whole axis staged, a
 block holds only 16 lines at p >= 511 (shared memory), so every staged D panel serves 16 lines
 (0.25 B of L2 traffic per FLOP: ncu at p = 255, L2 tags 75-80 %); streaming the contraction axis
-frees the line count (64-128 lines per block: 4-8x less D traffic per FLOP).
+frees the line count (64-128 lines per block: 4-8x less D traffic per FLOP). ``a_operand``
+(streamed only): ``"factors"`` (default) stages q and vel by cp.async and forms the product in the
+fragment loads; ``"product"`` loads them into registers, multiplies and stores one F panel (half
+the shared-memory bytes written and read for A; the loads of the next panel stay in flight during
+the contraction of the current one).
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
@@ -69,6 +73,7 @@ FLUX_MODES = ("inline", "array")
 D_STAGES = ("global", "smem")
 TRACE_SOURCES = ("global", "tiles")
 VOLUME_KINDS = ("box", "stream")
+A_OPERANDS = ("factors", "product")
 
 
 class UnsupportedOrderError(ComposerError, ValueError):
@@ -108,6 +113,7 @@ class FusedConfig:
     volume: str = "box"  # "stream": the streamed volume kernel (box = output tile)
     k_panel: int = 0  # volume = "stream": contraction values per staged panel
     stages: int = 0  # volume = "stream": cp.async pipeline depth (panels in flight)
+    a_operand: str = "factors"  # volume = "stream": "product": q*vel formed as the panel is staged
 
     @property
     def nq(self) -> int:
@@ -182,7 +188,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages"}
+                            "elements_per_block", "volume", "k_panel", "stages", "a_operand"}
     if unknown:
         raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
     flux = table.get("flux")
@@ -244,6 +250,17 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if epb > 1 and d_stage != "global":
         raise _error(file, f"{prefix}.elements_per_block", 'needs d_stage = "global"')
     k_panel, stages = _stream_keys(table, prefix, file, nq, mma, stream)
+    a_operand = table.get("a_operand", "factors")
+    if a_operand not in A_OPERANDS:
+        raise _error(file, f"{prefix}.a_operand", f"expected one of {A_OPERANDS}, got {a_operand!r}")
+    if "a_operand" in table and not stream:
+        raise _error(file, f"{prefix}.a_operand", 'needs volume = "stream"')
+    if a_operand == "product":
+        for n, k in enumerate(kernels):
+            pairs = _box_lines(k.box, k.dirs[0]) * k_panel // 2
+            if pairs % k.threads:
+                raise _error(file, f"{prefix}.kernels[{n}]", f'a_operand = "product" stages {pairs} pairs per '
+                                                             f"panel, not a multiple of {k.threads} threads")
     if stream:
         if mma is None:
             raise _error(file, f"{prefix}.volume", "the streamed kernel runs on the tensor-core engine")
@@ -253,7 +270,12 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         if clash:
             raise _error(file, f"{prefix}.volume", f"the streamed kernel stages D itself; drop {clash}")
     return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
-                       str(traces), epb, str(volume), k_panel, stages)
+                       str(traces), epb, str(volume), k_panel, stages, a_operand)
+
+
+def _box_lines(box: tuple[int, int, int], d: int) -> int:
+    bk, bj, bi = box
+    return (bk * bj, bk * bi, bj * bi)[d]
 
 
 def _stream_keys(table: Mapping[str, Any], prefix: str, file: str, nq: int, mma: str | None,

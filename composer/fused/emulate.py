@@ -150,7 +150,8 @@ def stage_stream_panel(plan: StreamPlan, qe: np.ndarray, ve: np.ndarray, dmat: n
     copy lands), with every 16-byte pair checked to land on its own slots."""
     kp, nl, na, fs, ds, fp = (plan.k_panel, plan.lines(plan.dir), plan.positions(plan.dir), plan.fs, plan.ds,
                               plan.f_panel)
-    buf = np.full(2 * fp + na * ds, np.nan)
+    nf = 1 if plan.product else 2  # a_operand = "product": one panel of q*vel
+    buf = np.full(nf * fp + na * ds, np.nan)
     n = np.arange(nl * kp // 2)
     m = 2 * (n % (kp // 2)) if plan.dir == 0 else n // (nl // 2)
     l = n // (kp // 2) if plan.dir == 0 else 2 * (n % (nl // 2))
@@ -159,12 +160,15 @@ def stage_stream_panel(plan: StreamPlan, qe: np.ndarray, ve: np.ndarray, dmat: n
     for h in range(2):  # the pair's second value: the next m (x) or the next line (y, z), +1 in both memories
         off = f_off + h
         assert len(np.unique(off)) == len(off) and off.max() < fp
-        buf[off] = qe[g + h]
-        buf[fp + off] = ve[g + h]
+        if plan.product:
+            buf[off] = qe[g + h] * ve[g + h]
+        else:
+            buf[off] = qe[g + h]
+            buf[fp + off] = ve[g + h]
     n = np.arange(na * kp // 2)
     a, m = n // (kp // 2), 2 * (n % (kp // 2))
     for h in range(2):
-        buf[2 * fp + a * ds + m + h] = dmat[a_org + a, p * kp + m + h]
+        buf[nf * fp + a * ds + m + h] = dmat[a_org + a, p * kp + m + h]
     return buf
 
 
@@ -172,6 +176,7 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
                     dmat: np.ndarray, dqdt: np.ndarray, ne: int) -> None:
     """One streamed kernel, block by block and warp by warp, into dqdt (in place)."""
     nq, d = plan.nq, plan.dir
+    nf = 1 if plan.product else 2
     bk, bj, bi = plan.kernel.box
     mm, _, mk = (int(x) for x in (config.mma or "").split("x"))
     mi, c_regs = mm // 8, mm // 4
@@ -201,11 +206,12 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
                             amat = np.full((mm, mk), np.nan)
                             for i in range(mm * mk // 32):
                                 s = f_off(ml + t + 4 * (i // mi), l0 + wm * mm + g + 8 * (i % mi))
-                                amat[g + 8 * (i % mi), t + 4 * (i // mi)] = buf[s] * buf[fp + s]
+                                amat[g + 8 * (i % mi), t + 4 * (i // mi)] = (buf[s] if plan.product
+                                                                              else buf[s] * buf[fp + s])
                             for wn in range(wn_n):
                                 bmat = np.full((mk, 8), np.nan)
                                 for i in range(mk // 4):
-                                    bmat[t + 4 * i, g] = buf[2 * fp + (a0 + wn * 8 + g) * ds + ml + t + 4 * i]
+                                    bmat[t + 4 * i, g] = buf[nf * fp + (a0 + wn * 8 + g) * ds + ml + t + 4 * i]
                                 cmat = amat @ bmat
                                 for r in range(c_regs):
                                     acc[wm, wn, r] += cmat[g + 8 * (r // 2), 2 * t + r % 2]
