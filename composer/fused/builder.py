@@ -48,8 +48,24 @@ def _stride(base: int, engine: str) -> int:
     return stride
 
 
+class BoxGeometry:
+    """What both volume-kernel plans derive from their box: blocks per element, lines."""
+
+    kernel: KernelConfig
+    nq: int
+
+    @property
+    def blocks_per_element(self) -> int:
+        bk, bj, bi = self.kernel.box
+        return (self.nq // bk) * (self.nq // bj) * (self.nq // bi)
+
+    def lines(self, d: int) -> int:
+        """Lines of direction d in the box (= the box's nodes on one face of that direction)."""
+        return box_lines(self.kernel.box, d)
+
+
 @dataclass(frozen=True)
-class KernelPlan:
+class KernelPlan(BoxGeometry):
     """One volume kernel ready to render: the config plus derived layout and launch geometry."""
 
     name: str
@@ -66,15 +82,6 @@ class KernelPlan:
     def ntiles(self) -> int:
         """Box-sized shared-memory tiles: one per carried direction, plus q's with inline fluxes."""
         return len(self.kernel.dirs) + int(self.q_tile)
-
-    @property
-    def blocks_per_element(self) -> int:
-        bk, bj, bi = self.kernel.box
-        return (self.nq // bk) * (self.nq // bj) * (self.nq // bi)
-
-    def lines(self, d: int) -> int:
-        """Lines of direction d in the box (= the box's nodes on one face of that direction)."""
-        return box_lines(self.kernel.box, d)
 
     def positions(self, d: int) -> int:
         """Output positions per line: the box kernel contracts the whole axis."""
@@ -114,7 +121,7 @@ def box_lines(box: tuple[int, int, int], d: int) -> int:
 
 
 @dataclass(frozen=True)
-class StreamPlan:
+class StreamPlan(BoxGeometry):
     """One streamed volume kernel (``volume = "stream"``): the box is the block's output tile of
     lines x positions; q, the velocity and D stream through ``stages`` shared-memory buffers of
     ``k_panel`` contraction values. Same launch interface as :class:`KernelPlan`."""
@@ -132,14 +139,6 @@ class StreamPlan:
     @property
     def dir(self) -> int:
         return self.kernel.dirs[0]
-
-    @property
-    def blocks_per_element(self) -> int:
-        bk, bj, bi = self.kernel.box
-        return (self.nq // bk) * (self.nq // bj) * (self.nq // bi)
-
-    def lines(self, d: int) -> int:
-        return box_lines(self.kernel.box, d)
 
     def positions(self, d: int) -> int:
         """Output positions per line: the box's extent along the carried axis."""

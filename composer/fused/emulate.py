@@ -78,6 +78,19 @@ def stage_panels(plan: KernelPlan, dmat: np.ndarray, nq: int) -> list[np.ndarray
     return panels
 
 
+def _c_fragment(r: int, g, t):
+    """(row, column) of accumulator register r of lane (g, t): c_r = C[g + 8*(r/2), 2t + r%2]."""
+    return g + 8 * (r // 2), 2 * t + r % 2
+
+
+def _mma(acc: np.ndarray, amat: np.ndarray, bmat: np.ndarray, g, t) -> None:
+    """One mma.sync, emulated: C = A B from the matrices the lanes' fragments rebuilt, added to each
+    lane's accumulator registers acc[r] (arrays over the 32 lanes)."""
+    cmat = amat @ bmat
+    for r in range(acc.shape[0]):
+        acc[r] += cmat[_c_fragment(r, g, t)]
+
+
 def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, nq: int, shape: str):
     """(points, values) of every lane's C fragment, emulating mma.sync from the lanes' fragments.
 
@@ -114,14 +127,13 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
                             else:
                                 dp = plan.d_panel
                                 bmat[t + 4 * i, g] = panels[m0 // dp][d_off(dp, a0 + wn * 8 + g, m0 % dp + t + 4 * i)]
-                        cmat = amat @ bmat
-                        for r in range(c_regs):
-                            acc[wm, wn, r] += cmat[g + 8 * (r // 2), 2 * t + r % 2]
+                        _mma(acc[wm, wn], amat, bmat, g, t)
             for wm in range(wm_n):
                 for wn in range(wn_n):
                     for r in range(c_regs):
-                        a = a0 + wn * 8 + 2 * t + r % 2
-                        l = l0 + wm * mm + g + 8 * (r // 2)
+                        dl, da = _c_fragment(r, g, t)
+                        a = a0 + wn * 8 + da
+                        l = l0 + wm * mm + dl
                         pts.append(_at(d, a, l, plan))
                         vals.append(acc[wm, wn, r])
     return pts, vals
@@ -212,14 +224,13 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
                                 bmat = np.full((mk, 8), np.nan)
                                 for i in range(mk // 4):
                                     bmat[t + 4 * i, g] = buf[nf * fp + (a0 + wn * 8 + g) * ds + ml + t + 4 * i]
-                                cmat = amat @ bmat
-                                for r in range(c_regs):
-                                    acc[wm, wn, r] += cmat[g + 8 * (r // 2), 2 * t + r % 2]
+                                _mma(acc[wm, wn], amat, bmat, g, t)
                 for wm in range(wm_n):
                     for wn in range(wn_n):
                         for r in range(c_regs):
-                            l = l0 + wm * mm + g + 8 * (r // 2)
-                            a = a_org + a0 + wn * 8 + 2 * t + r % 2
+                            dl, da = _c_fragment(r, g, t)
+                            l = l0 + wm * mm + dl
+                            a = a_org + a0 + wn * 8 + da
                             n = _stream_node(plan, a, l, k0, j0, i0)
                             val = me[n] * acc[wm, wn, r]
                             face = e * 6 * nq * nq + _stream_face_off(plan, l, k0, j0, i0)
