@@ -41,6 +41,7 @@ class BuildReport:
 
 
 def _compiler_versions(kind: str) -> dict[str, str]:
+    """The compiler identity a job of ``kind`` records (NVRTC for "nvrtc" and "fused")."""
     if kind == "cute":
         from composer.gemm.cute.compile import dsl_version, source_hash
 
@@ -108,7 +109,50 @@ def _compile_nvrtc(job: BuildJob, out: Path) -> dict:
     }
 
 
-_COMPILERS: dict[str, Callable[[BuildJob, Path], dict]] = {"cute": _compile_cute, "nvrtc": _compile_nvrtc}
+def _compile_fused(job: BuildJob, out: Path) -> dict:
+    """One kernel of a fused schedule: the same source the path compiles at run time."""
+    import tomllib
+
+    from composer.fused.builder import (FACE_SIGNATURE, FACE_THREADS, OPTIONS, VOLUME_SIGNATURE, kernel_plans,
+                                        render_face, render_volume)
+    from composer.fused.config import parse_table
+    from composer.runtime.nvrtc import compile_cuda
+
+    order, kernel, nq = job.order, job.spec["kernel"], job.order + 1
+    variant, mma, volume = None, None, None
+    if kernel == "face":
+        source, threads, smem, signature = render_face(nq), FACE_THREADS, 0, FACE_SIGNATURE
+        grid = f"min(max(cdiv(ne * {6 * nq * nq}, {threads}), 1), sms * 16)"
+    else:
+        variant = job.spec["variant"]
+        table = tomllib.loads(job.spec["table"])["paths"]
+        source_variant = next(iter(table))
+        config = parse_table(source_variant, order, table[source_variant], f"build job {job.name}",
+                             dfma=variant == "FUSED_DFMA")
+        if variant == "FUSED_DFMA":
+            import dataclasses
+
+            config = dataclasses.replace(config, variant="FUSED_DFMA", dfma=True)
+        mma, volume = config.mma, config.volume
+        plan = kernel_plans(config)[kernel]
+        source, threads, smem, signature = render_volume(config, plan), plan.kernel.threads, plan.smem_bytes, \
+            VOLUME_SIGNATURE
+        epb = config.elements_per_block
+        grid = f"cdiv(ne, {epb}) * {plan.blocks_per_element}" if epb > 1 else f"ne * {plan.blocks_per_element}"
+    built = compile_cuda(source, f"{job.name}.cu", arch=job.arch, options=OPTIONS, entry_points=[job.name])
+    cubin = f"{job.name}.cubin"
+    atomic_write_bytes(out / cubin, built.cubin)
+    return {
+        "symbol": built.symbol(job.name), "cubin": cubin, "sha256": "", "block": [threads, 1, 1],
+        "dynamic_smem": smem, "params": [{"name": p.name, "ctype": p.ctype} for p in signature],
+        "grid_rule": {"x": grid}, "arch": job.arch,
+        "config": {"kind": "fused", "order": order, "variant": variant, "kernel": kernel,
+                   "mma": mma, "volume": volume},
+    }
+
+
+_COMPILERS: dict[str, Callable[[BuildJob, Path], dict]] = {"cute": _compile_cute, "nvrtc": _compile_nvrtc,
+                                                           "fused": _compile_fused}
 
 
 def existing_entries(out: Path) -> dict[str, KernelEntry]:

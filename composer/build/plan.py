@@ -1,8 +1,9 @@
 """What ``composer build`` must compile for a configuration (orders x paths x arch x MMA shape).
 
 A plan is a list of jobs, each producing one CUBIN with one kernel: CuTe DSL GEMMs (per order
-and role, from the schedule's ``[paths.GEMM_CUTE]`` table or the default tiles) and the NVRTC
-support kernels the library paths launch (per order). Every job has a ``key`` over everything
+and role, from the schedule's ``[paths.GEMM_CUTE]`` table or the default tiles), the NVRTC
+support kernels the library paths launch (per order) and, for the fused paths, every kernel of
+the variant's schedule at the order (face kernel and volume kernels, NVRTC). Every job has a ``key`` over everything
 that determines its CUBIN, so a rebuild recompiles exactly the jobs whose key changed.
 """
 
@@ -14,18 +15,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from composer.config.schedules import available_orders, load_schedule
+from composer.errors import ComposerError
 from composer.gemm.cute.shapes import check_supported, mma_shape
 from composer.gemm.cute.tiles import role_kernel
 from composer.gemm.roles import ROLES
 
 PATHS_NEEDING_CUTE = ("GEMM_CUTE",)
+FUSED_PATHS = ("FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
 PATHS_NEEDING_SUPPORT = ("GEMM", "GEMM_CUTE")
 DEFAULT_PATHS = ("GEMM_CUTE",)
 
 
 @dataclass(frozen=True)
 class BuildJob:
-    """One kernel to compile. ``kind`` is "cute" or "nvrtc"; ``spec`` is JSON-ready."""
+    """One kernel to compile. ``kind`` is "cute", "nvrtc" or "fused"; ``spec`` is JSON-ready."""
 
     name: str  # entry symbol prefix and CUBIN file stem
     kind: str
@@ -68,6 +71,38 @@ def support_jobs(order: int, arch: str) -> list[BuildJob]:
                      {"family": f, "nq": order + 1, "block": DEFAULT_BLOCK}) for f in FAMILIES]
 
 
+def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
+    """Every kernel of ``variant``'s schedule at ``order`` (none when the variant does not implement
+    the order). The spec holds the schedule table and the sha256 of the rendered source, so a
+    schedule or template change rebuilds exactly the kernels it changes."""
+    from composer.fused.builder import check_arch, face_kernel_name, kernel_plans, render_face, render_volume
+    from composer.fused.candidates import to_table
+    from composer.fused.config import SUPPORTED_ORDERS, fused_config
+
+    if order not in SUPPORTED_ORDERS[variant]:
+        return []
+    config = fused_config(variant, order)
+    try:
+        check_arch(config, arch)
+    except ComposerError:
+        raise ComposerError(f"path {variant} at order {order}: its schedule uses mma {config.mma}, which needs "
+                            f"sm_90 or newer; {arch} has only 8x8x4 (FUSED_TC builds for {arch})") from None
+    table = to_table(config)
+    jobs = []
+    if config.flux == "array":
+        name = face_kernel_name(config.nq)
+        # the face kernel depends on Nq only: the same job whichever variant or schedule asks for it
+        jobs.append(BuildJob(name, "fused", arch, order, {"kernel": "face", "source_sha": _sha(render_face(config.nq))}))
+    for index, kp in enumerate(kernel_plans(config)):
+        jobs.append(BuildJob(kp.name, "fused", arch, order, {"variant": variant, "table": table, "kernel": index,
+                                                             "source_sha": _sha(render_volume(config, kp))}))
+    return jobs
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def plan(arch: str, mma: str, orders: list[int] | None = None,
          paths: list[str] | None = None) -> list[BuildJob]:
     """All jobs for the configuration; orders default to every scheduled order."""
@@ -75,12 +110,34 @@ def plan(arch: str, mma: str, orders: list[int] | None = None,
     check_supported(mma, arch)
     orders = orders or available_orders()
     paths = [p.upper() for p in (paths or DEFAULT_PATHS)]
+    known = set(PATHS_NEEDING_CUTE) | set(PATHS_NEEDING_SUPPORT) | set(FUSED_PATHS)
+    unknown = [p for p in paths if p not in known]
+    if unknown:
+        raise ValueError(f"composer build has no kernels for {unknown}; paths with kernels: {sorted(known)}")
     jobs: list[BuildJob] = []
     for order in orders:
         if any(p in PATHS_NEEDING_CUTE for p in paths):
             jobs += cute_jobs(order, arch, mma)
         if any(p in PATHS_NEEDING_SUPPORT for p in paths):
             jobs += support_jobs(order, arch)
+        for variant in (p for p in paths if p in FUSED_PATHS):
+            jobs += fused_jobs(order, arch, variant)
+    for variant in (p for p in paths if p in FUSED_PATHS):
+        if not any(j.kind == "fused" and j.spec.get("variant") == variant for j in jobs):
+            from composer.fused.config import SUPPORTED_ORDERS
+
+            raise ValueError(f"path {variant} implements none of the orders {orders}; "
+                             f"it supports {sorted(SUPPORTED_ORDERS[variant])}")
+    # the face kernel of an order is the same kernel for every fused variant: build it once
+    faces: dict[str, str] = {}
+    kept = []
+    for job in jobs:
+        if job.kind == "fused" and job.spec["kernel"] == "face":
+            if faces.get(job.name) == job.spec["source_sha"]:
+                continue
+            faces[job.name] = job.spec["source_sha"]
+        kept.append(job)
+    jobs = kept
     names = [j.name for j in jobs]
     dups = {n for n in names if names.count(n) > 1}
     if dups:

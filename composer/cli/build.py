@@ -26,7 +26,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--orders", type=csv_list(int), default=None, metavar="P[,P...]",
                         help="orders to build (default: every scheduled order)")
     parser.add_argument("--paths", default=",".join(DEFAULT_PATHS), metavar="NAME[,NAME...]",
-                        help=f"paths whose kernels to build (default: {','.join(DEFAULT_PATHS)})")
+                        help=f"paths whose kernels to build: GEMM, GEMM_CUTE, FUSED, FUSED_TC, FUSED_DFMA, FUSED_TC16 "
+                             f"(default: {','.join(DEFAULT_PATHS)})")
     parser.add_argument("--out", default=None, metavar="BUILD_DIR", help="output (default: build/<arch>)")
     parser.add_argument("--force", action="store_true", help="recompile everything")
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")

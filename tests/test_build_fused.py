@@ -1,0 +1,66 @@
+"""``composer build --paths FUSED...``: the fused kernels cross-compiled into the build directory
+(CUBINs + manifest entries with block, shared memory, parameters and grid rule), incremental,
+rebuilt when a schedule changes, with clear errors for paths, orders and architectures."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from composer.build.builder import build
+from composer.build.plan import plan
+from composer.errors import ComposerError
+from composer.fused.builder import kernel_plans
+from composer.fused.config import fused_config
+from composer.runtime.manifest import read_manifest
+from tests.test_fused_cpu import needs_nvrtc
+
+SCHEDULES = Path(__file__).resolve().parents[1] / "schedules"
+
+
+@needs_nvrtc
+def test_fused_kernels_build_into_the_manifest(tmp_path) -> None:
+    jobs = plan("sm_90", "16x8x4", [511], ["FUSED_TC16", "FUSED_DFMA"])
+    # one face kernel for both variants, then each variant's three streamed kernels
+    assert [j.spec["kernel"] for j in jobs] == ["face", 0, 1, 2, 0, 1, 2]
+    report = build(jobs, tmp_path)
+    assert len(report.built) == 7
+    entries = {e.config["job"]: e for e in read_manifest(tmp_path / "manifest.json")}
+    config = fused_config("FUSED_TC16", 511)
+    for kp in kernel_plans(config):
+        entry = entries[kp.name]
+        assert entry.config["kind"] == "fused" and entry.config["volume"] == "stream"
+        assert entry.block == (kp.kernel.threads, 1, 1) or list(entry.block) == [kp.kernel.threads, 1, 1]
+        assert entry.dynamic_smem == kp.smem_bytes
+        assert entry.grid(ne=1, sms=132)[0] == kp.blocks_per_element
+        assert [p["name"] if isinstance(p, dict) else p.name for p in entry.params][-2:] == ["dqdt", "ne"]
+    assert build(jobs, tmp_path).built == []  # up to date
+
+
+@needs_nvrtc
+def test_a_schedule_change_rebuilds_its_kernels(tmp_path, monkeypatch) -> None:
+    out = tmp_path / "build"
+    build(plan("sm_90", "16x8x4", [511], ["FUSED_TC16"]), out)
+    override = tmp_path / "schedules"
+    override.mkdir()
+    text = (SCHEDULES / "p0511.toml").read_text()
+    start = text.index("[paths.FUSED_TC16]")
+    changed = text[:start] + text[start:].replace("stages = 4", "stages = 3", 1)
+    assert changed != text
+    (override / "p0511.toml").write_text(changed)
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(override))
+    report = build(plan("sm_90", "16x8x4", [511], ["FUSED_TC16"]), out)
+    assert sorted(report.built) == sorted(p.name for p in kernel_plans(fused_config("FUSED_TC16", 511)))
+    assert all(r == "configuration changed" for r in report.reasons.values())
+    shutil.rmtree(out)
+
+
+def test_fused_build_errors_are_clear() -> None:
+    with pytest.raises(ComposerError, match="needs sm_90 or newer"):
+        plan("sm_80", "8x8x4", [511], ["FUSED_TC16"])
+    with pytest.raises(ValueError, match="implements none of the orders"):
+        plan("sm_90", "16x8x4", [511], ["FUSED"])
+    with pytest.raises(ValueError, match="no kernels for"):
+        plan("sm_90", "16x8x4", [7], ["BOGUS"])
