@@ -64,3 +64,46 @@ def test_fused_build_errors_are_clear() -> None:
         plan("sm_90", "16x8x4", [511], ["FUSED"])
     with pytest.raises(ValueError, match="no kernels for"):
         plan("sm_90", "16x8x4", [7], ["BOGUS"])
+
+
+@needs_nvrtc
+def test_fused_path_takes_its_kernels_from_the_build_directory(tmp_path, monkeypatch) -> None:
+    """prebuilt(): every kernel from the build directory, byte-identical to what NVRTC compiles
+    for the path; a schedule whose source differs, another arch or a corrupt CUBIN: None (the
+    path then compiles)."""
+    from composer.fused.builder import build as build_fused
+    from composer.fused.builder import prebuilt
+
+    build(plan("sm_90", "16x8x4", [511], ["FUSED_TC16"]), tmp_path)
+    config = fused_config("FUSED_TC16", 511)
+    ready = prebuilt(config, "sm_90", tmp_path)
+    assert ready is not None
+    fresh = build_fused(config, "sm_90")
+    assert [k.name for k in ready.kernels] == [k.name for k in fresh.kernels]
+    for a, b in zip(ready.kernels, fresh.kernels):
+        assert a.compiled.cubin == b.compiled.cubin and a.compiled.symbol(a.name) == b.compiled.symbol(b.name)
+        assert (a.threads, a.smem_bytes, a.blocks_per_element, a.signature) == (
+            b.threads, b.smem_bytes, b.blocks_per_element, b.signature)
+    import dataclasses
+
+    assert prebuilt(dataclasses.replace(config, stages=3), "sm_90", tmp_path) is None
+    assert prebuilt(config, "sm_100", tmp_path) is None
+    assert prebuilt(config, "sm_90", tmp_path / "nowhere") is None
+    victim = tmp_path / f"{kernel_plans(config)[0].name}.cubin"
+    victim.write_bytes(victim.read_bytes()[:-8] + b"\0" * 8)
+    assert prebuilt(config, "sm_90", tmp_path) is None
+
+
+@pytest.mark.gpu
+def test_prebuilt_fused_kernels_validate_on_gpu(tmp_path, monkeypatch) -> None:
+    """FUSED_TC16 and FUSED_DFMA at p = 255 launched from a composer build directory."""
+    from composer.fused.builder import prebuilt
+    from composer.fused.trial import TOLERANCE, run_case
+    from composer.runtime.device import ensure_context
+
+    device = ensure_context(None)
+    build(plan(device.arch, "16x8x4", [255], ["FUSED_TC16", "FUSED_DFMA"]), tmp_path)
+    assert prebuilt(fused_config("FUSED_TC16", 255), device.arch, tmp_path) is not None
+    monkeypatch.setenv("COMPOSER_BUILD_DIR", str(tmp_path))
+    for rec in run_case(255, (1, 1, 1), ["FUSED_TC16", "FUSED_DFMA"], device):
+        assert rec.get("passed") and rec["rel_err"] <= TOLERANCE, rec

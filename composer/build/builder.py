@@ -147,7 +147,7 @@ def _compile_fused(job: BuildJob, out: Path) -> dict:
         "dynamic_smem": smem, "params": [{"name": p.name, "ctype": p.ctype} for p in signature],
         "grid_rule": {"x": grid}, "arch": job.arch,
         "config": {"kind": "fused", "order": order, "variant": variant, "kernel": kernel,
-                   "mma": mma, "volume": volume},
+                   "mma": mma, "volume": volume, "source_sha": job.spec["source_sha"]},
     }
 
 

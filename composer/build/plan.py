@@ -75,7 +75,8 @@ def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
     """Every kernel of ``variant``'s schedule at ``order`` (none when the variant does not implement
     the order). The spec holds the schedule table and the sha256 of the rendered source, so a
     schedule or template change rebuilds exactly the kernels it changes."""
-    from composer.fused.builder import check_arch, face_kernel_name, kernel_plans, render_face, render_volume
+    from composer.fused.builder import (check_arch, face_kernel_name, kernel_plans, render_face, render_volume,
+                                        source_sha)
     from composer.fused.candidates import to_table
     from composer.fused.config import SUPPORTED_ORDERS, fused_config
 
@@ -92,15 +93,11 @@ def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
     if config.flux == "array":
         name = face_kernel_name(config.nq)
         # the face kernel depends on Nq only: the same job whichever variant or schedule asks for it
-        jobs.append(BuildJob(name, "fused", arch, order, {"kernel": "face", "source_sha": _sha(render_face(config.nq))}))
+        jobs.append(BuildJob(name, "fused", arch, order, {"kernel": "face", "source_sha": source_sha(render_face(config.nq))}))
     for index, kp in enumerate(kernel_plans(config)):
         jobs.append(BuildJob(kp.name, "fused", arch, order, {"variant": variant, "table": table, "kernel": index,
-                                                             "source_sha": _sha(render_volume(config, kp))}))
+                                                             "source_sha": source_sha(render_volume(config, kp))}))
     return jobs
-
-
-def _sha(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def plan(arch: str, mma: str, orders: list[int] | None = None,

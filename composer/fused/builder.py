@@ -302,6 +302,45 @@ def check_arch(config: FusedConfig, arch: str) -> None:
         raise ComposerError(f"path {config.variant} at order {config.order}: {exc}") from None
 
 
+def source_sha(source: str) -> str:
+    """What a build-directory entry records of the source it compiled (composer.build.plan)."""
+    import hashlib
+
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def prebuilt(config: FusedConfig, arch: str, build_dir: Path) -> FusedBuild | None:
+    """The kernels of ``config`` from a ``composer build --paths ...`` directory, when every one of
+    them is there, built for ``arch`` from the very source this configuration renders (CUBINs
+    verified against the manifest's sha256); None otherwise, and the caller compiles them."""
+    from composer.runtime.errors import ManifestError
+    from composer.runtime.manifest import read_manifest
+
+    manifest = Path(build_dir) / "manifest.json"
+    if not manifest.is_file():
+        return None
+    try:
+        entries = {e.config.get("job"): e for e in read_manifest(manifest, verify=True)
+                   if e.config.get("kind") == "fused"}
+    except ManifestError:
+        return None
+    wanted: list[tuple[str, str, int, int, int, tuple[Param, ...]]] = []
+    if config.flux == "array":
+        wanted.append((face_kernel_name(config.nq), render_face(config.nq), FACE_THREADS, 0, 0, FACE_SIGNATURE))
+    for plan in kernel_plans(config):
+        wanted.append((plan.name, render_volume(config, plan), plan.kernel.threads, plan.smem_bytes,
+                       plan.blocks_per_element, VOLUME_SIGNATURE))
+    built = []
+    for name, source, threads, smem, blocks, signature in wanted:
+        entry = entries.get(name)
+        if entry is None or entry.arch != arch or entry.config.get("source_sha") != source_sha(source):
+            return None
+        cubin = (Path(build_dir) / entry.cubin).read_bytes()
+        compiled = CompiledKernel(name, arch, cubin, log="", lowered_names={name: entry.symbol}, options=OPTIONS)
+        built.append(BuiltKernel(name, compiled, threads, smem, blocks, signature))
+    return FusedBuild(config, arch, tuple(built))
+
+
 def build(config: FusedConfig, arch: str = "sm_90", cache_dir: Path | None = None) -> FusedBuild:
     """Render and compile (or fetch from the NVRTC cache) every kernel of ``config``."""
     check_arch(config, arch)
@@ -319,5 +358,5 @@ def build(config: FusedConfig, arch: str = "sm_90", cache_dir: Path | None = Non
     return FusedBuild(config, arch, tuple(built))
 
 
-__all__ = ["DIR_NAMES", "BuiltKernel", "FusedBuild", "KernelPlan", "StreamPlan", "build", "check_arch", "kernel_plans",
+__all__ = ["DIR_NAMES", "BuiltKernel", "FusedBuild", "KernelPlan", "StreamPlan", "build", "prebuilt", "source_sha", "check_arch", "kernel_plans",
            "render_face", "render_volume"]

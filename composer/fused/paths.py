@@ -6,16 +6,18 @@ paths launch identically and differ only in what the builder renders for them.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path as FsPath
 from typing import Any, ClassVar
 
-from composer.fused.builder import FusedBuild, build
+from composer.fused.builder import FusedBuild, build, prebuilt
 from composer.fused.config import SUPPORTED_ORDERS, FusedConfig, fused_config
 from composer.paths.base import Path
 from composer.paths.problem import DeviceProblem
 from composer.runtime.module import Kernel, Module
 
 FACE_BLOCKS_PER_SM = 16  # grid cap of the grid-stride face kernel
+BUILD_DIR_ENV = "COMPOSER_BUILD_DIR"  # the same build directory GEMM_CUTE reads
 
 
 def _prefer_shared_carveout(kernel: Kernel) -> None:
@@ -31,7 +33,8 @@ def _prefer_shared_carveout(kernel: Kernel) -> None:
 class FusedPathBase(Path):
     """Launch the fused kernels of ``variant`` for the problem's order on its device.
 
-    Options: ``config`` (a FusedConfig overriding the schedule's), ``cache_dir`` (NVRTC cache).
+    Options: ``config`` (a FusedConfig overriding the schedule's), ``cache_dir`` (NVRTC cache),
+    ``build_dir`` (a ``composer build`` directory; default ``$COMPOSER_BUILD_DIR``).
     """
 
     variant: ClassVar[str]
@@ -41,7 +44,12 @@ class FusedPathBase(Path):
         config: FusedConfig = options.get("config") or fused_config(self.variant, problem.order)
         cache_dir: FsPath | None = options.get("cache_dir")
         self.config = config
-        self.build: FusedBuild = build(config, problem.device.arch, cache_dir)
+        # kernels cross-compiled by `composer build --paths ...` when the build directory holds all of
+        # them from this very source; else NVRTC (disk-cached)
+        build_dir = options.get("build_dir") or os.environ.get(BUILD_DIR_ENV)
+        ready = prebuilt(config, problem.device.arch, FsPath(build_dir)) if build_dir else None
+        self.prebuilt = ready is not None
+        self.build: FusedBuild = ready or build(config, problem.device.arch, cache_dir)
         self._modules: list[Module] = []
         self._launches: list[tuple[Kernel, int, int, int, bool]] = []  # kernel, grid, block, smem, face?
         ne = problem.num_elements
