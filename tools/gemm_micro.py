@@ -58,38 +58,24 @@ VARIANTS = [
 ]
 
 
-#: (role, order, mma) built with the schedule's own tiles and the prefetching mainloop (--prefetch)
-PREFETCH_VARIANTS = [("x", 511, "16x8x4"), ("x", 511, "16x8x8"), ("x", 255, "16x8x4"), ("y", 255, "16x8x4"),
-                     ("z", 255, "16x8x4"), ("x", 127, "16x8x4"), ("y", 127, "16x8x4"), ("z", 127, "16x8x4")]
+def variant_specs() -> list[tuple[str, int, str, dict, str]]:
+    """(role, order, mma, tile overrides, name tag) of every tile alternative of VARIANTS to build,
+    so that one GPU run compares them side by side with the default build."""
+    return [(role, order, mma, {"bm": bm, "bn": bn, "bk": bk, "warps_m": wm, "warps_n": wn,
+                                "stages": st, "swap": swap}, f"v{idx:02d}")
+            for idx, (role, order, mma, bm, bn, bk, wm, wn, st, swap) in enumerate(VARIANTS)]
 
 
-def variant_specs(prefetch: bool) -> list[tuple[str, int, str, dict, str]]:
-    """(role, order, mma, tile overrides, name tag) of every variant to build: the tile
-    alternatives of VARIANTS, or (``prefetch``) the schedule's own tiles with the prefetching
-    mainloop, so one GPU run compares them side by side with the default build."""
-    from composer.config.schedules import load_schedule
-
-    if not prefetch:
-        return [(role, order, mma, {"bm": bm, "bn": bn, "bk": bk, "warps_m": wm, "warps_n": wn,
-                                    "stages": st, "swap": swap}, f"v{idx:02d}")
-                for idx, (role, order, mma, bm, bn, bk, wm, wn, st, swap) in enumerate(VARIANTS)]
-    specs = []
-    for idx, (role, order, mma) in enumerate(PREFETCH_VARIANTS):
-        tiles = dict(load_schedule(order).paths.get("GEMM_CUTE", {}).get("tiles", {}).get(role, {}))
-        specs.append((role, order, mma, dict(tiles, prefetch=True), f"pf{idx:02d}"))
-    return specs
-
-
-def build_variants(out: Path, arch: str, prefetch: bool = False) -> int:
+def build_variants(out: Path, arch: str) -> int:
     from composer.build.builder import build
     from composer.build.plan import BuildJob
     from composer.gemm.cute.tiles import role_kernel
 
     jobs = []
-    for idx, (role, order, mma, overrides, tag) in enumerate(variant_specs(prefetch)):
+    for idx, (role, order, mma, overrides, tag) in enumerate(variant_specs()):
         try:
             rk = role_kernel(role, order + 1, 1, mma, overrides)
-        except ValueError as exc:  # e.g. prefetch with an odd number of k steps per tile
+        except ValueError as exc:  # a tile the shape cannot take (validate() says why)
             print(f"skip {role} p{order} {mma}: {exc}", file=sys.stderr)
             continue
         name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_{tag}"
@@ -401,8 +387,6 @@ def main() -> int:
     v = sub.add_parser("variants")
     v.add_argument("--out", default="build/sm_90_var")
     v.add_argument("--arch", default="sm_90")
-    v.add_argument("--prefetch", action="store_true",
-                   help="build the schedule tiles with the prefetching mainloop instead of the tile variants")
     r = sub.add_parser("run")
     r.add_argument("--build", action="append", required=True)
     r.add_argument("--out", default=os.environ.get("OUT", "/tmp/gemm-micro"))
@@ -416,7 +400,7 @@ def main() -> int:
                    help="skip NumPy emulation when fewer seconds than this are left")
     args = ap.parse_args()
     if args.cmd == "variants":
-        return build_variants(Path(args.out), args.arch, args.prefetch)
+        return build_variants(Path(args.out), args.arch)
     return run_gpu(args)
 
 

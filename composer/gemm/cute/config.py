@@ -62,7 +62,6 @@ class GemmConfig:
     c_major: str = "m"
     vec: int = 2
     epilogue: str = "store"
-    prefetch: bool = False  # fragments double-buffered across k steps and k tiles (see kernel.py)
 
     @property
     def shape(self) -> MmaShape:
@@ -104,13 +103,11 @@ class GemmConfig:
         """Short, file-name-safe identity: shape, tile, warps, stages, majors, vec, epilogue."""
         return (f"m{self.mma.replace('x', '_')}_t{self.bm}x{self.bn}x{self.bk}_w{self.warps_m}x"
                 f"{self.warps_n}_s{self.stages}_{self.a_major}{self.b_major}{self.c_major}"
-                f"_v{self.vec}_{self.epilogue}" + ("_pf" if self.prefetch else ""))
+                f"_v{self.vec}_{self.epilogue}")
 
     def key(self) -> str:
         """sha256 of the configuration (with the kernel source version, for cache keys)."""
         fields = asdict(self)
-        if not self.prefetch:  # keys of configurations without the option stay what they were
-            fields.pop("prefetch")
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
     def validate(self, arch: str | None = None) -> "GemmConfig":
@@ -139,8 +136,6 @@ class GemmConfig:
             problems.append(f"vec={self.vec} must be 1 or 2")
         if self.epilogue not in EPILOGUES:
             problems.append(f"epilogue {self.epilogue!r} not in {EPILOGUES}")
-        if self.prefetch and (self.bk // s.k) % 2:
-            problems.append(f"prefetch needs an even number of k steps per tile (bk/k = {self.bk // s.k})")
         if self.smem_bytes > SMEM_LIMIT:
             problems.append(f"{self.smem_bytes} B of shared memory exceed {SMEM_LIMIT}")
         if self.accumulators > 128:
@@ -225,9 +220,9 @@ def kernel_problem(spec: GemmSpec, swap: bool = False) -> KernelProblem:
 
 
 def config_for(spec: GemmSpec, mma: str, bm: int, bn: int, bk: int, warps_m: int, warps_n: int,
-               stages: int, swap: bool = False, epilogue: str = "store", prefetch: bool = False) -> GemmConfig:
+               stages: int, swap: bool = False, epilogue: str = "store") -> GemmConfig:
     """A configuration with the majors (and cp.async width) the spec's layout requires."""
     prob = kernel_problem(spec, swap)
     a, b, c = prob.majors
     return GemmConfig(mma, bm, bn, bk, warps_m, warps_n, stages, a, b, c,
-                      2 if prob.vec2_ok else 1, epilogue, bool(prefetch))
+                      2 if prob.vec2_ok else 1, epilogue)

@@ -276,18 +276,6 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
                    for r in range(shape.b_regs)] for j in range(tiles_n)]
         return a_frag, b_frag
 
-    def keep(frag_a: Any, frag_b: Any, buf: int, fr: tuple[list, list]) -> None:
-        for i in range(tiles_m):
-            for r in range(shape.a_regs):
-                frag_a[(buf, i, r)] = fr[0][i][r]
-        for j in range(tiles_n):
-            for r in range(shape.b_regs):
-                frag_b[(buf, j, r)] = fr[1][j][r]
-
-    def held(frag_a: Any, frag_b: Any, buf: int) -> tuple[list, list]:
-        return ([[frag_a[(buf, i, r)] for r in range(shape.a_regs)] for i in range(tiles_m)],
-                [[frag_b[(buf, j, r)] for r in range(shape.b_regs)] for j in range(tiles_n)])
-
     def mma_step(acc: Any, a_frag: list, b_frag: list) -> None:
         for i in range(tiles_m):
             for j in range(tiles_n):
@@ -351,48 +339,18 @@ def make_kernel(cfg: GemmConfig, name: str) -> tuple[Callable[..., Any], Callabl
         a_bases = [a_layout((row_a + rc, t + kc, 0)) * 8 for rc, kc in a_fp[0]]
         b_bases = [b_layout((row_b + rc, t + kc, 0)) * 8 for rc, kc in b_fp[0]]
 
-        if cutlass.const_expr(not cfg.prefetch):
-            for kt in cutlass.range(k_tiles, unroll=1):
-                # tile kt has landed (at most stages-2 younger groups pending) and every warp is done
-                # with the stage the next load overwrites (it was read in iteration kt-1)
-                cute.arch.cp_async_wait_group(stages - 2)
-                cute.arch.sync_threads()
-                nxt = kt + stages - 1
-                if nxt < k_tiles:
-                    load_operands(ops, nxt * bk, nxt % stages, tidx)
-                cute.arch.cp_async_commit_group()
-                a_addr, b_addr = stage_addresses(sa_base, sb_base, a_bases, b_bases, kt % stages)
-                for ks in cutlass.range_constexpr(k_steps):
-                    mma_step(acc, *load_fragments(a_addr, b_addr, ks))
-        else:
-            # fragments double-buffered in registers: k step ks+1 is loaded before k step ks's
-            # DMMAs, and the next tile's first k step before this tile's last DMMAs, so the
-            # first DMMAs of a tile do not wait for its fragment loads after the barrier
-            frag_a = cute.make_rmem_tensor(cute.make_layout((2, tiles_m, shape.a_regs)), Float64)
-            frag_b = cute.make_rmem_tensor(cute.make_layout((2, tiles_n, shape.b_regs)), Float64)
-
-            cute.arch.cp_async_wait_group(stages - 2)  # tile 0 has landed
+        for kt in cutlass.range(k_tiles, unroll=1):
+            # tile kt has landed (at most stages-2 younger groups pending) and every warp is done
+            # with the stage the next load overwrites (it was read in iteration kt-1)
+            cute.arch.cp_async_wait_group(stages - 2)
             cute.arch.sync_threads()
-            keep(frag_a, frag_b, 0, load_fragments(*stage_addresses(sa_base, sb_base, a_bases, b_bases,
-                                                                     Int32(0)), 0))
-            for kt in cutlass.range(k_tiles, unroll=1):
-                # every warp passed the barrier at the end of tile kt-1, so stage (kt-1) % stages,
-                # which the next load overwrites, is no longer read
-                nxt = kt + stages - 1
-                if nxt < k_tiles:
-                    load_operands(ops, nxt * bk, nxt % stages, tidx)
-                cute.arch.cp_async_commit_group()
-                a_addr, b_addr = stage_addresses(sa_base, sb_base, a_bases, b_bases, kt % stages)
-                for ks in cutlass.range_constexpr(k_steps):
-                    if cutlass.const_expr(ks + 1 < k_steps):
-                        keep(frag_a, frag_b, (ks + 1) % 2, load_fragments(a_addr, b_addr, ks + 1))
-                    else:
-                        cute.arch.cp_async_wait_group(stages - 2)  # tile kt+1 has landed
-                        cute.arch.sync_threads()
-                        if kt + 1 < k_tiles:
-                            nxt_addr = stage_addresses(sa_base, sb_base, a_bases, b_bases, (kt + 1) % stages)
-                            keep(frag_a, frag_b, (ks + 1) % 2, load_fragments(*nxt_addr, 0))
-                    mma_step(acc, *held(frag_a, frag_b, ks % 2))
+            nxt = kt + stages - 1
+            if nxt < k_tiles:
+                load_operands(ops, nxt * bk, nxt % stages, tidx)
+            cute.arch.cp_async_commit_group()
+            a_addr, b_addr = stage_addresses(sa_base, sb_base, a_bases, b_bases, kt % stages)
+            for ks in cutlass.range_constexpr(k_steps):
+                mma_step(acc, *load_fragments(a_addr, b_addr, ks))
         cute.arch.cp_async_wait_group(0)
 
         ctx = EpilogueContext(

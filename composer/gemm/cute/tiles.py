@@ -15,7 +15,7 @@ from composer.gemm.cute.config import GemmConfig, KernelProblem, config_for, ker
 from composer.gemm.cute.shapes import mma_shape
 from composer.gemm.roles import GemmSpec, gemm_spec
 
-TILE_KEYS = ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "swap", "prefetch")
+TILE_KEYS = ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "swap")
 
 
 def _pow2_at_least(x: int, lo: int, hi: int) -> int:
