@@ -86,6 +86,20 @@ def _scaled_box(k: KernelConfig, nq: int, factor: int) -> tuple[int, int, int] |
     return tuple(box) if factor == 1 else None  # type: ignore[return-value]
 
 
+def _family_base(variant: str, order: int, volume: str | None, from_order: int = 0,
+                 tensor_core: bool = False) -> FusedConfig | None:
+    """The order's schedule when a candidate family applies to it, else None: the variant
+    implements the order (from ``from_order`` on), its schedule runs the kernel family the
+    candidates vary (``volume``: "box", "stream", None for either) and, for ``tensor_core``, an MMA
+    engine."""
+    if order < from_order or order not in SUPPORTED_ORDERS[variant]:
+        return None
+    base = fused_config(variant, order)
+    if (volume is not None and base.volume != volume) or (tensor_core and base.engine != "mma"):
+        return None
+    return base
+
+
 def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """(label, config) of the schedule-table variations of ``variant`` at ``order`` (base first)."""
     base = fused_config(variant, order)
@@ -135,10 +149,8 @@ def trace_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     staged tiles (``traces = "tiles"``); on an array schedule (p >= 63), inline fluxes instead of
     the face kernel and the fstar round trip through global memory, with the interior traces from
     global memory or from the tiles."""
-    if order not in SUPPORTED_ORDERS[variant]:
-        return []
-    base = fused_config(variant, order)
-    if base.volume != "box":  # a box-kernel family: nothing to vary on a streamed table
+    base = _family_base(variant, order, "box")
+    if base is None:
         return []
     options = ([{"traces": "tiles"}] if base.flux == "inline"
                else [{"flux": "inline"}, {"flux": "inline", "traces": "tiles"}])
@@ -176,12 +188,8 @@ def staged_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
     "smem"`` (all of D, else the widest panel that fits), 16-k panels, and staging with two
     blocks per SM (8- and 16-k panels). Tensor-core variants only; those that do not fit are
     dropped."""
-    if order < STAGED_FROM or order not in SUPPORTED_ORDERS[variant]:
-        return []
-    base = fused_config(variant, order)
-    if base.volume != "box":  # a box-kernel family: nothing to vary on a streamed table
-        return []
-    if base.engine != "mma":
+    base = _family_base(variant, order, "box", STAGED_FROM, tensor_core=True)
+    if base is None:
         return []
     nq = base.nq
     options = [{"min_blocks": 2}, {"d_stage": "smem"}, {"d_stage": "smem", "d_panel": 16},
@@ -228,12 +236,8 @@ def strip_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     traces on the face an element shares with the previous one come from L1 (ncu at p = 7: L1
     at 86 %, L2 tag lookups at 70 %, much of it on the x-face gathers). 2, 4 and 8 elements, with the schedule's
     own trace source and with the other one."""
-    if order not in SUPPORTED_ORDERS[variant]:
-        return []
-    base = fused_config(variant, order)
-    if base.volume != "box":  # a box-kernel family: nothing to vary on a streamed table
-        return []
-    if any(k.box != (base.nq,) * 3 for k in base.kernels) or base.d_stage != "global":
+    base = _family_base(variant, order, "box")
+    if base is None or any(k.box != (base.nq,) * 3 for k in base.kernels) or base.d_stage != "global":
         return []
     out = []
     for epb in (2, 4, 8):
@@ -249,12 +253,8 @@ def wide_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     8- or 16-k panels: the staged D panel is re-read from L2 by every block, so its L2 traffic per
     FLOP falls as 1/lines (ncu at p = 255: L2 at 75-80 % with 16 lines per block). One block per SM;
     256 or 512 threads. Tensor-core variants, p >= 255."""
-    if order < 255 or order not in SUPPORTED_ORDERS[variant]:
-        return []
-    base = fused_config(variant, order)
-    if base.volume != "box":  # a box-kernel family: nothing to vary on a streamed table
-        return []
-    if base.engine != "mma":
+    base = _family_base(variant, order, "box", 255, tensor_core=True)
+    if base is None:
         return []
     shapes = ["16x8x4", "16x8x8"] if variant == "FUSED_TC16" else [base.mma]
     out = []
@@ -286,10 +286,8 @@ def stream_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
     """The streamed volume kernel (``volume = "stream"``, one kernel per direction, face array) at
     the block tiles of STREAM_TILES and the pipelines of STREAM_PIPELINES. Tensor-core variants,
     p >= STREAM_FROM."""
-    if order < STREAM_FROM or order not in SUPPORTED_ORDERS[variant]:
-        return []
-    base = fused_config(variant, order)
-    if base.engine != "mma":
+    base = _family_base(variant, order, None, STREAM_FROM, tensor_core=True)
+    if base is None:
         return []
     shapes = ["16x8x4", "16x8x8"] if variant == "FUSED_TC16" else [base.mma]
     out = []
@@ -314,10 +312,8 @@ def stream_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     pipelines (STREAM_REFINE_PIPELINES), a wider warp tile (WN doubled: fewer A-fragment loads per
     MMA) on the same block tile with half the threads or on twice the positions, two blocks per SM
     asked of ptxas, and each of these with the other A operand (``a_operand``)."""
-    if order not in SUPPORTED_ORDERS[variant]:
-        return []
-    base = fused_config(variant, order)
-    if base.volume != "stream":
+    base = _family_base(variant, order, "stream")
+    if base is None:
         return []
     mk = int((base.mma or "x4x4").split("x")[2])
     k0 = base.kernels[0]

@@ -193,7 +193,6 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
     mm, _, mk = (int(x) for x in (config.mma or "").split("x"))
     mi, c_regs = mm // 8, mm // 4
     wm_n, wn_n = plan.kernel.tile
-    warps = plan.kernel.threads // 32
     nl, na, kp, fs, ds, fp = plan.lines(d), plan.positions(d), plan.k_panel, plan.fs, plan.ds, plan.f_panel
     tiles_l, tiles_a = nl // (mm * wm_n), na // (8 * wn_n)
     lane = np.arange(32)
