@@ -37,6 +37,12 @@ def test_fused_kernels_build_into_the_manifest(tmp_path) -> None:
         assert entry.grid(ne=1, sms=132)[0] == kp.blocks_per_element
         assert [p["name"] if isinstance(p, dict) else p.name for p in entry.params][-2:] == ["dqdt", "ne"]
     assert build(jobs, tmp_path).built == []  # up to date
+    from composer.cli.inspect import collect
+
+    rows, problems = collect(tmp_path, None)  # TC16 volume kernels checked for DMMA.16x8x4
+    assert len(rows) == 7 and problems == []
+    _, problems = collect(tmp_path, "8x8x4")  # the DFMA and face kernels are not held to a shape
+    assert len(problems) == 3 and all("fused_tc16_p511" in p for p in problems)
 
 
 @needs_nvrtc

@@ -22,8 +22,8 @@ def register(subparsers: Any) -> None:
         "inspect", help="disassemble CUBINs: DMMA shapes, DFMA, registers, spills, shared memory",
         description="Report per kernel of a CUBIN or of a build directory (its manifest.json) the "
         "DMMA instructions by shape, DFMA count, registers, local memory (spills) and shared memory. "
-        "With --expect (or, for a build directory, the MMA shape each GEMM was built with) check "
-        "that the SASS issues the right DMMA shape; exit 1 on a mismatch.")
+        "With --expect (or, for a build directory, the MMA shape each GEMM and tensor-core fused kernel "
+        "was built with) check that the SASS issues the right DMMA shape; exit 1 on a mismatch.")
     parser.add_argument("target", nargs="?", default="build", metavar="BUILD_DIR|CUBIN")
     parser.add_argument("--expect", default=None, metavar="SHAPE",
                         help="PTX MMA shape every kernel must issue (e.g. 16x8x4)")
@@ -44,7 +44,7 @@ def collect(target: Path, expect: str | None, allow_spills: bool = True
             mma = expect or entry.config.get("mma")
             for k in kernels.values():
                 rows.append(_row(k, entry.cubin, entry.dynamic_smem, entry.config.get("mma")))
-            if mma and (expect or entry.config.get("kind") == "cute_gemm"):
+            if mma and _issues_dmma(entry.config):
                 per = {entry.symbol: entry.config["mma_per_ktile"]} if "mma_per_ktile" in entry.config \
                     and not expect else None
                 problems += check_expected(kernels, mma, mma_per_kernel=per, allow_spills=allow_spills)
@@ -56,6 +56,15 @@ def collect(target: Path, expect: str | None, allow_spills: bool = True
     else:
         raise ComposerError(f"{target}: no such build directory or CUBIN")
     return rows, problems
+
+
+def _issues_dmma(config: dict[str, Any]) -> bool:
+    """Kernels of a build directory that must issue their MMA shape: the CuTe GEMMs and the
+    volume kernels of FUSED_TC / FUSED_TC16 (not the support and face kernels, nor FUSED_DFMA)."""
+    if config.get("kind") == "cute_gemm":
+        return True
+    return (config.get("kind") == "fused" and config.get("variant") in ("FUSED_TC", "FUSED_TC16")
+            and config.get("kernel") != "face")
 
 
 def _row(k: KernelSass, cubin: str, dynamic_smem: int | None, mma: str | None) -> dict[str, Any]:
