@@ -110,12 +110,11 @@ def _compile_nvrtc(job: BuildJob, out: Path) -> dict:
 
 
 def _compile_fused(job: BuildJob, out: Path) -> dict:
-    """One kernel of a fused schedule: the same source the path compiles at run time."""
-    import tomllib
-
+    """One kernel of a fused schedule: the same source the path compiles at run time (the plan
+    rendered it from the same schedule a moment ago; its sha256 is the job's key)."""
     from composer.fused.builder import (FACE_SIGNATURE, FACE_THREADS, OPTIONS, VOLUME_SIGNATURE, kernel_plans,
-                                        render_face, render_volume)
-    from composer.fused.config import parse_table
+                                        render_face, render_volume, source_sha)
+    from composer.fused.config import fused_config
     from composer.runtime.nvrtc import compile_cuda
 
     order, kernel, nq = job.order, job.spec["kernel"], job.order + 1
@@ -125,20 +124,15 @@ def _compile_fused(job: BuildJob, out: Path) -> dict:
         grid = f"min(max(cdiv(ne * {6 * nq * nq}, {threads}), 1), sms * 16)"
     else:
         variant = job.spec["variant"]
-        table = tomllib.loads(job.spec["table"])["paths"]
-        source_variant = next(iter(table))
-        config = parse_table(source_variant, order, table[source_variant], f"build job {job.name}",
-                             dfma=variant == "FUSED_DFMA")
-        if variant == "FUSED_DFMA":
-            import dataclasses
-
-            config = dataclasses.replace(config, variant="FUSED_DFMA", dfma=True)
+        config = fused_config(variant, order)
         mma, volume = config.mma, config.volume
         plan = kernel_plans(config)[kernel]
         source, threads, smem, signature = render_volume(config, plan), plan.kernel.threads, plan.smem_bytes, \
             VOLUME_SIGNATURE
         epb = config.elements_per_block
         grid = f"cdiv(ne, {epb}) * {plan.blocks_per_element}" if epb > 1 else f"ne * {plan.blocks_per_element}"
+    if source_sha(source) != job.spec["source_sha"]:
+        raise BuildError(f"{job.name}: the schedule or template changed while building; run the build again")
     built = compile_cuda(source, f"{job.name}.cu", arch=job.arch, options=OPTIONS, entry_points=[job.name])
     cubin = f"{job.name}.cubin"
     atomic_write_bytes(out / cubin, built.cubin)

@@ -3,8 +3,9 @@
 A plan is a list of jobs, each producing one CUBIN with one kernel: CuTe DSL GEMMs (per order
 and role, from the schedule's ``[paths.GEMM_CUTE]`` table or the default tiles), the NVRTC
 support kernels the library paths launch (per order) and, for the fused paths, every kernel of
-the variant's schedule at the order (face kernel and volume kernels, NVRTC). Every job has a ``key`` over everything
-that determines its CUBIN, so a rebuild recompiles exactly the jobs whose key changed.
+the variant's schedule at the order (face kernel and volume kernels, NVRTC). Every job has a
+``key`` over everything that determines its CUBIN, so a rebuild recompiles exactly the jobs whose
+key changed.
 """
 
 from __future__ import annotations
@@ -73,11 +74,10 @@ def support_jobs(order: int, arch: str) -> list[BuildJob]:
 
 def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
     """Every kernel of ``variant``'s schedule at ``order`` (none when the variant does not implement
-    the order). The spec holds the schedule table and the sha256 of the rendered source, so a
-    schedule or template change rebuilds exactly the kernels it changes."""
+    the order). The spec holds the sha256 of the rendered source, which carries every schedule
+    parameter, so a schedule or template change rebuilds exactly the kernels it changes."""
     from composer.fused.builder import (check_arch, face_kernel_name, kernel_plans, render_face, render_volume,
                                         source_sha)
-    from composer.fused.candidates import to_table
     from composer.fused.config import SUPPORTED_ORDERS, fused_config
 
     if order not in SUPPORTED_ORDERS[variant]:
@@ -88,14 +88,13 @@ def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
     except ComposerError:
         raise ComposerError(f"path {variant} at order {order}: its schedule uses mma {config.mma}, which needs "
                             f"sm_90 or newer; {arch} has only 8x8x4 (FUSED_TC builds for {arch})") from None
-    table = to_table(config)
     jobs = []
     if config.flux == "array":
-        name = face_kernel_name(config.nq)
         # the face kernel depends on Nq only: the same job whichever variant or schedule asks for it
-        jobs.append(BuildJob(name, "fused", arch, order, {"kernel": "face", "source_sha": source_sha(render_face(config.nq))}))
+        jobs.append(BuildJob(face_kernel_name(config.nq), "fused", arch, order,
+                             {"kernel": "face", "source_sha": source_sha(render_face(config.nq))}))
     for index, kp in enumerate(kernel_plans(config)):
-        jobs.append(BuildJob(kp.name, "fused", arch, order, {"variant": variant, "table": table, "kernel": index,
+        jobs.append(BuildJob(kp.name, "fused", arch, order, {"variant": variant, "kernel": index,
                                                              "source_sha": source_sha(render_volume(config, kp))}))
     return jobs
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from composer.errors import ComposerError
-from composer.fused.config import DIR_NAMES, FusedConfig, KernelConfig
+from composer.fused.config import DIR_NAMES, FusedConfig, KernelConfig, box_lines
 from composer.kernels.render import render
 from composer.runtime.nvrtc import CompiledKernel, compile_cuda
 from composer.runtime.params import Param, params
@@ -112,12 +112,6 @@ class KernelPlan(BoxGeometry):
     @property
     def smem_bytes(self) -> int:
         return 8 * self.smem_doubles
-
-
-def box_lines(box: tuple[int, int, int], d: int) -> int:
-    """Lines of direction d in a (k, j, i) box."""
-    bk, bj, bi = box
-    return (bk * bj, bk * bi, bj * bi)[d]
 
 
 @dataclass(frozen=True)
@@ -261,7 +255,8 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         nlines=[plan.lines(d) for d in range(3)], smem_doubles=plan.smem_doubles, first=plan.first,
         flux=config.flux, engine=config.engine, dfma=config.dfma, unroll=plan.kernel.unroll,
         tile=list(plan.kernel.tile), d_stage="smem" if plan.d_panel else "global",
-        min_blocks=config.min_blocks, traces=config.traces, epb=config.elements_per_block, late_wgt=late_weights(config, plan), **mma)
+        min_blocks=config.min_blocks, traces=config.traces, epb=config.elements_per_block,
+        late_wgt=late_weights(config, plan), **mma)
 
 
 def render_face(nq: int) -> str:
@@ -358,5 +353,5 @@ def build(config: FusedConfig, arch: str = "sm_90", cache_dir: Path | None = Non
     return FusedBuild(config, arch, tuple(built))
 
 
-__all__ = ["DIR_NAMES", "BuiltKernel", "FusedBuild", "KernelPlan", "StreamPlan", "build", "prebuilt", "source_sha", "check_arch", "kernel_plans",
-           "render_face", "render_volume"]
+__all__ = ["DIR_NAMES", "BuiltKernel", "FusedBuild", "KernelPlan", "StreamPlan", "build", "check_arch",
+           "kernel_plans", "prebuilt", "render_face", "render_volume", "source_sha"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 
 from composer.errors import ComposerError
-from composer.fused.builder import box_lines, kernel_plans, smem_limit
-from composer.fused.config import SUPPORTED_ORDERS, FusedConfig, KernelConfig, fused_config
+from composer.fused.builder import kernel_plans, smem_limit
+from composer.fused.config import SUPPORTED_ORDERS, FusedConfig, KernelConfig, box_lines, fused_config
 
 SMEM_LIMIT = 227 * 1024
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).

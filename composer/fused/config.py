@@ -257,7 +257,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         raise _error(file, f"{prefix}.a_operand", 'needs volume = "stream"')
     if a_operand == "product":
         for n, k in enumerate(kernels):
-            pairs = _box_lines(k.box, k.dirs[0]) * k_panel // 2
+            pairs = box_lines(k.box, k.dirs[0]) * k_panel // 2
             if pairs % k.threads:
                 raise _error(file, f"{prefix}.kernels[{n}]", f'a_operand = "product" stages {pairs} pairs per '
                                                              f"panel, not a multiple of {k.threads} threads")
@@ -273,7 +273,8 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
                        str(traces), epb, str(volume), k_panel, stages, a_operand)
 
 
-def _box_lines(box: tuple[int, int, int], d: int) -> int:
+def box_lines(box: tuple[int, int, int], d: int) -> int:
+    """Lines of direction d in a (k, j, i) box (= the box's nodes on one face of that direction)."""
     bk, bj, bi = box
     return (bk * bj, bk * bi, bj * bi)[d]
 

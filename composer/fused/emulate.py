@@ -29,6 +29,12 @@ def _at(d: int, a: np.ndarray | int, l: np.ndarray | int, plan: KernelPlan) -> t
     return a, l // bi, l % bi
 
 
+def _box_origin(box: int, extents: tuple[int, int, int], nq: int) -> tuple[int, int, int]:
+    """(k0, j0, i0) of box number ``box`` of an element (i fastest), as the templates compute it."""
+    bk, bj, bi = extents
+    return box // ((nq // bj) * (nq // bi)) * bk, box // (nq // bi) % (nq // bj) * bj, box % (nq // bi) * bi
+
+
 def _tile_off(plan: KernelPlan, k, j, i):
     return k * plan.ps + j * plan.rs + i
 
@@ -189,7 +195,6 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
     """One streamed kernel, block by block and warp by warp, into dqdt (in place)."""
     nq, d = plan.nq, plan.dir
     nf = 1 if plan.product else 2
-    bk, bj, bi = plan.kernel.box
     mm, _, mk = (int(x) for x in (config.mma or "").split("x"))
     mi, c_regs = mm // 8, mm // 4
     wm_n, wn_n = plan.kernel.tile
@@ -205,7 +210,7 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
     for e in range(ne):
         qe, ve, me = (x[e * nq**3:(e + 1) * nq**3] for x in (flat["q"], vel, metric))
         for box in range(plan.blocks_per_element):
-            k0, j0, i0 = box // ((nq // bj) * (nq // bi)) * bk, box // (nq // bi) % (nq // bj) * bj, box % (nq // bi) * bi
+            k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
             a_org = (i0, j0, k0)[d]
             bufs = [stage_stream_panel(plan, qe, ve, dmat, p, a_org, k0, j0, i0) for p in range(nq // kp)]
             for tile in range(tiles_l * tiles_a):
@@ -257,7 +262,7 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
         kk, jj, ii = kk.ravel(), jj.ravel(), ii.ravel()
         for e in range(ne):
             for box in range(plan.blocks_per_element):
-                k0, j0, i0 = box // ((nq // bj) * (nq // bi)) * bk, box // (nq // bi) % (nq // bj) * bj, box % (nq // bi) * bi
+                k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
                 base = e * nq**3 + k0 * nq * nq + j0 * nq + i0
 
                 def gidx(k, j, i, base=base):
