@@ -138,6 +138,15 @@ def test_stream_bad_tables_are_clear_errors() -> None:
         parse_table("FUSED_TC16", 511, dict(good, a_operand="product", k_panel=4, stages=4))
     with pytest.raises(ConfigError, match='needs volume = "stream"'):
         parse_table("FUSED_TC16", 511, dict(box_table, a_operand="product"))
+    with pytest.raises(ConfigError, match="does not divide the block"):
+        parse_table("FUSED_TC16", 511, dict(good, kernels=[dict(k, tile=[3, 4]) for k in good["kernels"]]))
+    with pytest.raises(ConfigError, match="split evenly over 16 warps"):  # 2 x 4 tiles for 16 warps
+        parse_table("FUSED_TC16", 511, dict(good, kernels=[dict(k, threads=512, tile=[2, 4])
+                                                           for k in good["kernels"]]))
+    with pytest.raises(ConfigError, match="must be even"):
+        odd = _stream_table("8x8x4", 64, 128, 256, [1, 1])
+        odd["kernels"][0] = dict(odd["kernels"][0], box=[8, 128, 3])  # y: 24 lines, 3 along i
+        parse_table("FUSED_TC", 767, odd)
     with pytest.raises(ConfigError, match="k_panel"):  # m16n8k8: panels of whole k-steps of 8
         parse_table("FUSED_TC16", 511, dict(good, mma="16x8x8", k_panel=4))
 

@@ -269,6 +269,8 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         clash = [k for k in ("d_stage", "d_panel", "traces", "elements_per_block") if k in table]
         if clash:
             raise _error(file, f"{prefix}.volume", f"the streamed kernel stages D itself; drop {clash}")
+        for n, k in enumerate(kernels):
+            _check_stream_tiling(k, str(mma), file, f"{prefix}.kernels[{n}]")
     return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                        str(traces), epb, str(volume), k_panel, stages, a_operand)
 
@@ -277,6 +279,25 @@ def box_lines(box: tuple[int, int, int], d: int) -> int:
     """Lines of direction d in a (k, j, i) box (= the box's nodes on one face of that direction)."""
     bk, bj, bi = box
     return (bk * bj, bk * bi, bj * bi)[d]
+
+
+def _check_stream_tiling(k: KernelConfig, mma: str, file: str, key: str) -> None:
+    """The streamed template's static_asserts as clear errors: warp tiles (WM x WN MMAs of MM
+    lines x 8 positions) divide the block's lines x positions evenly over its warps, and y/z
+    panels, copied in pairs of lines along i, have an even i extent."""
+    d = k.dirs[0]
+    mm = int(mma.split("x")[0])
+    wm, wn = k.tile
+    lines, positions = box_lines(k.box, d), k.box[2 - d]
+    if lines % (mm * wm) or positions % (8 * wn):
+        raise _error(file, key, f"a {wm}x{wn} warp tile of {mma} covers {mm * wm} lines x {8 * wn} positions, "
+                                f"which does not divide the block's {lines} x {positions}")
+    tiles = lines // (mm * wm) * (positions // (8 * wn))
+    if tiles % (k.threads // 32):
+        raise _error(file, key, f"{tiles} warp tiles do not split evenly over {k.threads // 32} warps")
+    if d != 0 and k.box[2] % 2:
+        raise _error(file, f"{key}.box", f"a streamed {DIR_NAMES[d]} kernel copies pairs of lines along i: "
+                                         f"the i extent {k.box[2]} must be even")
 
 
 def _stream_keys(table: Mapping[str, Any], prefix: str, file: str, nq: int, mma: str | None,
