@@ -15,7 +15,7 @@ import pytest
 
 from composer import dg
 from composer.errors import ComposerError, ConfigError
-from composer.fused.builder import StreamPlan, build, kernel_plans
+from composer.fused.builder import StreamPlan, build, kernel_plans, render_volume
 from composer.fused.candidates import (
     _fits,
     candidates,
@@ -218,3 +218,49 @@ def test_product_operand_halves_the_a_loads(variant: str) -> None:
     assert loops[0][math] == loops[1][math]
     assert loops[1]["LDS"] < loops[0]["LDS"]
     assert kernel_plans(product)[0].smem_bytes < kernel_plans(factors)[0].smem_bytes
+
+
+# sha256[:16] of the streamed kernels the shipped schedules render. When pinned, their CUBINs were
+# byte-identical to those validated and timed on the H200 (2026-11-30, trees 21f8b7f/f1bbffd):
+# a change detector for the measured kernels (regenerate only after re-measuring).
+MEASURED_STREAM_SOURCES = {
+    "fused_tc_p255_s0_x": "718c82f368ddd50a",
+    "fused_tc_p255_s1_y": "f8c4ad57444a98b0",
+    "fused_tc_p255_s2_z": "3116494ea336af28",
+    "fused_tc_p511_s0_x": "2247829ee68bcaf7",
+    "fused_tc_p511_s1_y": "703dd36e52e50ea3",
+    "fused_tc_p511_s2_z": "8a08b48ada51b74a",
+    "fused_tc_p767_s0_x": "7ec6363286480d62",
+    "fused_tc_p767_s1_y": "e28d2bd1da6e0e31",
+    "fused_tc_p767_s2_z": "9ecaad60ea2bab5b",
+    "fused_tc16_p255_s0_x": "639218a67b26178f",
+    "fused_tc16_p255_s1_y": "2a2fa735b1e4b123",
+    "fused_tc16_p255_s2_z": "b6b69d84fd85d700",
+    "fused_tc16_p511_s0_x": "ab68011492fd2e1a",
+    "fused_tc16_p511_s1_y": "76f5b65d8b4508d8",
+    "fused_tc16_p511_s2_z": "f7f4e1f4a53e467a",
+    "fused_tc16_p767_s0_x": "745963ac5d2520c3",
+    "fused_tc16_p767_s1_y": "fb4f5e481c21f47c",
+    "fused_tc16_p767_s2_z": "8866093194f4b7f9",
+    "fused_dfma_p255_s0_x": "28bf83937921d055",
+    "fused_dfma_p255_s1_y": "e1c71da549c99db5",
+    "fused_dfma_p255_s2_z": "568f3d5060f99372",
+    "fused_dfma_p511_s0_x": "c10eb4ccab4883e7",
+    "fused_dfma_p511_s1_y": "5735ed9aad19e83f",
+    "fused_dfma_p511_s2_z": "bd5ff3a07e2f78f9",
+    "fused_dfma_p767_s0_x": "e6430a8035e23eed",
+    "fused_dfma_p767_s1_y": "7819a1b839cd2f7b",
+    "fused_dfma_p767_s2_z": "057435cdf6a06c2d",
+}
+
+
+def test_shipped_streamed_kernels_render_the_measured_sources() -> None:
+    import hashlib
+
+    found = {}
+    for variant in ("FUSED_TC", "FUSED_TC16", "FUSED_DFMA"):
+        for order in (255, 511, 767):
+            config = fused_config(variant, order)
+            for plan in kernel_plans(config):
+                found[plan.name] = hashlib.sha256(render_volume(config, plan).encode()).hexdigest()[:16]
+    assert found == MEASURED_STREAM_SOURCES
