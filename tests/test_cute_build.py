@@ -167,3 +167,30 @@ def test_default_tiles_valid_for_all_orders():
                 assert rk.config.smem_bytes <= 227 * 1024
                 assert rk.problem(gemm_spec(role, nq, 2)).majors == (
                     rk.config.a_major, rk.config.b_major, rk.config.c_major)
+
+
+def test_stale_gemm_entry_is_refused_at_load_and_rebuilt(builds, tmp_path):
+    """A manifest entry whose GEMM configuration carries a key this composer no longer knows (a
+    build directory from an older version) stops the GEMM_CUTE path with the rebuild command,
+    and `composer build` recompiles exactly that entry."""
+    import dataclasses
+
+    from composer.errors import ComposerError
+    from composer.paths.gemm_cute import entry_gemm_config
+
+    d = tmp_path / "b"
+    shutil.copytree(builds[("sm_90", "16x8x4")], d)
+    raw = json.loads((d / "manifest.json").read_text())
+    x = next(k for k in raw["kernels"] if k["config"].get("role") == "x")
+    x["config"]["gemm"]["prefetch"] = False  # as an older composer wrote it, with its own key
+    x["config"]["build_key"] = "key-of-an-older-configuration"
+    (d / "manifest.json").write_text(json.dumps(raw))
+    entry = next(e for e in read_manifest(d / "manifest.json") if e.config.get("role") == "x")
+    with pytest.raises(ComposerError, match=r"prefetch.*composer build --arch sm_90 --mma 16x8x4 --orders 7"):
+        entry_gemm_config(entry)
+    assert entry_gemm_config(dataclasses.replace(entry, config={**entry.config, "gemm": {
+        k: v for k, v in entry.config["gemm"].items() if k != "prefetch"}})) is not None
+    report = build(plan("sm_90", "16x8x4", [7], ["GEMM_CUTE"]), d)
+    assert report.built == [x["config"]["job"]] and report.reasons[x["config"]["job"]] == "configuration changed"
+    fresh = next(e for e in read_manifest(d / "manifest.json") if e.config.get("role") == "x")
+    assert "prefetch" not in fresh.config["gemm"] and entry_gemm_config(fresh).mma == "16x8x4"

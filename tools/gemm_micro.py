@@ -140,9 +140,10 @@ class Micro:
         return self._modules[id(e)]
 
     def launcher(self, e, spec, bufs, out):
-        from composer.gemm.cute.config import GemmConfig, kernel_problem
+        from composer.gemm.cute.config import kernel_problem
+        from composer.paths.gemm_cute import entry_gemm_config
 
-        cfg = GemmConfig.from_dict(e.config["gemm"])
+        cfg = entry_gemm_config(e)
         prob = kernel_problem(spec, bool(e.config["swap"]))
         assert prob.majors == (cfg.a_major, cfg.b_major, cfg.c_major), (e.symbol, prob.majors)
         k = self.kernel(e)

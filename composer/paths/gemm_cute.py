@@ -56,6 +56,18 @@ def find_gemm_entry(entries: list[KernelEntry], order: int, role: str, mma: str,
                         f"manifest; run: composer build --arch {arch} --mma {mma} --orders {order}")
 
 
+def entry_gemm_config(entry: KernelEntry) -> GemmConfig:
+    """The GEMM configuration a manifest entry was built from; a stale entry (written by another
+    composer version, e.g. with a key since removed) stops with the command that refreshes it."""
+    try:
+        return GemmConfig.from_dict(entry.config["gemm"])
+    except (KeyError, TypeError, ValueError) as exc:
+        c = entry.config
+        raise ComposerError(f"{entry.symbol}: its manifest entry does not describe a current GEMM "
+                            f"configuration ({exc}); rebuild it: composer build --arch {entry.arch} "
+                            f"--mma {c.get('mma', DEFAULT_MMA)} --orders {c.get('order', '...')}") from exc
+
+
 class GemmCutePath(LibraryPath):
     name = "GEMM_CUTE"
 
@@ -76,7 +88,7 @@ class GemmCutePath(LibraryPath):
                 self.blas[role] = CublasGemm(int(self.gemm_streams[role].handle))
                 continue
             entry = find_gemm_entry(entries, pb.order, role, self.mma, pb.device.arch)
-            cfg = GemmConfig.from_dict(entry.config["gemm"])
+            cfg = entry_gemm_config(entry)
             prob = kernel_problem(self.specs[role], bool(entry.config["swap"]))
             if prob.majors != (cfg.a_major, cfg.b_major, cfg.c_major):
                 raise ComposerError(f"{entry.symbol}: built for majors {cfg.a_major}{cfg.b_major}"
