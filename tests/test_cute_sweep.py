@@ -76,3 +76,21 @@ def test_write_assignment_round_trip(tmp_path, monkeypatch):
     assert mma == "8x8x4" and lib == {"x": "cublas", "y": "cublas", "z": "cute"}
     mma, lib = resolve_settings(127, {"library": {"x": "cute"}, "mma": "16x8x8"})
     assert mma == "16x8x8" and lib["x"] == "cute"
+
+
+def test_library_option_from_the_command_line():
+    """`--option GEMM_CUTE.library=cute` (every role) or `x=cute,z=cublas` (per role) reach the
+    path as strings; bad roles, libraries or syntax stop with a clear error."""
+    from composer.errors import ComposerError
+    from composer.paths.gemm_cute import library_option
+
+    assert library_option("cute") == {"x": "cute", "y": "cute", "z": "cute"}
+    assert library_option("x=cute, z=cublas") == {"x": "cute", "z": "cublas"}
+    assert library_option({"y": "cublas"}) == {"y": "cublas"}
+    _, lib = resolve_settings(255, {"library": "cute"})
+    assert lib == {"x": "cute", "y": "cute", "z": "cute"}
+    _, lib = resolve_settings(255, {"library": "y=cute"})
+    assert lib["y"] == "cute"
+    for bad in ("q=cute", "magma", "x=cute,y"):
+        with pytest.raises(ComposerError):
+            resolve_settings(255, {"library": bad})

@@ -28,6 +28,19 @@ DEFAULT_MMA = "16x8x4"
 DEFAULT_LIBRARY = {"x": "cute", "y": "cute", "z": "cute"}
 
 
+def library_option(value: str | Mapping[str, str]) -> dict[str, str]:
+    """A library assignment given as an option: a mapping, one library for every role
+    (``"cute"``), or per role (``"x=cute,z=cublas"``, as ``--option GEMM_CUTE.library=...`` gives it)."""
+    if not isinstance(value, str):
+        return dict(value)
+    if "=" not in value:
+        return {role: value.strip() for role in ROLES}
+    pairs = [item.partition("=") for item in value.split(",") if item.strip()]
+    if any(not sep for _, sep, _ in pairs):
+        raise ComposerError(f"GEMM_CUTE library option {value!r}: expected LIB or ROLE=LIB[,ROLE=LIB...]")
+    return {role.strip(): lib.strip() for role, _, lib in pairs}
+
+
 def resolve_settings(order: int, options: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
     """(mma, role -> library) from options, else the schedule, else the defaults."""
     table: dict[str, Any] = {}
@@ -38,7 +51,7 @@ def resolve_settings(order: int, options: Mapping[str, Any]) -> tuple[str, dict[
     mma = str(options.get("mma") or table.get("mma") or DEFAULT_MMA)
     library = dict(DEFAULT_LIBRARY)
     library.update(table.get("library", {}))
-    library.update(options.get("library") or {})
+    library.update(library_option(options.get("library") or {}))
     bad = {r: lib for r, lib in library.items() if r not in ROLES or lib not in LIBRARIES}
     if bad:
         raise ComposerError(f"GEMM_CUTE library assignment {bad}: roles are {ROLES}, libraries {LIBRARIES}")
