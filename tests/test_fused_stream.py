@@ -149,6 +149,11 @@ def test_stream_bad_tables_are_clear_errors() -> None:
         parse_table("FUSED_TC", 767, odd)
     with pytest.raises(ConfigError, match="k_panel"):  # m16n8k8: panels of whole k-steps of 8
         parse_table("FUSED_TC16", 511, dict(good, mma="16x8x8", k_panel=4))
+    assert parse_table("FUSED_TC16", 511, dict(good, copies="unrolled")).copies == "unrolled"
+    with pytest.raises(ConfigError, match="copies"):
+        parse_table("FUSED_TC16", 511, dict(good, copies="vectorized"))
+    with pytest.raises(ConfigError, match='copies.*needs volume = "stream"'):
+        parse_table("FUSED_TC16", 511, dict(box_table, copies="unrolled"))
 
 
 @needs_nvrtc
@@ -180,7 +185,8 @@ def test_stream_wide_shape_on_sm80_is_a_clear_error_and_sm100_expands() -> None:
 @pytest.mark.parametrize(SMALL_ARGS, SMALL)
 def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positions, threads, tile, k_panel,
                                                     stages, a_operand) -> None:
-    """The emulated tables above, compiled and run on the GPU (and their FUSED_DFMA builds)."""
+    """The emulated tables above, compiled and run on the GPU with both copy loops (and their
+    FUSED_DFMA builds)."""
     import dataclasses
 
     from composer.fused.trial import TOLERANCE, run_case
@@ -188,7 +194,8 @@ def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positio
 
     config = parse_table(variant, 31, _stream_table(mma, lines, positions, threads, tile, k_panel, stages,
                                                      a_operand))
-    extra = {f"{variant}@small": lambda o: config}
+    unrolled = dataclasses.replace(config, copies="unrolled")
+    extra = {f"{variant}@small": lambda o: config, f"{variant}@small-unrolled": lambda o: unrolled}
     if variant == "FUSED_TC":
         extra["FUSED_DFMA@small"] = lambda o: dataclasses.replace(config, variant="FUSED_DFMA", dfma=True)
     for rec in run_case(31, (2, 1, 2), [], ensure_context(None), extra=extra):
@@ -220,13 +227,37 @@ def test_product_operand_halves_the_a_loads(variant: str) -> None:
     assert kernel_plans(product)[0].smem_bytes < kernel_plans(factors)[0].smem_bytes
 
 
-# sha256[:16] of the streamed kernels the shipped schedules render. When pinned, their CUBINs were
-# byte-identical to those validated and timed on the H200 (2026-11-30, session 4, call E):
-# a change detector for the measured kernels (regenerate only after re-measuring).
+@needs_nvrtc
+@pytest.mark.parametrize("variant", ["FUSED_TC16", "FUSED_DFMA"])
+def test_unrolled_copies_leave_only_the_contraction_in_the_panel_loop(variant: str) -> None:
+    """copies = "unrolled": the panel copies need no loop of their own (no nested backward branch
+    in the hot loop), the same copies and MMAs per panel, and far fewer instructions: the strided
+    loops' index arithmetic, remainder handling and hazard padding were most of the hot loop."""
+    import dataclasses
+
+    from composer.fused.hotloop import kernel_hot_loop
+
+    strided = dataclasses.replace(fused_config(variant, 511), copies="strided")
+    loops = []
+    for cfg in (strided, dataclasses.replace(strided, copies="unrolled")):
+        kernel = build(cfg, "sm_90").kernels[1]
+        assert _sass(kernel).spill_bytes == 0
+        loops.append(kernel_hot_loop(kernel.compiled.cubin))
+    old, new = loops
+    math = "DMMA" if variant == "FUSED_TC16" else "DFMA"
+    assert old.inner_loops > 0 and new.inner_loops == 0
+    assert new.counts[math] == old.counts[math] and new.counts["BAR"] == old.counts["BAR"] == 1
+    assert new.instructions < 0.6 * old.instructions, (old.instructions, new.instructions)
+
+
+# sha256[:16] of the streamed kernel sources the shipped schedules render: the sources the H200
+# compiled (its NVRTC 13.0), validated and timed on 2026-11-30 (session 4: strided copies in calls
+# 2/3, unrolled copies in call 5). A change detector for the measured kernels (regenerate only
+# after re-measuring).
 MEASURED_STREAM_SOURCES = {
-    "fused_tc16_p127_s0_x": "27c1a67ef7b49070",
-    "fused_tc16_p127_s1_y": "adc0a88e40702d03",
-    "fused_tc16_p127_s2_z": "3b1bb720833fc8c7",
+    "fused_tc16_p127_s0_x": "4041522571216874",
+    "fused_tc16_p127_s1_y": "af45d84fdf046ee7",
+    "fused_tc16_p127_s2_z": "c07f7a90759e3e19",
     "fused_tc_p255_s0_x": "cce9b741d0b99a2f",
     "fused_tc_p255_s1_y": "9c41de479c4a90b6",
     "fused_tc_p255_s2_z": "9eca10593607140c",
@@ -236,9 +267,9 @@ MEASURED_STREAM_SOURCES = {
     "fused_tc_p767_s0_x": "75fcc0d3dddd2d1e",
     "fused_tc_p767_s1_y": "84713377a4977708",
     "fused_tc_p767_s2_z": "da5ecb8cda35ade8",
-    "fused_tc16_p255_s0_x": "cd0d8184db104525",
-    "fused_tc16_p255_s1_y": "4dac0a262c6797d9",
-    "fused_tc16_p255_s2_z": "1733c8f397657805",
+    "fused_tc16_p255_s0_x": "639218a67b26178f",
+    "fused_tc16_p255_s1_y": "2a2fa735b1e4b123",
+    "fused_tc16_p255_s2_z": "b6b69d84fd85d700",
     "fused_tc16_p511_s0_x": "2bb649ef3d734ece",
     "fused_tc16_p511_s1_y": "4d5688613e24b409",
     "fused_tc16_p511_s2_z": "b73b16a74f325e03",

@@ -129,6 +129,7 @@ class StreamPlan(BoxGeometry):
     stages: int
     min_blocks: int = 0
     product: bool = False  # a_operand = "product": one F panel of q*vel instead of q and vel
+    unrolled: bool = False  # copies = "unrolled": panel copies with a compile-time trip count
 
     @property
     def dir(self) -> int:
@@ -195,7 +196,7 @@ def kernel_plans(config: FusedConfig) -> list[KernelPlan] | list[StreamPlan]:
     if config.volume == "stream":
         return [StreamPlan(f"{config.variant.lower()}_p{config.order}_s{index}_{k.dir_names}", index, k,
                            config.nq, index == 0, config.k_panel, config.stages, config.min_blocks,
-                           config.a_operand == "product")
+                           config.a_operand == "product", config.copies == "unrolled")
                 for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):
@@ -233,7 +234,7 @@ def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
         name=plan.name, nq=plan.nq, dir=plan.dir, box=list(plan.kernel.box), threads=plan.kernel.threads,
         tile=list(plan.kernel.tile), k_panel=plan.k_panel, stages=plan.stages, fs=plan.fs, ds=plan.ds,
         f_panel=plan.f_panel, smem_doubles=plan.smem_doubles, first=plan.first, dfma=config.dfma,
-        product=plan.product,
+        product=plan.product, unrolled=plan.unrolled,
         min_blocks=config.min_blocks, **_mma_params(config))
 
 

@@ -311,7 +311,8 @@ def stream_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     """Variations around a schedule that already runs the streamed kernel: deeper or narrower
     pipelines (STREAM_REFINE_PIPELINES), a wider warp tile (WN doubled: fewer A-fragment loads per
     MMA) on the same block tile with half the threads or on twice the positions, two blocks per SM
-    asked of ptxas, and each of these with the other A operand (``a_operand``)."""
+    asked of ptxas, and each of these with the other A operand (``a_operand``), and all of them with the other
+    panel-copy loop (``copies``)."""
     base = _family_base(variant, order, "stream")
     if base is None:
         return []
@@ -337,6 +338,9 @@ def stream_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     # on every option above
     other = "product" if base.a_operand == "factors" else "factors"
     options += [dataclasses.replace(c, a_operand=other) for c in [base, *options]]
+    # and every one of them with the other panel-copy loop
+    loop = "unrolled" if base.copies == "strided" else "strided"
+    options += [dataclasses.replace(c, copies=loop) for c in [base, *options]]
     return [(label(c), c) for c in options if c != base and _fits(c)]
 
 
@@ -367,6 +371,8 @@ def label(config: FusedConfig) -> str:
         extra += f" stream kp{config.k_panel} s{config.stages}"
     if config.a_operand != "factors":
         extra += f" A{config.a_operand}"
+    if config.copies != "strided":
+        extra += f" C{config.copies}"
     return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
 
 
@@ -389,6 +395,8 @@ def to_table(config: FusedConfig) -> str:
         lines += [f'volume = "{config.volume}"', f"k_panel = {config.k_panel}", f"stages = {config.stages}"]
     if config.a_operand != "factors":
         lines.append(f'a_operand = "{config.a_operand}"')
+    if config.copies != "strided":
+        lines.append(f'copies = "{config.copies}"')
     lines.append("kernels = [")
     for k in config.kernels:
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '

@@ -39,7 +39,11 @@ frees the line count (64-128 lines per block: 4-8x less D traffic per FLOP). ``a
 (streamed only): ``"factors"`` (default) stages q and vel by cp.async and forms the product in the
 fragment loads; ``"product"`` loads them into registers, multiplies and stores one F panel (half
 the shared-memory bytes written and read for A; the loads of the next panel stay in flight during
-the contraction of the current one).
+the contraction of the current one). ``copies`` (streamed only): ``"strided"`` (default) issues a
+thread's panel copies in a loop striding by the block size; ``"unrolled"`` gives the loops a
+compile-time trip count, fully unrolled, which removes two thirds of the hot loop's instructions
+(index arithmetic, remainder handling) at the price of more live registers; which one is faster
+depends on the order (measured: unrolled at p >= 511, strided for FUSED_TC16 at p = 127 and 255).
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
@@ -74,6 +78,9 @@ D_STAGES = ("global", "smem")
 TRACE_SOURCES = ("global", "tiles")
 VOLUME_KINDS = ("box", "stream")
 A_OPERANDS = ("factors", "product")
+# volume = "stream": how a thread issues its panel copies: a loop striding by the block size, or
+# a compile-time trip count fully unrolled (no integer loop overhead per panel, more live addresses)
+COPY_LOOPS = ("strided", "unrolled")
 
 
 class UnsupportedOrderError(ComposerError, ValueError):
@@ -114,6 +121,7 @@ class FusedConfig:
     k_panel: int = 0  # volume = "stream": contraction values per staged panel
     stages: int = 0  # volume = "stream": cp.async pipeline depth (panels in flight)
     a_operand: str = "factors"  # volume = "stream": "product": q*vel formed as the panel is staged
+    copies: str = "strided"  # volume = "stream": the panel-copy loops (COPY_LOOPS)
 
     @property
     def nq(self) -> int:
@@ -188,7 +196,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", "a_operand"}
+                            "elements_per_block", "volume", "k_panel", "stages", "a_operand", "copies"}
     if unknown:
         raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
     flux = table.get("flux")
@@ -255,6 +263,11 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         raise _error(file, f"{prefix}.a_operand", f"expected one of {A_OPERANDS}, got {a_operand!r}")
     if "a_operand" in table and not stream:
         raise _error(file, f"{prefix}.a_operand", 'needs volume = "stream"')
+    copies = table.get("copies", "strided")
+    if copies not in COPY_LOOPS:
+        raise _error(file, f"{prefix}.copies", f"expected one of {COPY_LOOPS}, got {copies!r}")
+    if "copies" in table and not stream:
+        raise _error(file, f"{prefix}.copies", 'needs volume = "stream"')
     if a_operand == "product":
         for n, k in enumerate(kernels):
             pairs = box_lines(k.box, k.dirs[0]) * k_panel // 2
@@ -272,7 +285,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         for n, k in enumerate(kernels):
             _check_stream_tiling(k, str(mma), file, f"{prefix}.kernels[{n}]")
     return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
-                       str(traces), epb, str(volume), k_panel, stages, a_operand)
+                       str(traces), epb, str(volume), k_panel, stages, a_operand, str(copies))
 
 
 def box_lines(box: tuple[int, int, int], d: int) -> int:

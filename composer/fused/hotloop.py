@@ -26,6 +26,8 @@ class HotLoop:
     start: int
     end: int
     counts: dict[str, int] = field(default_factory=dict)
+    instructions: int = 0  # every instruction of the body, predicated-off padding included
+    inner_loops: int = 0  # backward branches inside the body (loops nested in the hot loop)
 
     @property
     def mma(self) -> int:
@@ -59,16 +61,21 @@ def hot_loop(sass: str) -> HotLoop:
             target = _BRA.search(operands)
             if target and int(target.group(1), 16) < addr:
                 loops.append((int(target.group(1), 16), addr))
+    def body(start: int, end: int) -> HotLoop:
+        ops = [op for a, op, _ in instrs if start <= a <= end]
+        counts = Counter(op for op in ops if op in COUNTED)
+        nested = sum(1 for s, e in loops if start <= s and e < end)
+        return HotLoop(start, end, dict(counts), len(ops), nested)
+
     best: HotLoop | None = None
     for start, end in loops:
-        counts = Counter(op for a, op, _ in instrs if start <= a <= end and op in COUNTED)
-        if not (counts["DMMA"] or counts["DFMA"]):
+        loop = body(start, end)
+        if not (loop.counts.get("DMMA") or loop.counts.get("DFMA")):
             continue
         if best is None or end - start < best.end - best.start:
-            best = HotLoop(start, end, dict(counts))
+            best = loop
     if best is None:  # fully unrolled: the whole kernel
-        counts = Counter(op for _, op, _ in instrs if op in COUNTED)
-        best = HotLoop(0, instrs[-1][0] if instrs else 0, dict(counts))
+        best = body(0, instrs[-1][0] if instrs else 0)
     return best
 
 
