@@ -66,6 +66,26 @@ def test_emulated_stream_matches_reference(variant, mma, lines, positions, threa
     assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
 
 
+@pytest.mark.parametrize("row", [0, 2, 5])
+def test_d_panel_copy_reads_d_with_the_kernels_index(row: int) -> None:
+    """d_layout = "panels": the regrouped copy holds D[a][p * KP + m] at ((p * NQ + a) * KP + m),
+    the index stage_d() uses, and the emulated kernels reading it match the reference."""
+    from composer.fused.builder import d_panel_layout
+
+    dmat = dg.diff_matrix(31)
+    flat = d_panel_layout(dmat, 8).reshape(-1)
+    p, m = np.meshgrid(np.arange(4), np.arange(8), indexing="ij")
+    assert np.array_equal(flat[(p * 32 + row) * 8 + m], dmat[row, p * 8 + m])
+    assert sorted(flat) == sorted(dmat.reshape(-1))
+    order, grid = 31, (1, 2, 1)
+    table = dict(_stream_table("16x8x4", 32, 16, 64, [1, 2], 8, 2), d_layout="panels", copies="unrolled")
+    config = parse_table("FUSED_TC16", order, table)
+    assert all(p.d_panels and p.unrolled for p in kernel_plans(config))
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    assert np.max(np.abs(emulate(config, fields, grid) - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
 @pytest.mark.parametrize("direction", [0, 1, 2])
 def test_stream_panels_fill_and_fragments_conflict_free(direction: int) -> None:
     """Every panel slot a fragment reads is written by exactly one copy, and the A (q*vel) and B (D)
@@ -154,6 +174,11 @@ def test_stream_bad_tables_are_clear_errors() -> None:
         parse_table("FUSED_TC16", 511, dict(good, copies="vectorized"))
     with pytest.raises(ConfigError, match='copies.*needs volume = "stream"'):
         parse_table("FUSED_TC16", 511, dict(box_table, copies="unrolled"))
+    assert parse_table("FUSED_TC16", 511, dict(good, d_layout="panels")).d_layout == "panels"
+    with pytest.raises(ConfigError, match="d_layout"):
+        parse_table("FUSED_TC16", 511, dict(good, d_layout="columns"))
+    with pytest.raises(ConfigError, match='d_layout.*needs volume = "stream"'):
+        parse_table("FUSED_TC16", 511, dict(box_table, d_layout="panels"))
 
 
 @needs_nvrtc
@@ -185,8 +210,8 @@ def test_stream_wide_shape_on_sm80_is_a_clear_error_and_sm100_expands() -> None:
 @pytest.mark.parametrize(SMALL_ARGS, SMALL)
 def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positions, threads, tile, k_panel,
                                                     stages, a_operand) -> None:
-    """The emulated tables above, compiled and run on the GPU with both copy loops (and their
-    FUSED_DFMA builds)."""
+    """The emulated tables above, compiled and run on the GPU with both copy loops and with D read
+    from its k-panel copy (and their FUSED_DFMA builds)."""
     import dataclasses
 
     from composer.fused.trial import TOLERANCE, run_case
@@ -195,7 +220,9 @@ def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positio
     config = parse_table(variant, 31, _stream_table(mma, lines, positions, threads, tile, k_panel, stages,
                                                      a_operand))
     unrolled = dataclasses.replace(config, copies="unrolled")
-    extra = {f"{variant}@small": lambda o: config, f"{variant}@small-unrolled": lambda o: unrolled}
+    panels = dataclasses.replace(unrolled, d_layout="panels")
+    extra = {f"{variant}@small": lambda o: config, f"{variant}@small-unrolled": lambda o: unrolled,
+             f"{variant}@small-unrolled-dpanels": lambda o: panels}
     if variant == "FUSED_TC":
         extra["FUSED_DFMA@small"] = lambda o: dataclasses.replace(config, variant="FUSED_DFMA", dfma=True)
     for rec in run_case(31, (2, 1, 2), [], ensure_context(None), extra=extra):
@@ -248,6 +275,11 @@ def test_unrolled_copies_leave_only_the_contraction_in_the_panel_loop(variant: s
     assert old.inner_loops > 0 and new.inner_loops == 0
     assert new.counts[math] == old.counts[math] and new.counts["BAR"] == old.counts["BAR"] == 1
     assert new.instructions < 0.6 * old.instructions, (old.instructions, new.instructions)
+    panels = dataclasses.replace(strided, copies="unrolled", d_layout="panels")
+    kernel = build(panels, "sm_90").kernels[1]
+    assert _sass(kernel).spill_bytes == 0
+    loop = kernel_hot_loop(kernel.compiled.cubin)
+    assert loop.counts[math] == new.counts[math] and loop.counts["LDGSTS"] == new.counts["LDGSTS"]
 
 
 # sha256[:16] of the streamed kernel sources the shipped schedules render: the sources the H200

@@ -12,6 +12,7 @@ from typing import Any
 from composer.bench.results import atomic_write_text
 from composer.cli.arguments import csv_list
 from composer.errors import ComposerError
+from composer.fused.candidates import SUBSETS
 
 
 def register(subparsers: Any) -> None:
@@ -27,7 +28,8 @@ def register(subparsers: Any) -> None:
     sub = parser.add_subparsers(dest="step", metavar="STEP", required=True)
     check = sub.add_parser("check", help="compile and filter candidates on the CPU; write the plan")
     check.add_argument("--orders", type=csv_list(int), required=True)
-    check.add_argument("--subset", default="all", help="all, staged, traces, wide or strip (default: all)")
+    check.add_argument("--subset", default="all",
+                       help=f"candidate family: {', '.join(SUBSETS)} (default: all)")
     check.add_argument("--plan", type=Path, default=Path("sweep_plan.json"))
     check.add_argument("--workers", type=int, default=2)
     run = sub.add_parser("run", help="validate and time the planned candidates (needs a GPU)")

@@ -13,6 +13,8 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from composer.errors import ComposerError
 from composer.fused.config import DIR_NAMES, FusedConfig, KernelConfig, box_lines
 from composer.kernels.render import render
@@ -130,6 +132,7 @@ class StreamPlan(BoxGeometry):
     min_blocks: int = 0
     product: bool = False  # a_operand = "product": one F panel of q*vel instead of q and vel
     unrolled: bool = False  # copies = "unrolled": panel copies with a compile-time trip count
+    d_panels: bool = False  # d_layout = "panels": D read from its k-panel copy (d_panel_layout)
 
     @property
     def dir(self) -> int:
@@ -191,12 +194,21 @@ def _d_panel(config: FusedConfig, plan: KernelPlan) -> int:
                         f"for a staged D panel of 8 k-values ({plan.smem_bytes} B without it)")
 
 
+def d_panel_layout(dmat: np.ndarray, k_panel: int) -> np.ndarray:
+    """D regrouped by k-panel, ``[p][a][m] = D[a][p * k_panel + m]``: the copy of D that streamed
+    kernels with ``d_layout = "panels"`` read, so that the ``k_panel`` values of consecutive
+    positions of one panel lie in one contiguous run (whole 128-byte lines)."""
+    nq = dmat.shape[0]
+    return np.ascontiguousarray(dmat.reshape(nq, nq // k_panel, k_panel).transpose(1, 0, 2))
+
+
 def kernel_plans(config: FusedConfig) -> list[KernelPlan] | list[StreamPlan]:
     """Layout and naming of every volume kernel of ``config``, in launch order."""
     if config.volume == "stream":
         return [StreamPlan(f"{config.variant.lower()}_p{config.order}_s{index}_{k.dir_names}", index, k,
                            config.nq, index == 0, config.k_panel, config.stages, config.min_blocks,
-                           config.a_operand == "product", config.copies == "unrolled")
+                           config.a_operand == "product", config.copies == "unrolled",
+                           config.d_layout == "panels")
                 for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):
@@ -234,7 +246,7 @@ def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
         name=plan.name, nq=plan.nq, dir=plan.dir, box=list(plan.kernel.box), threads=plan.kernel.threads,
         tile=list(plan.kernel.tile), k_panel=plan.k_panel, stages=plan.stages, fs=plan.fs, ds=plan.ds,
         f_panel=plan.f_panel, smem_doubles=plan.smem_doubles, first=plan.first, dfma=config.dfma,
-        product=plan.product, unrolled=plan.unrolled,
+        product=plan.product, unrolled=plan.unrolled, d_panels=plan.d_panels,
         min_blocks=config.min_blocks, **_mma_params(config))
 
 

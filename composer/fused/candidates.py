@@ -15,12 +15,12 @@ import dataclasses
 
 from composer.errors import ComposerError
 from composer.fused.builder import kernel_plans, smem_limit
-from composer.fused.config import SUPPORTED_ORDERS, FusedConfig, KernelConfig, box_lines, fused_config
+from composer.fused.config import (D_LAYOUTS, SUPPORTED_ORDERS, FusedConfig, KernelConfig, box_lines,
+                                   fused_config)
 
 SMEM_LIMIT = 227 * 1024
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
 SWEPT = ("FUSED", "FUSED_TC", "FUSED_TC16")
-SUBSETS = ("all", "staged", "traces", "wide", "strip", "stream", "stream_refine")
 #: Orders the streamed family is generated for: those whose schedules already split the directions
 #: over three kernels with a face array (p >= 127; below, a third kernel would re-read q and dqdt
 #: once more). Measured from p = 255 (session 3); p = 127 is prepared, not yet run.
@@ -41,6 +41,8 @@ STREAM_PIPELINES = ((16, 3), (8, 4), (32, 2))
 #: Pipelines tried around a streamed schedule (the first sweep's winners all ran kp8 s4: narrow
 #: panels, more in flight).
 STREAM_REFINE_PIPELINES = ((8, 6), (4, 8), (8, 3), (16, 4))
+# stream_lines: pipeline depths tried for each panel width (those whose shared memory fits)
+STREAM_LINES_STAGES = (2, 3, 4)
 
 
 def _fits(config: FusedConfig) -> bool:
@@ -344,13 +346,39 @@ def stream_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     return [(label(c), c) for c in options if c != base and _fits(c)]
 
 
+def stream_lines_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Fewer L2 requests per byte for a streamed schedule (ncu, session 4: its kernels wait on L2 tag
+    lookups, 62-75 %): panels of whole 128-byte lines (k_panel 16 instead of 8, for D and for the
+    x-direction F rows) and D read from its k-panel copy (``d_layout = "panels"``), each with the
+    unrolled copy loops and as deep a pipeline as fits (STREAM_LINES_STAGES)."""
+    base = _family_base(variant, order, "stream")
+    if base is None:
+        return []
+    mk = int((base.mma or "x4x4").split("x")[2])
+    options = []
+    for k_panel in sorted({base.k_panel, 16}):
+        if k_panel % mk or base.nq % k_panel:
+            continue
+        for stages in STREAM_LINES_STAGES:
+            for d_layout in D_LAYOUTS:
+                options.append(dataclasses.replace(base, k_panel=k_panel, stages=stages, copies="unrolled",
+                                                   d_layout=d_layout))
+    return [(label(c), c) for c in options if c != base and _fits(c)]
+
+
+#: The candidate families `composer sweep-fused check --subset` runs (each with the schedule's own
+#: table first, as "base"); "all" is :func:`candidates`.
+FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates,
+            "strip": strip_candidates, "stream": stream_candidates, "stream_refine": stream_refine_candidates,
+            "stream_lines": stream_lines_candidates}
+SUBSETS = ("all", *FAMILIES)
+
+
 def candidate_list(variant: str, order: int, subset: str) -> list[tuple[str, FusedConfig]]:
     if subset == "all":
         return candidates(variant, order)
     base = fused_config(variant, order)
-    subsets = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates,
-               "strip": strip_candidates, "stream": stream_candidates, "stream_refine": stream_refine_candidates}
-    return [("base", base)] + [c for c in subsets[subset](variant, order) if c[1] != base]
+    return [("base", base)] + [c for c in FAMILIES[subset](variant, order) if c[1] != base]
 
 
 def label(config: FusedConfig) -> str:
@@ -373,6 +401,8 @@ def label(config: FusedConfig) -> str:
         extra += f" A{config.a_operand}"
     if config.copies != "strided":
         extra += f" C{config.copies}"
+    if config.d_layout != "rows":
+        extra += f" D{config.d_layout}"
     return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
 
 
@@ -397,6 +427,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f'a_operand = "{config.a_operand}"')
     if config.copies != "strided":
         lines.append(f'copies = "{config.copies}"')
+    if config.d_layout != "rows":
+        lines.append(f'd_layout = "{config.d_layout}"')
     lines.append("kernels = [")
     for k in config.kernels:
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '

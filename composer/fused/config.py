@@ -39,7 +39,10 @@ frees the line count (64-128 lines per block: 4-8x less D traffic per FLOP). ``a
 (streamed only): ``"factors"`` (default) stages q and vel by cp.async and forms the product in the
 fragment loads; ``"product"`` loads them into registers, multiplies and stores one F panel (half
 the shared-memory bytes written and read for A; the loads of the next panel stay in flight during
-the contraction of the current one). ``copies`` (streamed only): ``"strided"`` (default) issues a
+the contraction of the current one). ``d_layout`` (streamed only): ``"rows"`` (default) reads D's
+rows, 8 * k_panel bytes per position and panel (half a 128-byte line at k_panel = 8: one L2 tag
+lookup per 64 bytes); ``"panels"`` reads a copy of D regrouped by k-panel once per path
+(D[p][a][m]), so a block's D panel is one contiguous run of whole lines. ``copies`` (streamed only): ``"strided"`` (default) issues a
 thread's panel copies in a loop striding by the block size; ``"unrolled"`` gives the loops a
 compile-time trip count, fully unrolled, which removes two thirds of the hot loop's instructions
 (index arithmetic, remainder handling) at the price of more live registers; which one is faster
@@ -81,6 +84,9 @@ A_OPERANDS = ("factors", "product")
 # volume = "stream": how a thread issues its panel copies: a loop striding by the block size, or
 # a compile-time trip count fully unrolled (no integer loop overhead per panel, more live addresses)
 COPY_LOOPS = ("strided", "unrolled")
+# volume = "stream": D in global memory as its rows (D[a][m]), or regrouped once per path into
+# k-panels (D[p][a][m], p = m // k_panel) so that a block's D panel is one contiguous run
+D_LAYOUTS = ("rows", "panels")
 
 
 class UnsupportedOrderError(ComposerError, ValueError):
@@ -122,6 +128,7 @@ class FusedConfig:
     stages: int = 0  # volume = "stream": cp.async pipeline depth (panels in flight)
     a_operand: str = "factors"  # volume = "stream": "product": q*vel formed as the panel is staged
     copies: str = "strided"  # volume = "stream": the panel-copy loops (COPY_LOOPS)
+    d_layout: str = "rows"  # volume = "stream": D as rows or regrouped into k-panels (D_LAYOUTS)
 
     @property
     def nq(self) -> int:
@@ -196,7 +203,8 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", "a_operand", "copies"}
+                            "elements_per_block", "volume", "k_panel", "stages", "a_operand", "copies",
+                            "d_layout"}
     if unknown:
         raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
     flux = table.get("flux")
@@ -258,16 +266,9 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if epb > 1 and d_stage != "global":
         raise _error(file, f"{prefix}.elements_per_block", 'needs d_stage = "global"')
     k_panel, stages = _stream_keys(table, prefix, file, nq, mma, stream)
-    a_operand = table.get("a_operand", "factors")
-    if a_operand not in A_OPERANDS:
-        raise _error(file, f"{prefix}.a_operand", f"expected one of {A_OPERANDS}, got {a_operand!r}")
-    if "a_operand" in table and not stream:
-        raise _error(file, f"{prefix}.a_operand", 'needs volume = "stream"')
-    copies = table.get("copies", "strided")
-    if copies not in COPY_LOOPS:
-        raise _error(file, f"{prefix}.copies", f"expected one of {COPY_LOOPS}, got {copies!r}")
-    if "copies" in table and not stream:
-        raise _error(file, f"{prefix}.copies", 'needs volume = "stream"')
+    a_operand, copies, d_layout = (_stream_choice(table, key, choices, prefix, file, stream)
+                                   for key, choices in (("a_operand", A_OPERANDS), ("copies", COPY_LOOPS),
+                                                        ("d_layout", D_LAYOUTS)))
     if a_operand == "product":
         for n, k in enumerate(kernels):
             pairs = box_lines(k.box, k.dirs[0]) * k_panel // 2
@@ -285,7 +286,18 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         for n, k in enumerate(kernels):
             _check_stream_tiling(k, str(mma), file, f"{prefix}.kernels[{n}]")
     return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
-                       str(traces), epb, str(volume), k_panel, stages, a_operand, str(copies))
+                       str(traces), epb, str(volume), k_panel, stages, a_operand, copies, d_layout)
+
+
+def _stream_choice(table: Mapping[str, Any], key: str, choices: tuple[str, ...], prefix: str, file: str,
+                   stream: bool) -> str:
+    """A streamed-kernel-only switch: one of ``choices`` (the first is the default)."""
+    value = table.get(key, choices[0])
+    if value not in choices:
+        raise _error(file, f"{prefix}.{key}", f"expected one of {choices}, got {value!r}")
+    if key in table and not stream:
+        raise _error(file, f"{prefix}.{key}", 'needs volume = "stream"')
+    return str(value)
 
 
 def box_lines(box: tuple[int, int, int], d: int) -> int:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from composer import dg
-from composer.fused.builder import KernelPlan, StreamPlan, kernel_plans
+from composer.fused.builder import KernelPlan, StreamPlan, d_panel_layout, kernel_plans
 from composer.fused.config import FusedConfig
 
 
@@ -185,8 +185,12 @@ def stage_stream_panel(plan: StreamPlan, qe: np.ndarray, ve: np.ndarray, dmat: n
             buf[fp + off] = ve[g + h]
     n = np.arange(na * kp // 2)
     a, m = n // (kp // 2), 2 * (n % (kp // 2))
-    for h in range(2):
-        buf[nf * fp + a * ds + m + h] = dmat[a_org + a, p * kp + m + h]
+    for h in range(2):  # D's rows, or its k-panel copy read with the kernel's own index formula
+        if plan.d_panels:
+            src = d_panel_layout(dmat, kp).reshape(-1)[(p * plan.nq + a_org + a) * kp + m + h]
+        else:
+            src = dmat[a_org + a, p * kp + m + h]
+        buf[nf * fp + a * ds + m + h] = src
     return buf
 
 

@@ -10,7 +10,7 @@ import os
 from pathlib import Path as FsPath
 from typing import Any, ClassVar
 
-from composer.fused.builder import FusedBuild, build, prebuilt
+from composer.fused.builder import FusedBuild, build, d_panel_layout, prebuilt
 from composer.fused.config import SUPPORTED_ORDERS, FusedConfig, fused_config
 from composer.paths.base import Path
 from composer.paths.problem import DeviceProblem
@@ -70,6 +70,14 @@ class FusedPathBase(Path):
         self.vmap_m, self.vmap_p = problem.index_maps32()
         self.fstar = (problem.allocate(f"{self.name}.fstar", 8 * ne * 6 * problem.nq**2)
                       if config.flux == "array" else None)
+        self.diff = problem.diff  # d_layout = "panels": the k-panel copy of D the kernels read instead
+        if config.d_layout == "panels":
+            from composer import dg
+
+            panels = d_panel_layout(dg.diff_matrix(problem.order), config.k_panel)
+            self.diff = problem.allocate(f"{self.name}.d_panels", panels.nbytes)
+            self.diff.copy_from(panels, problem.stream)
+            problem.stream.synchronize()  # the host copy is a temporary
 
     @property
     def kernels(self) -> list[Kernel]:
@@ -87,7 +95,7 @@ class FusedPathBase(Path):
                 args: tuple[Any, ...] = (q_ptr, u, v, w, self.vmap_m.ptr, self.vmap_p.ptr, *faces, fstar, ne)
             else:
                 args = (q_ptr, u, v, w, p.ptr("Ex"), p.ptr("Ey"), p.ptr("Ez"), self.vmap_m.ptr, self.vmap_p.ptr,
-                        *faces, fstar, p.diff.ptr, dqdt_ptr, ne)
+                        *faces, fstar, self.diff.ptr, dqdt_ptr, ne)
             kernel.launch(grid, block, args, smem, p.stream)
 
     def close(self) -> None:
