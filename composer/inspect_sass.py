@@ -228,6 +228,25 @@ def parse_cuobjdump(text: str) -> dict[str, KernelSass]:
     return result
 
 
+def function_sass(text: str) -> dict[str, str]:
+    """The ``-sass`` listing of every function, keyed as :func:`parse_cuobjdump` keys kernels."""
+    listings: dict[tuple[str, str], list[str]] = {}
+    arch, current = "", None
+    for line in text.splitlines():
+        m = _CODE_FOR.match(line)
+        if m:
+            arch, current = m.group(1), None
+            continue
+        m = _FUNCTION.match(line)
+        if m:
+            current = listings.setdefault((arch, m.group(1)), [])
+            continue
+        if current is not None:
+            current.append(line)
+    multi_arch = len({a for a, _ in listings}) > 1
+    return {(f"{a}:{n}" if multi_arch else n): "\n".join(lines) for (a, n), lines in listings.items()}
+
+
 def inspect_cubin(cubin: bytes | Path | str) -> dict[str, KernelSass]:
     """Disassemble a CUBIN (bytes or a file) and summarize every kernel in it."""
     if isinstance(cubin, (bytes, bytearray)):

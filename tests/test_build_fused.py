@@ -43,6 +43,16 @@ def test_fused_kernels_build_into_the_manifest(tmp_path) -> None:
     assert len(rows) == 7 and problems == []
     _, problems = collect(tmp_path, "8x8x4")  # the DFMA and face kernels are not held to a shape
     assert len(problems) == 3 and all("fused_tc16_p511" in p for p in problems)
+    # --hot-loop: the panel loop of each volume kernel (the shipped p = 511 schedules unroll their
+    # copies: no loop nested in it); the face kernel has no MMA loop
+    rows, _ = collect(tmp_path, None, loops=True)
+    hot = {r["name"]: r["hot_loop"] for r in rows}
+    assert hot["fused_face_flux_nq512"] is None
+    for name, loop in hot.items():
+        if name.startswith(("fused_tc16_p511", "fused_dfma_p511")):
+            assert loop["nested_loops"] == 0 and loop["ldgsts"] > 0 and loop["lds"] > 0, (name, loop)
+            assert loop["mma"] == (32 if "tc16" in name else 256)
+            assert loop["instructions_per_mma"] == round(loop["instructions"] / loop["mma"], 2)
 
 
 @needs_nvrtc

@@ -15,6 +15,7 @@ from composer.inspect_sass import (
     KernelSass,
     check_expected,
     find_cuobjdump,
+    function_sass,
     inspect_cubin,
     normalize_dmma,
     parse_cuobjdump,
@@ -181,6 +182,10 @@ Resource usage:
     k = parse_cuobjdump(text)["kern"]
     assert (k.arch, k.dmma, k.dfma, k.registers, k.spill_bytes, k.shared_bytes, k.local_stores) == \
         ("sm_80", {"8x8x4": 2}, 1, 40, 24, 2048, 1)
+    listing = function_sass(text)
+    assert set(listing) == {"kern"} and listing["kern"].count("DMMA.884") == 2 and "REG:" not in listing["kern"]
+    two_archs = text + text.replace("sm_80", "sm_90")
+    assert set(function_sass(two_archs)) == set(parse_cuobjdump(two_archs)) == {"sm_80:kern", "sm_90:kern"}
 
 
 def test_not_a_cubin():

@@ -11,7 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from composer.errors import ComposerError
-from composer.inspect_sass import KernelSass, check_expected, inspect_cubin
+from composer.fused.hotloop import HotLoop, hot_loop
+from composer.inspect_sass import KernelSass, check_expected, disassemble, function_sass, parse_cuobjdump
 from composer.runtime.manifest import read_manifest
 
 MANIFEST = "manifest.json"
@@ -28,29 +29,43 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--expect", default=None, metavar="SHAPE",
                         help="PTX MMA shape every kernel must issue (e.g. 16x8x4)")
     parser.add_argument("--no-spills", action="store_true", help="treat local memory as a failure")
+    parser.add_argument("--hot-loop", action="store_true",
+                        help="also report each kernel's hot loop (the innermost loop holding its DMMA/DFMA): "
+                             "instructions, MMAs, instructions per MMA, shared loads, async copies, "
+                             "nested loops")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.set_defaults(func=run)
 
 
-def collect(target: Path, expect: str | None, allow_spills: bool = True
+def collect(target: Path, expect: str | None, allow_spills: bool = True, loops: bool = False
             ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Rows (one per kernel) and problems for a CUBIN file or a build directory."""
+    """Rows (one per kernel) and problems for a CUBIN file or a build directory; with ``loops``
+    each row also carries its kernel's hot loop (``hot_loop``, None without a DMMA/DFMA loop)."""
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
+
+    def read(path: Path) -> tuple[dict[str, KernelSass], dict[str, HotLoop | None]]:
+        if not path.is_file():
+            raise ComposerError(f"{path}: no such CUBIN")
+        text = disassemble(path)
+        kernels = parse_cuobjdump(text)
+        found = {k: hot_loop(s) for k, s in function_sass(text).items()} if loops else {}
+        return kernels, {k: (h if h.mma else None) for k, h in found.items()}
+
     if target.is_dir():
         entries = read_manifest(target / MANIFEST, verify=True)
         for entry in entries:
-            kernels = inspect_cubin(entry.cubin_path)
+            kernels, hot = read(entry.cubin_path)
             mma = expect or entry.config.get("mma")
-            for k in kernels.values():
-                rows.append(_row(k, entry.cubin, entry.dynamic_smem, entry.config.get("mma")))
+            for key, k in kernels.items():
+                rows.append(_row(k, entry.cubin, entry.dynamic_smem, entry.config.get("mma"), hot, key))
             if mma and _issues_dmma(entry.config):
                 per = {entry.symbol: entry.config["mma_per_ktile"]} if "mma_per_ktile" in entry.config \
                     and not expect else None
                 problems += check_expected(kernels, mma, mma_per_kernel=per, allow_spills=allow_spills)
     elif target.is_file():
-        kernels = inspect_cubin(target)
-        rows = [_row(k, target.name, None, None) for k in kernels.values()]
+        kernels, hot = read(target)
+        rows = [_row(k, target.name, None, None, hot, key) for key, k in kernels.items()]
         if expect:
             problems = check_expected(kernels, expect, allow_spills=allow_spills)
     else:
@@ -67,14 +82,22 @@ def _issues_dmma(config: dict[str, Any]) -> bool:
             and config.get("kernel") != "face")
 
 
-def _row(k: KernelSass, cubin: str, dynamic_smem: int | None, mma: str | None) -> dict[str, Any]:
+def _row(k: KernelSass, cubin: str, dynamic_smem: int | None, mma: str | None,
+         hot: dict[str, HotLoop | None], key: str) -> dict[str, Any]:
     row = k.to_dict()
     row.update(cubin=cubin, dynamic_smem=dynamic_smem, built_mma=mma)
+    if key in hot:
+        loop = hot[key]
+        row["hot_loop"] = None if loop is None else {
+            "instructions": loop.instructions, "mma": loop.mma,
+            "instructions_per_mma": round(loop.instructions / loop.mma, 2), "lds": loop.counts.get("LDS", 0),
+            "ldgsts": loop.counts.get("LDGSTS", 0), "ldg": loop.counts.get("LDG", 0),
+            "nested_loops": loop.inner_loops}
     return row
 
 
 def run(args: argparse.Namespace) -> int:
-    rows, problems = collect(Path(args.target), args.expect, not args.no_spills)
+    rows, problems = collect(Path(args.target), args.expect, not args.no_spills, args.hot_loop)
     if args.json:
         print(json.dumps({"kernels": rows, "problems": problems}, indent=2))
     else:
@@ -84,13 +107,22 @@ def run(args: argparse.Namespace) -> int:
 
 def render(rows: list[dict[str, Any]], problems: list[str], console: Console) -> None:
     table = Table(title="SASS per kernel")
-    for col in ("kernel", "arch", "DMMA", "DFMA", "regs", "local B", "smem B", "dyn smem B"):
+    loops = any("hot_loop" in r for r in rows)
+    columns = ["kernel", "arch", "DMMA", "DFMA", "regs", "local B", "smem B", "dyn smem B"]
+    if loops:
+        columns += ["loop instr", "per MMA", "LDS", "LDGSTS", "nested"]
+    for col in columns:
         table.add_column(col, justify="left" if col in ("kernel", "DMMA") else "right")
     for r in rows:
         dmma = ", ".join(f"{n} x {s}" for s, n in r["dmma"].items()) or "-"
-        table.add_row(r["name"], r["arch"], dmma, str(r["dfma"]), str(r["registers"]),
-                      str(r["spill_bytes"]), str(r["shared_bytes"]),
-                      "-" if r["dynamic_smem"] is None else str(r["dynamic_smem"]))
+        cells = [r["name"], r["arch"], dmma, str(r["dfma"]), str(r["registers"]), str(r["spill_bytes"]),
+                 str(r["shared_bytes"]), "-" if r["dynamic_smem"] is None else str(r["dynamic_smem"])]
+        if loops:
+            h = r.get("hot_loop")
+            cells += ["-"] * 5 if h is None else [
+                str(h["instructions"]), f"{h['instructions_per_mma']:.2f}", str(h["lds"]), str(h["ldgsts"]),
+                str(h["nested_loops"])]
+        table.add_row(*cells)
     console.print(table)
     for p in problems:
         console.print(f"[red]FAIL[/red] {p}")
