@@ -21,7 +21,7 @@ import subprocess
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from composer.errors import ComposerError
 from composer.gemm.cute.shapes import arch_number, expected_sass, mma_shape
@@ -156,20 +156,29 @@ class _Counts:
     ldl: int = 0
 
 
-def _parse_sass(text: str) -> dict[tuple[str, str], _Counts]:
-    """Instruction counts per (arch, function) from the ``-sass`` section."""
-    out: dict[tuple[str, str], _Counts] = {}
-    arch, current = "", None
+def _function_lines(text: str) -> Iterator[tuple[str, str, str | None]]:
+    """(arch, function, line) for every line of the ``-sass`` section inside a function; a function's
+    header yields it once with line None (so that a function without instructions still appears)."""
+    arch, name = "", None
     for line in text.splitlines():
         m = _CODE_FOR.match(line)
         if m:
-            arch, current = m.group(1), None
+            arch, name = m.group(1), None
             continue
         m = _FUNCTION.match(line)
         if m:
-            current = out.setdefault((arch, m.group(1)), _Counts(arch=arch))
-            continue
-        if current is None:
+            name = m.group(1)
+            yield arch, name, None
+        elif name is not None:
+            yield arch, name, line
+
+
+def _parse_sass(text: str) -> dict[tuple[str, str], _Counts]:
+    """Instruction counts per (arch, function) from the ``-sass`` section."""
+    out: dict[tuple[str, str], _Counts] = {}
+    for arch, name, line in _function_lines(text):
+        current = out.setdefault((arch, name), _Counts(arch=arch))
+        if line is None:
             continue
         m = _INSTR.match(line)
         if not m:
@@ -231,18 +240,10 @@ def parse_cuobjdump(text: str) -> dict[str, KernelSass]:
 def function_sass(text: str) -> dict[str, str]:
     """The ``-sass`` listing of every function, keyed as :func:`parse_cuobjdump` keys kernels."""
     listings: dict[tuple[str, str], list[str]] = {}
-    arch, current = "", None
-    for line in text.splitlines():
-        m = _CODE_FOR.match(line)
-        if m:
-            arch, current = m.group(1), None
-            continue
-        m = _FUNCTION.match(line)
-        if m:
-            current = listings.setdefault((arch, m.group(1)), [])
-            continue
-        if current is not None:
-            current.append(line)
+    for arch, name, line in _function_lines(text):
+        lines = listings.setdefault((arch, name), [])
+        if line is not None:
+            lines.append(line)
     multi_arch = len({a for a, _ in listings}) > 1
     return {(f"{a}:{n}" if multi_arch else n): "\n".join(lines) for (a, n), lines in listings.items()}
 
