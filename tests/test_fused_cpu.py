@@ -187,7 +187,7 @@ def test_sweep_candidates_are_schedule_tables(variant: str) -> None:
     import tomllib
 
     from composer.fused.config import parse_table
-    from composer.fused.sweep import candidates, to_table
+    from composer.fused.candidates import candidates, to_table
 
     found = candidates(variant, 31)
     assert found[0] == ("base", fused_config(variant, 31)) and len(found) > 1
@@ -248,14 +248,14 @@ def test_default_schedules_render_unchanged_sources() -> None:
 
 
 def _staged_cases() -> list[tuple[str, int, str]]:
-    from composer.fused.sweep import staged_candidates
+    from composer.fused.candidates import staged_candidates
 
     return [(v, o, name) for v in ("FUSED_TC", "FUSED_TC16") for o in sorted(SUPPORTED_ORDERS[v])
             for name, _ in staged_candidates(v, o)]
 
 
 def _staged(variant: str, order: int, name: str):
-    from composer.fused.sweep import staged_candidates
+    from composer.fused.candidates import staged_candidates
 
     return dict(staged_candidates(variant, order))[name]
 
@@ -288,7 +288,7 @@ def test_staged_options_parse_and_round_trip() -> None:
     import tomllib
 
     from composer.fused.config import parse_table
-    from composer.fused.sweep import candidates, to_table
+    from composer.fused.candidates import candidates, to_table
 
     for variant in ("FUSED_TC", "FUSED_TC16"):
         for _, cfg in candidates(variant, 255):
@@ -319,7 +319,7 @@ def test_staged_options_parse_and_round_trip() -> None:
 
 @pytest.mark.parametrize("order", [63, 127, 255, 511, 767])
 def test_staged_dfma_is_tc_with_one_switch(order: int) -> None:
-    from composer.fused.sweep import staged_candidates
+    from composer.fused.candidates import staged_candidates
 
     for _, tc in staged_candidates("FUSED_TC", order):
         dfma = dataclasses.replace(tc, variant="FUSED_DFMA", dfma=True)
@@ -371,7 +371,7 @@ def test_emulated_staged_d_matches_reference(variant: str, mma: str, order: int,
 @needs_nvrtc
 @pytest.mark.parametrize("order", [63, 127])  # box-kernel schedules (p >= 255 stream since session 3)
 def test_staged_dfma_compiles(order: int) -> None:
-    from composer.fused.sweep import staged_candidates
+    from composer.fused.candidates import staged_candidates
 
     tc = next(c for n, c in staged_candidates("FUSED_TC", order) if " Dsmem" in n)
     for built in build(dataclasses.replace(tc, variant="FUSED_DFMA", dfma=True), "sm_90").kernels:
@@ -439,7 +439,8 @@ def test_sweep_apply_writes_only_measured_winners(tmp_path) -> None:
     import shutil
 
     from composer.config.schedules import load_schedule_file, packaged_dir
-    from composer.fused.sweep import apply, staged_candidates, to_table
+    from composer.fused.candidates import staged_candidates, to_table
+    from composer.fused.sweep import apply
 
     src = Path(str(packaged_dir())) / "p0063.toml"
     shutil.copy(src, tmp_path / "p0063.toml")
@@ -469,7 +470,7 @@ def test_elements_per_block_parse_render_and_compile() -> None:
     import tomllib
 
     from composer.fused.config import parse_table
-    from composer.fused.sweep import strip_candidates, to_table
+    from composer.fused.candidates import strip_candidates, to_table
     from composer.inspect_sass import inspect_cubin
 
     good = _table(7, "FUSED")

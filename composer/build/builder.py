@@ -112,33 +112,30 @@ def _compile_nvrtc(job: BuildJob, out: Path) -> dict:
 def _compile_fused(job: BuildJob, out: Path) -> dict:
     """One kernel of a fused schedule: the same source the path compiles at run time (the plan
     rendered it from the same schedule a moment ago; its sha256 is the job's key)."""
-    from composer.fused.builder import (FACE_SIGNATURE, FACE_THREADS, OPTIONS, VOLUME_SIGNATURE, kernel_plans,
-                                        render_face, render_volume, source_sha)
+    from composer.fused.builder import OPTIONS, face_source, kernel_sources, source_sha
     from composer.fused.config import fused_config
     from composer.runtime.nvrtc import compile_cuda
 
     order, kernel, nq = job.order, job.spec["kernel"], job.order + 1
     variant, mma, volume = None, None, None
     if kernel == "face":
-        source, threads, smem, signature = render_face(nq), FACE_THREADS, 0, FACE_SIGNATURE
-        grid = f"min(max(cdiv(ne * {6 * nq * nq}, {threads}), 1), sms * 16)"
+        k = face_source(nq)
+        grid = f"min(max(cdiv(ne * {6 * nq * nq}, {k.threads}), 1), sms * 16)"
     else:
         variant = job.spec["variant"]
         config = fused_config(variant, order)
         mma, volume = config.mma, config.volume
-        plan = kernel_plans(config)[kernel]
-        source, threads, smem, signature = render_volume(config, plan), plan.kernel.threads, plan.smem_bytes, \
-            VOLUME_SIGNATURE
+        k = next(s for s in kernel_sources(config) if s.index == kernel)
         epb = config.elements_per_block
-        grid = f"cdiv(ne, {epb}) * {plan.blocks_per_element}" if epb > 1 else f"ne * {plan.blocks_per_element}"
-    if source_sha(source) != job.spec["source_sha"]:
+        grid = f"cdiv(ne, {epb}) * {k.blocks_per_element}" if epb > 1 else f"ne * {k.blocks_per_element}"
+    if source_sha(k.source) != job.spec["source_sha"]:
         raise BuildError(f"{job.name}: the schedule or template changed while building; run the build again")
-    built = compile_cuda(source, f"{job.name}.cu", arch=job.arch, options=OPTIONS, entry_points=[job.name])
+    built = compile_cuda(k.source, f"{job.name}.cu", arch=job.arch, options=OPTIONS, entry_points=[job.name])
     cubin = f"{job.name}.cubin"
     atomic_write_bytes(out / cubin, built.cubin)
     return {
-        "symbol": built.symbol(job.name), "cubin": cubin, "sha256": "", "block": [threads, 1, 1],
-        "dynamic_smem": smem, "params": [{"name": p.name, "ctype": p.ctype} for p in signature],
+        "symbol": built.symbol(job.name), "cubin": cubin, "sha256": "", "block": [k.threads, 1, 1],
+        "dynamic_smem": k.smem_bytes, "params": [{"name": p.name, "ctype": p.ctype} for p in k.signature],
         "grid_rule": {"x": grid}, "arch": job.arch,
         "config": {"kind": "fused", "order": order, "variant": variant, "kernel": kernel,
                    "mma": mma, "volume": volume, "source_sha": job.spec["source_sha"]},

@@ -25,6 +25,8 @@ PATHS_NEEDING_CUTE = ("GEMM_CUTE",)
 FUSED_PATHS = ("FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
 PATHS_NEEDING_SUPPORT = ("GEMM", "GEMM_CUTE")
 DEFAULT_PATHS = ("GEMM_CUTE",)
+#: Every path `composer build` has kernels for.
+BUILDABLE_PATHS = tuple(dict.fromkeys(PATHS_NEEDING_SUPPORT + PATHS_NEEDING_CUTE + FUSED_PATHS))
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,7 @@ def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
     """Every kernel of ``variant``'s schedule at ``order`` (none when the variant does not implement
     the order). The spec holds the sha256 of the rendered source, which carries every schedule
     parameter, so a schedule or template change rebuilds exactly the kernels it changes."""
-    from composer.fused.builder import (check_arch, face_kernel_name, kernel_plans, render_face, render_volume,
-                                        source_sha)
+    from composer.fused.builder import check_arch, kernel_sources, source_sha
     from composer.fused.config import SUPPORTED_ORDERS, fused_config
 
     if order not in SUPPORTED_ORDERS[variant]:
@@ -89,13 +90,10 @@ def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
         raise ComposerError(f"path {variant} at order {order}: its schedule uses mma {config.mma}, which needs "
                             f"sm_90 or newer; {arch} has only 8x8x4 (FUSED_TC builds for {arch})") from None
     jobs = []
-    if config.flux == "array":
+    for k in kernel_sources(config):
         # the face kernel depends on Nq only: the same job whichever variant or schedule asks for it
-        jobs.append(BuildJob(face_kernel_name(config.nq), "fused", arch, order,
-                             {"kernel": "face", "source_sha": source_sha(render_face(config.nq))}))
-    for index, kp in enumerate(kernel_plans(config)):
-        jobs.append(BuildJob(kp.name, "fused", arch, order, {"variant": variant, "kernel": index,
-                                                             "source_sha": source_sha(render_volume(config, kp))}))
+        spec = ({"kernel": "face"} if k.index is None else {"variant": variant, "kernel": k.index})
+        jobs.append(BuildJob(k.name, "fused", arch, order, {**spec, "source_sha": source_sha(k.source)}))
     return jobs
 
 
@@ -106,10 +104,9 @@ def plan(arch: str, mma: str, orders: list[int] | None = None,
     check_supported(mma, arch)
     orders = orders or available_orders()
     paths = [p.upper() for p in (paths or DEFAULT_PATHS)]
-    known = set(PATHS_NEEDING_CUTE) | set(PATHS_NEEDING_SUPPORT) | set(FUSED_PATHS)
-    unknown = [p for p in paths if p not in known]
+    unknown = [p for p in paths if p not in BUILDABLE_PATHS]
     if unknown:
-        raise ValueError(f"composer build has no kernels for {unknown}; paths with kernels: {sorted(known)}")
+        raise ValueError(f"composer build has no kernels for {unknown}; paths with kernels: {list(BUILDABLE_PATHS)}")
     jobs: list[BuildJob] = []
     for order in orders:
         if any(p in PATHS_NEEDING_CUTE for p in paths):

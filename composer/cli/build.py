@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from composer.build import build, plan
-from composer.build.plan import DEFAULT_PATHS
+from composer.build.plan import BUILDABLE_PATHS, DEFAULT_PATHS
 from composer.errors import ComposerError
 from composer.cli.arguments import csv_list
 
@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--orders", type=csv_list(int), default=None, metavar="P[,P...]",
                         help="orders to build (default: every scheduled order)")
     parser.add_argument("--paths", default=",".join(DEFAULT_PATHS), metavar="NAME[,NAME...]",
-                        help=f"paths whose kernels to build: GEMM, GEMM_CUTE, FUSED, FUSED_TC, FUSED_DFMA, FUSED_TC16 "
+                        help=f"paths whose kernels to build: {', '.join(BUILDABLE_PATHS)} "
                              f"(default: {','.join(DEFAULT_PATHS)})")
     parser.add_argument("--out", default=None, metavar="BUILD_DIR", help="output (default: build/<arch>)")
     parser.add_argument("--force", action="store_true", help="recompile everything")

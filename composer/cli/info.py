@@ -12,7 +12,7 @@ from rich.table import Table
 
 from composer import counts
 from composer.config.machines import Machine, get_machine
-from composer.config.schedules import load_schedule, schedule_file_name
+from composer.config.schedules import available_orders, load_schedule, schedule_file_name
 
 DEFAULT_MACHINE = "h200"
 DEFAULT_RESERVE = 0.05
@@ -152,14 +152,14 @@ def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) 
     from composer.fused.config import SUPPORTED_ORDERS, VARIANTS, fused_config
     from composer.fused.traffic import operand_bytes_per_flop, schedule_traffic
 
+    if order not in available_orders():  # no schedule file for this order: no fused schedules to show
+        return []
+    tables = load_schedule(order).paths
     rows = []
     for variant in VARIANTS:
-        if order not in SUPPORTED_ORDERS[variant]:
-            continue
-        try:
-            config = fused_config(variant, order)
-        except Exception:  # no schedule table for this order
-            continue
+        if order not in SUPPORTED_ORDERS[variant] or variant not in tables:
+            continue  # a broken table is reported (fused_config raises), a missing one is skipped
+        config = fused_config(variant, order)
         kernels = schedule_traffic(config, grid)
         total = sum(k.total_bytes for k in kernels)
         rows.append({"variant": variant, "flux": config.flux,

@@ -49,8 +49,8 @@ def main(args: argparse.Namespace) -> int:
     from composer.fused import sweep
 
     if args.step == "check":
-        if args.subset not in sweep.SUBSETS:
-            raise ComposerError(f"unknown subset {args.subset!r}; known: {', '.join(sweep.SUBSETS)}")
+        if args.subset not in SUBSETS:
+            raise ComposerError(f"unknown subset {args.subset!r}; known: {', '.join(SUBSETS)}")
         plan = sweep.check(args.orders, workers=args.workers, subset=args.subset)
         atomic_write_text(args.plan, json.dumps(plan, indent=1))
         kept = sum(row["ok"] for rows in plan.values() for v in rows.values() for row in v)

@@ -235,8 +235,8 @@ def late_weights(config: FusedConfig, plan: KernelPlan) -> bool:
 def _mma_params(config: FusedConfig) -> dict[str, object]:
     if config.mma is None:
         return {}
-    m, _, k = (int(x) for x in config.mma.split("x"))
-    return {"mma_m": m, "mma_k": k, "mma_ptx": f"m{m}n8k{k}"}
+    shape = config.mma_shape
+    return {"mma_m": shape.m, "mma_k": shape.k, "mma_ptx": shape.ptx}
 
 
 def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
@@ -275,6 +275,34 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
 def render_face(nq: int) -> str:
     return render("fused_face_flux.cu.j2", template_dir=TEMPLATE_DIR, name=face_kernel_name(nq), nq=nq,
                   threads=FACE_THREADS)
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """One kernel of a fused configuration before compilation: its CUDA source and launch shape.
+    The one list that the run-time build, the build directory's jobs and its loader all walk."""
+
+    name: str
+    source: str
+    threads: int
+    smem_bytes: int
+    blocks_per_element: int  # 0 for the grid-stride face kernel
+    signature: tuple[Param, ...]
+    index: int | None  # position among the volume kernels; None for the face kernel
+
+
+def face_source(nq: int) -> KernelSource:
+    """The face-flux kernel of Nq (the same for every variant and schedule)."""
+    return KernelSource(face_kernel_name(nq), render_face(nq), FACE_THREADS, 0, 0, FACE_SIGNATURE, None)
+
+
+def kernel_sources(config: FusedConfig) -> list[KernelSource]:
+    """Every kernel of ``config`` in launch order: the face kernel (flux = "array"), then the volume kernels."""
+    sources = [face_source(config.nq)] if config.flux == "array" else []
+    for plan in kernel_plans(config):
+        sources.append(KernelSource(plan.name, render_volume(config, plan), plan.kernel.threads, plan.smem_bytes,
+                                    plan.blocks_per_element, VOLUME_SIGNATURE, plan.index))
+    return sources
 
 
 @dataclass(frozen=True)
@@ -332,39 +360,29 @@ def prebuilt(config: FusedConfig, arch: str, build_dir: Path) -> FusedBuild | No
                    if e.config.get("kind") == "fused"}
     except ManifestError:
         return None
-    wanted: list[tuple[str, str, int, int, int, tuple[Param, ...]]] = []
-    if config.flux == "array":
-        wanted.append((face_kernel_name(config.nq), render_face(config.nq), FACE_THREADS, 0, 0, FACE_SIGNATURE))
-    for plan in kernel_plans(config):
-        wanted.append((plan.name, render_volume(config, plan), plan.kernel.threads, plan.smem_bytes,
-                       plan.blocks_per_element, VOLUME_SIGNATURE))
     built = []
-    for name, source, threads, smem, blocks, signature in wanted:
-        entry = entries.get(name)
-        if entry is None or entry.arch != arch or entry.config.get("source_sha") != source_sha(source):
+    for k in kernel_sources(config):
+        entry = entries.get(k.name)
+        if entry is None or entry.arch != arch or entry.config.get("source_sha") != source_sha(k.source):
             return None
         cubin = (Path(build_dir) / entry.cubin).read_bytes()
-        compiled = CompiledKernel(name, arch, cubin, log="", lowered_names={name: entry.symbol}, options=OPTIONS)
-        built.append(BuiltKernel(name, compiled, threads, smem, blocks, signature))
+        compiled = CompiledKernel(k.name, arch, cubin, log="", lowered_names={k.name: entry.symbol},
+                                  options=OPTIONS)
+        built.append(BuiltKernel(k.name, compiled, k.threads, k.smem_bytes, k.blocks_per_element, k.signature))
     return FusedBuild(config, arch, tuple(built))
 
 
 def build(config: FusedConfig, arch: str = "sm_90", cache_dir: Path | None = None) -> FusedBuild:
     """Render and compile (or fetch from the NVRTC cache) every kernel of ``config``."""
     check_arch(config, arch)
-    built: list[BuiltKernel] = []
-    if config.flux == "array":
-        name = face_kernel_name(config.nq)
-        compiled = compile_cuda(render_face(config.nq), f"{name}.cu", arch=arch, options=OPTIONS,
-                                cache_dir=cache_dir, entry_points=[name])
-        built.append(BuiltKernel(name, compiled, FACE_THREADS, 0, 0, FACE_SIGNATURE))
-    for plan in kernel_plans(config):
-        compiled = compile_cuda(render_volume(config, plan), f"{plan.name}.cu", arch=arch, options=OPTIONS,
-                                cache_dir=cache_dir, entry_points=[plan.name])
-        built.append(BuiltKernel(plan.name, compiled, plan.kernel.threads, plan.smem_bytes,
-                                 plan.blocks_per_element, VOLUME_SIGNATURE))
+    built = []
+    for k in kernel_sources(config):
+        compiled = compile_cuda(k.source, f"{k.name}.cu", arch=arch, options=OPTIONS, cache_dir=cache_dir,
+                                entry_points=[k.name])
+        built.append(BuiltKernel(k.name, compiled, k.threads, k.smem_bytes, k.blocks_per_element, k.signature))
     return FusedBuild(config, arch, tuple(built))
 
 
-__all__ = ["DIR_NAMES", "BuiltKernel", "FusedBuild", "KernelPlan", "StreamPlan", "build", "check_arch",
-           "kernel_plans", "prebuilt", "render_face", "render_volume", "source_sha"]
+__all__ = ["DIR_NAMES", "BuiltKernel", "FusedBuild", "KernelPlan", "KernelSource", "StreamPlan", "build",
+           "check_arch", "face_source", "kernel_plans", "kernel_sources", "prebuilt", "render_face",
+           "render_volume", "source_sha"]

@@ -17,8 +17,8 @@ from composer.errors import ComposerError
 from composer.fused.builder import kernel_plans, smem_limit
 from composer.fused.config import (D_LAYOUTS, SUPPORTED_ORDERS, FusedConfig, KernelConfig, box_lines,
                                    fused_config)
+from composer.gemm.cute.shapes import mma_shape
 
-SMEM_LIMIT = 227 * 1024
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
 SWEPT = ("FUSED", "FUSED_TC", "FUSED_TC16")
 #: Orders the streamed family is generated for: those whose schedules already split the directions
@@ -54,7 +54,7 @@ def _fits(config: FusedConfig) -> bool:
         return False
     for plan in plans:
         k = plan.kernel
-        if plan.smem_bytes > min(SMEM_LIMIT, smem_limit(config.min_blocks)) or k.threads > 1024 or k.threads % 32:
+        if plan.smem_bytes > smem_limit(config.min_blocks) or k.threads > 1024 or k.threads % 32:
             return False
         if config.min_blocks and k.threads * config.min_blocks > 2048:
             return False
@@ -67,7 +67,7 @@ def _fits(config: FusedConfig) -> bool:
                 if nl % tl or nq % ta or (nl // tl * (nq // ta)) % k.threads:
                     return False
             else:
-                mm, _, mk = (int(x) for x in (config.mma or "").split("x"))
+                mm, mk = config.mma_shape.m, config.mma_shape.k
                 wm, wn = k.tile
                 if nl % (mm * wm) or nq % (8 * wn) or nq % mk:
                     return False
@@ -294,7 +294,7 @@ def stream_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
     shapes = ["16x8x4", "16x8x8"] if variant == "FUSED_TC16" else [base.mma]
     out = []
     for shape in shapes:
-        mm, _, mk = (int(x) for x in shape.split("x"))
+        mm, mk = mma_shape(shape).m, mma_shape(shape).k
         tiles = STREAM_TILES[mm] if mk == 4 else tuple(t[:4] + (1,) for t in STREAM_TILES[mm][:STREAM_TILES_K8])
         for lines, positions, threads, tile, pipelines in tiles:
             if base.nq % lines or base.nq % positions:
@@ -318,7 +318,7 @@ def stream_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     base = _family_base(variant, order, "stream")
     if base is None:
         return []
-    mk = int((base.mma or "x4x4").split("x")[2])
+    mk = base.mma_shape.k
     k0 = base.kernels[0]
     d0 = k0.dirs[0]
     lines, positions = box_lines(k0.box, d0), k0.box[2 - d0]
@@ -354,7 +354,7 @@ def stream_lines_candidates(variant: str, order: int) -> list[tuple[str, FusedCo
     base = _family_base(variant, order, "stream")
     if base is None:
         return []
-    mk = int((base.mma or "x4x4").split("x")[2])
+    mk = base.mma_shape.k
     options = []
     for k_panel in sorted({base.k_panel, 16}):
         if k_panel % mk or base.nq % k_panel:

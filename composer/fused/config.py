@@ -42,11 +42,12 @@ the shared-memory bytes written and read for A; the loads of the next panel stay
 the contraction of the current one). ``d_layout`` (streamed only): ``"rows"`` (default) reads D's
 rows, 8 * k_panel bytes per position and panel (half a 128-byte line at k_panel = 8: one L2 tag
 lookup per 64 bytes); ``"panels"`` reads a copy of D regrouped by k-panel once per path
-(D[p][a][m]), so a block's D panel is one contiguous run of whole lines. ``copies`` (streamed only): ``"strided"`` (default) issues a
-thread's panel copies in a loop striding by the block size; ``"unrolled"`` gives the loops a
-compile-time trip count, fully unrolled, which removes two thirds of the hot loop's instructions
-(index arithmetic, remainder handling) at the price of more live registers; which one is faster
-depends on the order (measured: unrolled at p >= 511, strided for FUSED_TC16 at p = 127 and 255).
+(D[p][a][m]), so a block's D panel is one contiguous run of whole lines. ``copies`` (streamed
+only): ``"strided"`` (default) issues a thread's panel copies in a loop striding by the block
+size; ``"unrolled"`` gives the loops a compile-time trip count, fully unrolled, which removes two
+thirds of the hot loop's instructions (index arithmetic, remainder handling) at the price of more
+live registers; which one is faster depends on the order (measured: unrolled at p >= 511,
+strided for FUSED_TC16 at p = 127 and 255).
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
@@ -59,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from composer.errors import ComposerError, ConfigError
+from composer.gemm.cute.shapes import MmaShape, mma_shape
 
 VARIANTS: tuple[str, ...] = ("FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
 _LOW_ORDERS = frozenset({7, 15, 31, 63, 127, 255})
@@ -138,6 +140,11 @@ class FusedConfig:
     def engine(self) -> str:
         return "simt" if self.mma is None else "mma"
 
+    @property
+    def mma_shape(self) -> MmaShape | None:
+        """The MMA shape's dimensions and fragment sizes (None for the CUDA-core engine)."""
+        return mma_shape(self.mma) if self.mma else None
+
 
 def check_variant(variant: str) -> str:
     key = variant.upper()
@@ -215,8 +222,6 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         if mma is not None:
             raise _error(file, f"{prefix}.mma", "FUSED runs on the CUDA cores and takes no MMA shape")
     else:
-        from composer.gemm.cute.shapes import mma_shape
-
         try:
             mma = mma_shape(str(mma)).name
         except ValueError as exc:
@@ -333,7 +338,7 @@ def _stream_keys(table: Mapping[str, Any], prefix: str, file: str, nq: int, mma:
             if key in table:
                 raise _error(file, f"{prefix}.{key}", 'needs volume = "stream"')
         return 0, 0
-    mk = int(str(mma).split("x")[2]) if mma else 4
+    mk = mma_shape(str(mma)).k if mma else 4
     k_panel = table.get("k_panel", 16)
     if (not isinstance(k_panel, int) or isinstance(k_panel, bool) or k_panel <= 0 or k_panel % max(mk, 4)
             or nq % k_panel):

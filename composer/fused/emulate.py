@@ -17,6 +17,7 @@ import numpy as np
 from composer import dg
 from composer.fused.builder import KernelPlan, StreamPlan, d_panel_layout, kernel_plans
 from composer.fused.config import FusedConfig
+from composer.gemm.cute.shapes import mma_shape
 
 
 def _at(d: int, a: np.ndarray | int, l: np.ndarray | int, plan: KernelPlan) -> tuple:
@@ -103,7 +104,7 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
     With D staged (plan.d_panel), the B fragments are read from the emulated shared-memory panels
     through d_off, as the template's Contract::step reads them."""
     panels = stage_panels(plan, dmat, nq) if plan.d_panel else None
-    mm, _, mk = (int(x) for x in shape.split("x"))
+    mm, mk = mma_shape(shape).m, mma_shape(shape).k
     mi = mm // 8
     wm_n, wn_n = plan.kernel.tile
     warps = plan.kernel.threads // 32
@@ -185,12 +186,11 @@ def stage_stream_panel(plan: StreamPlan, qe: np.ndarray, ve: np.ndarray, dmat: n
             buf[fp + off] = ve[g + h]
     n = np.arange(na * kp // 2)
     a, m = n // (kp // 2), 2 * (n % (kp // 2))
-    for h in range(2):  # D's rows, or its k-panel copy read with the kernel's own index formula
-        if plan.d_panels:
-            src = d_panel_layout(dmat, kp).reshape(-1)[(p * plan.nq + a_org + a) * kp + m + h]
-        else:
-            src = dmat[a_org + a, p * kp + m + h]
-        buf[nf * fp + a * ds + m + h] = src
+    # D's rows, or its k-panel copy read with the kernel's own index formula
+    d_flat, d_index = ((d_panel_layout(dmat, kp).reshape(-1), (p * plan.nq + a_org + a) * kp + m) if plan.d_panels
+                       else (dmat.reshape(-1), (a_org + a) * plan.nq + p * kp + m))
+    for h in range(2):
+        buf[nf * fp + a * ds + m + h] = d_flat[d_index + h]
     return buf
 
 
@@ -199,7 +199,7 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
     """One streamed kernel, block by block and warp by warp, into dqdt (in place)."""
     nq, d = plan.nq, plan.dir
     nf = 1 if plan.product else 2
-    mm, _, mk = (int(x) for x in (config.mma or "").split("x"))
+    mm, mk = config.mma_shape.m, config.mma_shape.k
     mi, c_regs = mm // 8, mm // 4
     wm_n, wn_n = plan.kernel.tile
     nl, na, kp, fs, ds, fp = plan.lines(d), plan.positions(d), plan.k_panel, plan.fs, plan.ds, plan.f_panel

@@ -6,7 +6,6 @@ paths launch identically and differ only in what the builder renders for them.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path as FsPath
 from typing import Any, ClassVar
 
@@ -14,10 +13,10 @@ from composer.fused.builder import FusedBuild, build, d_panel_layout, prebuilt
 from composer.fused.config import SUPPORTED_ORDERS, FusedConfig, fused_config
 from composer.paths.base import Path
 from composer.paths.problem import DeviceProblem
+from composer.runtime.manifest import requested_build_dir
 from composer.runtime.module import Kernel, Module
 
 FACE_BLOCKS_PER_SM = 16  # grid cap of the grid-stride face kernel
-BUILD_DIR_ENV = "COMPOSER_BUILD_DIR"  # the same build directory GEMM_CUTE reads
 
 
 def _prefer_shared_carveout(kernel: Kernel) -> None:
@@ -46,8 +45,8 @@ class FusedPathBase(Path):
         self.config = config
         # kernels cross-compiled by `composer build --paths ...` when the build directory holds all of
         # them from this very source; else NVRTC (disk-cached)
-        build_dir = options.get("build_dir") or os.environ.get(BUILD_DIR_ENV)
-        ready = prebuilt(config, problem.device.arch, FsPath(build_dir)) if build_dir else None
+        build_dir = requested_build_dir(options.get("build_dir"))
+        ready = prebuilt(config, problem.device.arch, build_dir) if build_dir else None
         self.prebuilt = ready is not None
         self.build: FusedBuild = ready or build(config, problem.device.arch, cache_dir)
         self._modules: list[Module] = []

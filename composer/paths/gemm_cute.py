@@ -9,7 +9,6 @@ cuda-bindings alone. Which library runs which role, and the MMA shape, come from
 
 from __future__ import annotations
 
-import os
 from pathlib import Path as FsPath
 from typing import Any, Mapping
 
@@ -20,10 +19,9 @@ from composer.gemm.cute.sweep import LIBRARIES
 from composer.gemm.roles import ROLES
 from composer.paths.library import LibraryPath
 from composer.runtime import Stream
-from composer.runtime.manifest import KernelEntry, read_manifest
+from composer.runtime.manifest import KernelEntry, read_manifest, requested_build_dir
 from composer.runtime.module import Kernel, Module
 
-BUILD_DIR_ENV = "COMPOSER_BUILD_DIR"
 DEFAULT_MMA = "16x8x4"
 DEFAULT_LIBRARY = {"x": "cute", "y": "cute", "z": "cute"}
 
@@ -91,8 +89,7 @@ class GemmCutePath(LibraryPath):
         self.blas: dict[str, Any] = {}
         entries: list[KernelEntry] = []
         if any(lib == "cute" for lib in self.library.values()):
-            build_dir = FsPath(self.options.get("build_dir") or os.environ.get(BUILD_DIR_ENV)
-                               or FsPath("build") / pb.device.arch)
+            build_dir = requested_build_dir(self.options.get("build_dir")) or FsPath("build") / pb.device.arch
             entries = read_manifest(build_dir / "manifest.json", verify=True)
         for role in ROLES:
             if self.library[role] == "cublas":

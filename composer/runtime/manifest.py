@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -20,11 +21,20 @@ from .errors import ManifestError
 from .fileio import atomic_write_bytes
 from .params import CTYPES, Param
 
+#: The build directory (`composer build --out`) the GPU paths load cross-compiled kernels from.
+BUILD_DIR_ENV = "COMPOSER_BUILD_DIR"
+
 SCHEMA = "composer.kernel-manifest"
 VERSION = 1
 _REQUIRED = ("symbol", "cubin", "sha256", "block", "dynamic_smem", "params", "grid_rule", "arch")
 _OPTIONAL = ("config", "compiler")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def requested_build_dir(explicit: str | Path | None = None) -> Path | None:
+    """The build directory a path was given (its ``build_dir`` option), else ``$COMPOSER_BUILD_DIR``."""
+    chosen = explicit or os.environ.get(BUILD_DIR_ENV)
+    return Path(chosen) if chosen else None
 
 
 def file_sha256(path: Path | str) -> str:
