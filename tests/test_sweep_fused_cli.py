@@ -62,3 +62,49 @@ def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtur
         assert main(["sweep-fused", "run", "--orders", "7", "--plan", str(tmp_path / "p.json"),
                      "--out", str(tmp_path / "o")]) == 2
         assert "GPU" in capsys.readouterr().err
+
+
+def test_run_parses_the_plan_writes_each_record_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The device loop of `sweep-fused run`, with the GPU trial replaced: candidates come from the
+    plan's own tables (any family, here stream_lines), sweep.json is rewritten after every record,
+    FUSED_DFMA follows the fastest FUSED_TC candidate, and a rerun skips what the file holds."""
+    import composer.fused.sweep as sweep
+    import composer.fused.trial as trial
+    import composer.runtime as runtime
+
+    plan = {"511": {v: [{"label": n, "ok": True, "table": to_table(c)}
+                        for n, c in candidate_list(v, 511, "stream_lines")[:3]]
+                    for v in ("FUSED_TC", "FUSED_TC16")}}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    calls: list[str] = []
+
+    def fake_case(order, grid, variants, device, timing_calls=0, extra=None, on_start=None, on_record=None):
+        recs = []
+        for label in list(variants) + list(extra or {}):
+            config = extra[label](order) if extra and label in extra else None
+            assert config is None or config.order == order
+            on_start(label)
+            calls.append(label)
+            rec = {"variant": label, "order": order, "passed": True, "rel_err": 1e-14,
+                   "us_per_call": 100.0 + len(calls) if "@base" not in label else 500.0}
+            if len(calls) == 3:  # the file must already hold the records before this one
+                assert len(json.loads((tmp_path / "out" / "sweep.json").read_text())) == 2
+            on_record(rec)
+            recs.append(rec)
+        return recs
+
+    monkeypatch.setattr(trial, "run_case", fake_case)
+    monkeypatch.setattr(runtime, "default_device", lambda: None)
+    monkeypatch.setattr(sweep, "prebuild", lambda configs: None)
+    sweep.run(str(tmp_path / "out"), [511], 1e9, str(tmp_path / "plan.json"))
+    log = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    labels = [r["variant"] for r in log]
+    assert labels[0] == "FUSED_DFMA" and len(labels) == 1 + 6 + 1
+    fastest_tc = min((r for r in log if r["variant"].startswith("FUSED_TC@")), key=lambda r: r["us_per_call"])
+    assert labels[-1] == f"FUSED_DFMA@{fastest_tc['variant']}" and "@base" not in fastest_tc["variant"]
+    assert all(r["table"] for r in log[1:-1])  # the candidates' tables, for `apply`
+    assert '"order": 511' in capsys.readouterr().out
+    calls.clear()
+    sweep.run(str(tmp_path / "out"), [511], 1e9, str(tmp_path / "plan.json"))  # resume: nothing left
+    assert calls == [] and len(json.loads((tmp_path / "out" / "sweep.json").read_text())) == len(log)

@@ -17,9 +17,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 class _JobLike(Protocol):
-    path: str
+    path: str  # the path, or a candidate's label
     order: int
-    round_index: int
 
 
 def _hms(seconds: float | None) -> str:
@@ -30,7 +29,9 @@ def _hms(seconds: float | None) -> str:
 
 
 def describe(job: _JobLike) -> str:
-    return f"{job.path} p={job.order} round {job.round_index}"
+    """``PATH p=ORDER``, and ``round N`` for the jobs that have rounds (benchmark sweeps)."""
+    rounds = getattr(job, "round_index", None)
+    return f"{job.path} p={job.order}" + (f" round {rounds}" if rounds is not None else "")
 
 
 class SweepProgress:
@@ -88,6 +89,12 @@ class SweepProgress:
     def _line(self, text: str) -> None:
         self.stream.write(text + "\n")
         self.stream.flush()
+
+    def grow(self, jobs: int) -> None:
+        """Add jobs found while sweeping (e.g. a follow-up trial of a winner)."""
+        self.total += jobs
+        if self._progress is not None:
+            self._progress.update(self._task, total=self.total)
 
     def start(self, job: _JobLike) -> None:
         """Announce the job about to run."""

@@ -29,20 +29,7 @@ from pathlib import Path
 from composer.bench.results import atomic_write_text
 from composer.errors import ComposerError
 from composer.fused.builder import build
-from composer.fused.candidates import (  # noqa: F401  (re-exported: the sweep's public names)
-    SUBSETS,
-    SWEPT,
-    candidate_list,
-    candidates,
-    label,
-    staged_candidates,
-    stream_candidates,
-    stream_refine_candidates,
-    strip_candidates,
-    to_table,
-    trace_candidates,
-    wide_candidates,
-)
+from composer.fused.candidates import SWEPT, candidate_list, candidates, to_table
 from composer.fused.config import SUPPORTED_ORDERS, FusedConfig
 
 
@@ -155,52 +142,91 @@ def _build_cfg(cfg: FusedConfig) -> None:
     build(cfg, "sm_90")
 
 
+def prebuild(configs: list[FusedConfig], workers: int = 16) -> None:
+    """Fill the NVRTC cache in parallel before the trials (a no-op on a cache hit)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers) as pool:
+        list(pool.map(_build_cfg, configs))
+
+
+def plan_configs(plan: dict, order: int) -> dict[str, FusedConfig]:
+    """``"VARIANT@label" -> config`` of the candidates the CPU check kept for ``order``, parsed from
+    the tables it wrote (so a plan runs whichever family made it, as it was checked)."""
+    from composer.config.fields import parse_toml
+    from composer.fused.config import parse_table
+
+    configs = {}
+    for variant, rows in plan.get(str(order), {}).items():
+        for row in rows:
+            if row["ok"]:
+                table = parse_toml(row["table"], f"plan row {variant}@{row['label']}")["paths"][variant]
+                configs[f"{variant}@{row['label']}"] = parse_table(variant, order, table)
+    return configs
+
+
 def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> None:
     """Validate and time every kept candidate (the device side); writes OUTDIR/sweep.json.
 
     After an order's candidates, FUSED_DFMA is validated and timed on the fastest valid FUSED_TC
-    candidate too, so that the pair can move to a new schedule together.
+    candidate too, so that the pair can move to a new schedule together. sweep.json is rewritten
+    (atomically) after every candidate, and a rerun into the same OUTDIR skips those it holds.
     """
-    from concurrent.futures import ProcessPoolExecutor
-
-    from composer.fused.trial import run_case
+    from composer.bench.progress import SweepProgress
     from composer.config.schedules import load_schedule
+    from composer.fused.trial import run_case
     from composer.runtime import default_device
 
     start = time.time()
     plan = json.loads(Path(plan_file).read_text())
-    todo: dict[int, dict] = {}
-    for order in orders:
-        cands = {f"{v}@{n}": c for v in SWEPT if order in SUPPORTED_ORDERS[v] for n, c in candidates(v, order)}
-        todo[order] = {f"{variant}@{row['label']}": cands[f"{variant}@{row['label']}"]
-                       for variant, rows in plan[str(order)].items() for row in rows if row["ok"]}
-    with ProcessPoolExecutor(16) as pool:  # fill the NVRTC cache in parallel (no-op on a cache hit)
-        list(pool.map(_build_cfg, [c for o in orders for c in todo[o].values()]))
-    print(f"prebuild {time.time() - start:.1f} s", flush=True)
-    device = default_device()
+    todo = {order: plan_configs(plan, order) for order in orders}
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
-    log: list[dict] = []
-    for order in orders:
-        if time.time() - start > deadline_s:
-            break
-        grid = load_schedule(order).benchmark.grid
-        extra = {k: (lambda o, c=c: c) for k, c in todo[order].items()}
-        recs = run_case(order, grid, ["FUSED_DFMA"], device, timing_calls=10, extra=extra)
-        tc = [r for r in recs if r["variant"].startswith("FUSED_TC@") and r.get("passed")]
-        best = min(tc, key=lambda r: r["us_per_call"]) if tc else None
-        if best and not best["variant"].endswith("@base"):
-            twin = dataclasses.replace(todo[order][best["variant"]], variant="FUSED_DFMA", dfma=True)
-            recs += run_case(order, grid, [], device, timing_calls=3,
-                             extra={f"FUSED_DFMA@{best['variant']}": lambda o, c=twin: c})
-        for r in recs:
-            r["elapsed_s"] = round(time.time() - start, 1)
-            cfg = todo[order].get(r["variant"])
-            r["table"] = to_table(cfg) if cfg else None
-            print(json.dumps({k: r.get(k) for k in ("variant", "order", "rel_err", "us_per_call", "error")}),
-                  flush=True)
-        log.extend(recs)
-        atomic_write_text(out / "sweep.json", json.dumps(log, indent=1))  # after every order
+    log: list[dict] = json.loads((out / "sweep.json").read_text()) if (out / "sweep.json").is_file() else []
+    done = {(r["order"], r["variant"]) for r in log}
+    prebuild([c for o in orders for k, c in todo[o].items() if (o, k) not in done])
+    print(f"prebuild {time.time() - start:.1f} s", flush=True)
+    device = default_device()
+
+    def record(r: dict, order: int, progress: SweepProgress) -> None:
+        r["elapsed_s"] = round(time.time() - start, 1)
+        cfg = todo[order].get(r["variant"])
+        r["table"] = to_table(cfg) if cfg else None
+        log.append(r)
+        atomic_write_text(out / "sweep.json", json.dumps(log, indent=1))
+        print(json.dumps({k: r.get(k) for k in ("variant", "order", "rel_err", "us_per_call", "error")}),
+              flush=True)
+        progress.finish(_Trial(r["variant"], order), ok=bool(r.get("passed")), note=str(r.get("error") or ""))
+
+    total = sum(len(todo[o]) + 1 for o in orders)  # + FUSED_DFMA on its schedule
+    with SweepProgress(total, done=sum(1 for o, _ in done if o in todo)) as progress:
+        for order in orders:
+            if time.time() - start > deadline_s:
+                break
+            grid = load_schedule(order).benchmark.grid
+            extra = {k: (lambda o, c=c: c) for k, c in todo[order].items() if (order, k) not in done}
+            variants = [] if (order, "FUSED_DFMA") in done else ["FUSED_DFMA"]
+            if extra or variants:
+                run_case(order, grid, variants, device, timing_calls=10, extra=extra,
+                         on_start=lambda label, o=order: progress.start(_Trial(label, o)),
+                         on_record=lambda r, o=order: record(r, o, progress))
+            tc = [r for r in log if r["order"] == order and r["variant"].startswith("FUSED_TC@") and r.get("passed")]
+            best = min(tc, key=lambda r: r["us_per_call"]) if tc else None
+            twin_label = f"FUSED_DFMA@{best['variant']}" if best else None
+            if best and not best["variant"].endswith("@base") and (order, twin_label) not in done:
+                twin = dataclasses.replace(todo[order][best["variant"]], variant="FUSED_DFMA", dfma=True)
+                progress.grow(1)
+                run_case(order, grid, [], device, timing_calls=3, extra={twin_label: lambda o, c=twin: c},
+                         on_start=lambda label, o=order: progress.start(_Trial(label, o)),
+                         on_record=lambda r, o=order: record(r, o, progress))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Trial:
+    """One candidate as the progress display names it."""
+
+    path: str
+    order: int
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ installed package is guaranteed to exist.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -19,14 +20,16 @@ TOLERANCE = 1e-12
 
 
 def run_case(order: int, grid: tuple[int, int, int], variants: list[str], device, timing_calls: int = 0,
-             extra: dict | None = None) -> list[dict]:
+             extra: dict | None = None, on_start: Callable[[str], None] | None = None,
+             on_record: Callable[[dict], None] | None = None) -> list[dict]:
     """Validate (and optionally time) fused configurations on one (order, grid); a record each.
 
     ``variants`` run their schedules; ``extra`` maps a label ``"VARIANT@name"`` to a callable
     ``order -> FusedConfig``. Each is checked against the NumPy reference on the point-varying
     input (``dqdt`` is NaN-filled first, so a point a kernel skips fails), then, with
     ``timing_calls``, timed by CUDA events after two warm-up calls. A failing configuration is
-    recorded (``error``) and the rest still run."""
+    recorded (``error``) and the rest still run. ``on_start(label)`` and ``on_record(record)`` are
+    called around each configuration (progress, incremental results)."""
     from composer.paths.base import path_class
     from composer.paths.problem import DeviceProblem
     from composer.runtime import Event
@@ -46,6 +49,8 @@ def run_case(order: int, grid: tuple[int, int, int], variants: list[str], device
             name = label.split("@")[0]
             if order not in SUPPORTED_ORDERS[name]:
                 continue
+            if on_start:
+                on_start(label)
             rec: dict = {"variant": label, "order": order, "grid": list(grid), "ref_s": round(t_ref, 1)}
             try:
                 opts = {"config": config(order)} if config else {}
@@ -73,6 +78,8 @@ def run_case(order: int, grid: tuple[int, int, int], variants: list[str], device
                 rec["error"] = f"{type(exc).__name__}: {exc}"
                 rec["passed"] = False
             records.append(rec)
+            if on_record:
+                on_record(rec)
     finally:
         problem.close()
     return records
