@@ -11,6 +11,7 @@ import pytest
 
 from composer.cli.main import main
 from composer.config.schedules import load_schedule_file, packaged_dir
+from composer.errors import ComposerError
 from composer.fused.candidates import candidate_list, to_table
 from composer.runtime import gpu_available
 
@@ -105,6 +106,8 @@ def test_run_parses_the_plan_writes_each_record_and_resumes(tmp_path: Path, monk
     assert labels[-1] == f"FUSED_DFMA@{fastest_tc['variant']}" and "@base" not in fastest_tc["variant"]
     assert all(r["table"] for r in log[1:-1])  # the candidates' tables, for `apply`
     assert '"order": 511' in capsys.readouterr().out
+    with pytest.raises(ComposerError, match="no candidates for order 255"):
+        sweep.run(str(tmp_path / "out"), [511, 255], 1e9, str(tmp_path / "plan.json"))
     calls.clear()
     sweep.run(str(tmp_path / "out"), [511], 1e9, str(tmp_path / "plan.json"))  # resume: nothing left
     assert calls == [] and len(json.loads((tmp_path / "out" / "sweep.json").read_text())) == len(log)

@@ -156,8 +156,11 @@ def plan_configs(plan: dict, order: int) -> dict[str, FusedConfig]:
     from composer.config.fields import parse_toml
     from composer.fused.config import parse_table
 
+    if str(order) not in plan:
+        raise ComposerError(f"the plan has no candidates for order {order} (it holds orders "
+                            f"{', '.join(sorted(plan, key=int))}); check that order first")
     configs = {}
-    for variant, rows in plan.get(str(order), {}).items():
+    for variant, rows in plan[str(order)].items():
         for row in rows:
             if row["ok"]:
                 table = parse_toml(row["table"], f"plan row {variant}@{row['label']}")["paths"][variant]
