@@ -306,15 +306,14 @@ def kernel_sources(config: FusedConfig) -> list[KernelSource]:
 
 
 @dataclass(frozen=True)
-class BuiltKernel:
-    """A compiled kernel with what the launcher needs."""
+class BuiltKernel(KernelSource):
+    """A kernel source with its CUBIN: what the launcher needs."""
 
-    name: str
     compiled: CompiledKernel
-    threads: int
-    smem_bytes: int
-    blocks_per_element: int  # 0 for the grid-stride face kernel
-    signature: tuple[Param, ...]
+
+    @classmethod
+    def of(cls, kernel: KernelSource, compiled: CompiledKernel) -> BuiltKernel:
+        return cls(**{f.name: getattr(kernel, f.name) for f in dataclasses.fields(kernel)}, compiled=compiled)
 
 
 @dataclass(frozen=True)
@@ -368,7 +367,7 @@ def prebuilt(config: FusedConfig, arch: str, build_dir: Path) -> FusedBuild | No
         cubin = (Path(build_dir) / entry.cubin).read_bytes()
         compiled = CompiledKernel(k.name, arch, cubin, log="", lowered_names={k.name: entry.symbol},
                                   options=OPTIONS)
-        built.append(BuiltKernel(k.name, compiled, k.threads, k.smem_bytes, k.blocks_per_element, k.signature))
+        built.append(BuiltKernel.of(k, compiled))
     return FusedBuild(config, arch, tuple(built))
 
 
@@ -379,7 +378,7 @@ def build(config: FusedConfig, arch: str = "sm_90", cache_dir: Path | None = Non
     for k in kernel_sources(config):
         compiled = compile_cuda(k.source, f"{k.name}.cu", arch=arch, options=OPTIONS, cache_dir=cache_dir,
                                 entry_points=[k.name])
-        built.append(BuiltKernel(k.name, compiled, k.threads, k.smem_bytes, k.blocks_per_element, k.signature))
+        built.append(BuiltKernel.of(k, compiled))
     return FusedBuild(config, arch, tuple(built))
 
 
