@@ -30,9 +30,9 @@ from tests.test_fused_cpu import _sass, needs_nvrtc
 
 
 def _stream_table(mma: str, lines: int, positions: int, threads: int, tile: list[int], k_panel: int = 8,
-                  stages: int = 2, a_operand: str = "factors") -> dict:
+                  stages: int = 2, a_operand: str = "factors", **keys: str) -> dict:
     return {"flux": "array", "mma": mma, "volume": "stream", "k_panel": k_panel, "stages": stages,
-            **({"a_operand": a_operand} if a_operand != "factors" else {}),
+            **({"a_operand": a_operand} if a_operand != "factors" else {}), **keys,
             "kernels": [{"dirs": "xyz"[d], "box": list(stream_box(d, lines, positions)), "threads": threads,
                          "tile": tile} for d in (1, 0, 2)]}  # y first: the first kernel writes dqdt
 
@@ -64,6 +64,54 @@ def test_emulated_stream_matches_reference(variant, mma, lines, positions, threa
     ref = dg.reference_tendency(fields, order, grid)
     out = emulate(config, fields, grid)
     assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+# The SMALL tables that paired fragment loads take (k-octets; y/z warp tiles of an even number of
+# 8-row groups), plus an 8x8x4 table whose y/z rows pair across two warp tiles.
+PAIRED = [row for row in SMALL if row[6] % 8 == 0 and row[5][0] * int(row[1].split("x")[0]) // 8 % 2 == 0] + [
+    ("FUSED_TC", "8x8x4", 32, 16, 64, [2, 2], 8, 2, "product"),
+]
+
+
+@pytest.mark.parametrize(SMALL_ARGS, PAIRED)
+def test_emulated_paired_fragments_match_reference(variant, mma, lines, positions, threads, tile, k_panel, stages,
+                                                   a_operand) -> None:
+    """fragments = "paired": the 16-byte loads (k-octet columns permuted, y/z rows paired), emulated
+    as the template issues them, give the reference tendency; the strides suit the 16-byte loads."""
+    from composer.fused.builder import paired_stride
+
+    order, grid = 31, (1, 2, 1)
+    config = parse_table(variant, order, _stream_table(mma, lines, positions, threads, tile, k_panel, stages,
+                                                       a_operand, fragments="paired"))
+    plans = kernel_plans(config)
+    assert all(p.paired for p in plans) and _fits(config)
+    for p in plans:
+        assert p.ds % 16 == 8 and p.fs == paired_stride(p.k_panel if p.dir == 0 else p.lines(p.dir),
+                                                        "rows" if p.dir == 0 else "lines")
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    out = emulate(config, fields, grid)
+    assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+@pytest.mark.parametrize("direction", [0, 1, 2])
+def test_paired_fragment_loads_are_conflict_free(direction: int) -> None:
+    """Each quarter-warp's 16-byte A and B fragment loads (8 lanes, one pass of 128 bytes) cover
+    the 32 banks exactly once, for every k-octet index pattern the template issues."""
+    config = parse_table("FUSED_TC16", 63, _stream_table("16x8x4", 32, 32, 64, [2, 2], 16, 2,
+                                                         fragments="paired"))
+    plan = next(p for p in kernel_plans(config) if p.dir == direction)
+    for quarter in range(4):
+        lane = np.arange(8 * quarter, 8 * quarter + 8)
+        g, t = lane // 4, lane % 4
+        for j in range(2 if direction else 1):
+            line = 2 * g if direction else g  # rho = 0: lines 2g, 2g + 1 (y, z) or line g (x)
+            a_off = line * plan.fs + 2 * t if direction == 0 else (2 * t + j) * plan.fs + line
+            b_off = g * plan.ds + 2 * t
+            for off in (a_off, b_off):
+                assert np.all(off % 2 == 0)
+                banks = {(2 * o + w) % 32 for o in off for w in range(4)}  # 16 bytes: 4 banks
+                assert len(banks) == 32, (direction, quarter, off)
 
 
 @pytest.mark.parametrize("row", [0, 2, 5])
@@ -175,6 +223,15 @@ def test_stream_bad_tables_are_clear_errors() -> None:
     with pytest.raises(ConfigError, match='copies.*needs volume = "stream"'):
         parse_table("FUSED_TC16", 511, dict(box_table, copies="unrolled"))
     assert parse_table("FUSED_TC16", 511, dict(good, d_layout="panels")).d_layout == "panels"
+    assert parse_table("FUSED_TC16", 511, dict(good, fragments="paired")).fragments == "paired"
+    with pytest.raises(ConfigError, match="fragments"):
+        parse_table("FUSED_TC16", 511, dict(good, fragments="quad"))
+    with pytest.raises(ConfigError, match='fragments.*needs volume = "stream"'):
+        parse_table("FUSED_TC16", 511, dict(box_table, fragments="paired"))
+    with pytest.raises(ConfigError, match="k_panel 4 is not a multiple of 8"):
+        parse_table("FUSED_TC16", 31, _stream_table("16x8x4", 16, 32, 32, [1, 2], 4, 4, fragments="paired"))
+    with pytest.raises(ConfigError, match="even count"):  # one m8n8k4 row group per warp tile: no y/z pairs
+        parse_table("FUSED_TC", 31, _stream_table("8x8x4", 16, 32, 128, [1, 1], 8, 4, fragments="paired"))
     with pytest.raises(ConfigError, match="d_layout"):
         parse_table("FUSED_TC16", 511, dict(good, d_layout="columns"))
     with pytest.raises(ConfigError, match='d_layout.*needs volume = "stream"'):
@@ -210,8 +267,8 @@ def test_stream_wide_shape_on_sm80_is_a_clear_error_and_sm100_expands() -> None:
 @pytest.mark.parametrize(SMALL_ARGS, SMALL)
 def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positions, threads, tile, k_panel,
                                                     stages, a_operand) -> None:
-    """The emulated tables above, compiled and run on the GPU with both copy loops and with D read
-    from its k-panel copy (and their FUSED_DFMA builds)."""
+    """The emulated tables above, compiled and run on the GPU with both copy loops, with D read
+    from its k-panel copy and with paired fragment loads (and FUSED_DFMA builds)."""
     import dataclasses
 
     from composer.fused.trial import TOLERANCE, run_case
@@ -225,6 +282,10 @@ def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positio
              f"{variant}@small-unrolled-dpanels": lambda o: panels}
     if variant == "FUSED_TC":
         extra["FUSED_DFMA@small"] = lambda o: dataclasses.replace(config, variant="FUSED_DFMA", dfma=True)
+    paired = dataclasses.replace(unrolled, fragments="paired")
+    if _fits(paired):  # k-octets and y/z row pairs (the PAIRED tables)
+        extra[f"{variant}@small-unrolled-paired"] = lambda o: paired
+        extra["FUSED_DFMA@small-paired"] = lambda o: dataclasses.replace(paired, variant="FUSED_DFMA", dfma=True)
     for rec in run_case(31, (2, 1, 2), [], ensure_context(None), extra=extra):
         assert rec.get("passed"), rec
         assert rec["rel_err"] <= TOLERANCE
@@ -264,7 +325,8 @@ def test_unrolled_copies_leave_only_the_contraction_in_the_panel_loop(variant: s
 
     from composer.fused.hotloop import kernel_hot_loop
 
-    strided = dataclasses.replace(fused_config(variant, 511), copies="strided")
+    # on the session-4 pipeline (k_panel 8, 4 stages), where the copies are a large share of the loop
+    strided = dataclasses.replace(fused_config(variant, 511), copies="strided", k_panel=8, stages=4)
     loops = []
     for cfg in (strided, dataclasses.replace(strided, copies="unrolled")):
         kernel = build(cfg, "sm_90").kernels[1]
@@ -284,36 +346,36 @@ def test_unrolled_copies_leave_only_the_contraction_in_the_panel_loop(variant: s
 
 # sha256[:16] of the streamed kernel sources the shipped schedules render: the sources the H200
 # compiled (its NVRTC 13.0), validated and timed on 2026-11-30 (session 4: strided copies in calls
-# 2/3, unrolled copies in call 5). A change detector for the measured kernels (regenerate only
+# 2/3, unrolled copies in call 5; session 5 call 1: the stream_lines winners at p = 127-511). A change detector for the measured kernels (regenerate only
 # after re-measuring).
 MEASURED_STREAM_SOURCES = {
-    "fused_tc16_p127_s0_x": "4041522571216874",
-    "fused_tc16_p127_s1_y": "af45d84fdf046ee7",
-    "fused_tc16_p127_s2_z": "c07f7a90759e3e19",
-    "fused_tc_p255_s0_x": "cce9b741d0b99a2f",
-    "fused_tc_p255_s1_y": "9c41de479c4a90b6",
-    "fused_tc_p255_s2_z": "9eca10593607140c",
-    "fused_tc_p511_s0_x": "271a2c4e4ffdf89c",
-    "fused_tc_p511_s1_y": "d12a4a663fe10f2b",
-    "fused_tc_p511_s2_z": "259a2c516d697f5b",
+    "fused_tc16_p127_s0_x": "dd2330c5d7c8f185",
+    "fused_tc16_p127_s1_y": "b0bcd3acf865bf7c",
+    "fused_tc16_p127_s2_z": "a7b50f00ba508075",
+    "fused_tc_p255_s0_x": "a47828156e005bb9",
+    "fused_tc_p255_s1_y": "96eed2c38b7cd448",
+    "fused_tc_p255_s2_z": "c978e1a3ccdd2ad3",
+    "fused_tc_p511_s0_x": "21d4951c3e7d195b",
+    "fused_tc_p511_s1_y": "ce5c0733411fb8c0",
+    "fused_tc_p511_s2_z": "c49bc4eba7ec9e9e",
     "fused_tc_p767_s0_x": "75fcc0d3dddd2d1e",
     "fused_tc_p767_s1_y": "84713377a4977708",
     "fused_tc_p767_s2_z": "da5ecb8cda35ade8",
-    "fused_tc16_p255_s0_x": "639218a67b26178f",
-    "fused_tc16_p255_s1_y": "2a2fa735b1e4b123",
-    "fused_tc16_p255_s2_z": "b6b69d84fd85d700",
+    "fused_tc16_p255_s0_x": "ec09e82b565f87b5",
+    "fused_tc16_p255_s1_y": "1b7588f5e8456a5f",
+    "fused_tc16_p255_s2_z": "2efbe894ba1704de",
     "fused_tc16_p511_s0_x": "2bb649ef3d734ece",
     "fused_tc16_p511_s1_y": "4d5688613e24b409",
     "fused_tc16_p511_s2_z": "b73b16a74f325e03",
     "fused_tc16_p767_s0_x": "bc0e312fac166501",
     "fused_tc16_p767_s1_y": "ceebb31f477150db",
     "fused_tc16_p767_s2_z": "262d0133c09e0f45",
-    "fused_dfma_p255_s0_x": "e1aa4d442f6ecde1",
-    "fused_dfma_p255_s1_y": "ffdc292d5d4119a9",
-    "fused_dfma_p255_s2_z": "ac403c59af02edd0",
-    "fused_dfma_p511_s0_x": "047798498ac2d2cc",
-    "fused_dfma_p511_s1_y": "64f7b9a6d27f91c7",
-    "fused_dfma_p511_s2_z": "c335fe3902052096",
+    "fused_dfma_p255_s0_x": "0df0cc6a275cde10",
+    "fused_dfma_p255_s1_y": "ceffc8bc34eb0fae",
+    "fused_dfma_p255_s2_z": "ce3db1b166c84429",
+    "fused_dfma_p511_s0_x": "0e196ae41f11c564",
+    "fused_dfma_p511_s1_y": "b66f1705b9a477b4",
+    "fused_dfma_p511_s2_z": "11972a474f644d8c",
     "fused_dfma_p767_s0_x": "d2a0fa9e05ac543d",
     "fused_dfma_p767_s1_y": "88e37ad5cf4b8023",
     "fused_dfma_p767_s2_z": "c79f7b8f6f6801a6",
@@ -330,3 +392,28 @@ def test_shipped_streamed_kernels_render_the_measured_sources() -> None:
         for plan in kernel_plans(config):
             found[plan.name] = hashlib.sha256(render_volume(config, plan).encode()).hexdigest()[:16]
     assert found == MEASURED_STREAM_SOURCES
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("variant", ["FUSED_TC16", "FUSED_TC", "FUSED_DFMA"])
+def test_paired_fragments_halve_the_shared_loads(variant: str) -> None:
+    """fragments = "paired" on the shipped p = 511 schedule: the same DMMA (DFMA) count per panel,
+    without spills, and the tensor-core builds' fragment loads as LDS.128 (half the LDS count
+    of the scalar build); the DFMA build keeps its scalar loads (the ablation changes the
+    instruction only) and compiles from the same plans. (A few LDS outside the fragments remain.)"""
+    import dataclasses
+
+    from composer.fused.hotloop import kernel_hot_loop
+
+    scalar = fused_config(variant, 511)
+    paired = dataclasses.replace(scalar, fragments="paired")
+    assert _fits(paired)
+    loops = []
+    for cfg in (scalar, paired):
+        kernel = build(cfg, "sm_90").kernels[1]
+        assert _sass(kernel).spill_bytes == 0
+        loops.append(kernel_hot_loop(kernel.compiled.cubin).counts)
+    math = "DFMA" if variant == "FUSED_DFMA" else "DMMA"
+    assert loops[0][math] == loops[1][math] > 0
+    if variant != "FUSED_DFMA":
+        assert loops[1]["LDS"] < 0.6 * loops[0]["LDS"], (loops[0]["LDS"], loops[1]["LDS"])

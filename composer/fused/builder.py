@@ -50,6 +50,21 @@ def _stride(base: int, engine: str) -> int:
     return stride
 
 
+def paired_stride(base: int, reads: str) -> int:
+    """Smallest stride >= base that keeps 16-byte fragment loads conflict-free (a quarter-warp of
+    8 lanes is served per pass: 128 bytes, every bank once).
+
+    ``"rows"`` (D, x-direction F): lanes (g, t) read 2 rows g x 4 consecutive pairs 2t, 2t+1:
+    the second row must start 64 bytes on, a stride of 8 mod 16 doubles. ``"lines"`` (y/z F,
+    [m][line]): lanes read 4 rows 2t (stride 2 rows) x one pair of lines 2g, 2g+1: the rows must
+    fall 32 bytes apart mod 128, a stride of 2 or 6 mod 8 doubles."""
+    stride = base
+    residues = (8,) if reads == "rows" else (2, 6, 10, 14)
+    while stride % 16 not in residues:
+        stride += 1
+    return stride
+
+
 class BoxGeometry:
     """What both volume-kernel plans derive from their box: blocks per element, lines."""
 
@@ -133,6 +148,7 @@ class StreamPlan(BoxGeometry):
     product: bool = False  # a_operand = "product": one F panel of q*vel instead of q and vel
     unrolled: bool = False  # copies = "unrolled": panel copies with a compile-time trip count
     d_panels: bool = False  # d_layout = "panels": D read from its k-panel copy (d_panel_layout)
+    paired: bool = False  # fragments = "paired": 16-byte fragment loads (paired_stride)
 
     @property
     def dir(self) -> int:
@@ -145,12 +161,15 @@ class StreamPlan(BoxGeometry):
     @property
     def fs(self) -> int:
         """F panel row stride: [line][m] for x (m contiguous in memory), [m][line] for y and z."""
-        return _stride(self.k_panel if self.dir == 0 else self.lines(self.dir), "mma")
+        base = self.k_panel if self.dir == 0 else self.lines(self.dir)
+        if self.paired:
+            return paired_stride(base, "rows" if self.dir == 0 else "lines")
+        return _stride(base, "mma")
 
     @property
     def ds(self) -> int:
         """D panel row stride ([position][m])."""
-        return _stride(self.k_panel, "mma")
+        return paired_stride(self.k_panel, "rows") if self.paired else _stride(self.k_panel, "mma")
 
     @property
     def f_panel(self) -> int:
@@ -208,7 +227,7 @@ def kernel_plans(config: FusedConfig) -> list[KernelPlan] | list[StreamPlan]:
         return [StreamPlan(f"{config.variant.lower()}_p{config.order}_s{index}_{k.dir_names}", index, k,
                            config.nq, index == 0, config.k_panel, config.stages, config.min_blocks,
                            config.a_operand == "product", config.copies == "unrolled",
-                           config.d_layout == "panels")
+                           config.d_layout == "panels", config.fragments == "paired")
                 for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):
@@ -246,7 +265,7 @@ def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
         name=plan.name, nq=plan.nq, dir=plan.dir, box=list(plan.kernel.box), threads=plan.kernel.threads,
         tile=list(plan.kernel.tile), k_panel=plan.k_panel, stages=plan.stages, fs=plan.fs, ds=plan.ds,
         f_panel=plan.f_panel, smem_doubles=plan.smem_doubles, first=plan.first, dfma=config.dfma,
-        product=plan.product, unrolled=plan.unrolled, d_panels=plan.d_panels,
+        product=plan.product, unrolled=plan.unrolled, d_panels=plan.d_panels, paired=plan.paired,
         min_blocks=config.min_blocks, **_mma_params(config))
 
 

@@ -73,6 +73,8 @@ def _fits(config: FusedConfig) -> bool:
                     return False
                 if (nl // (mm * wm) * (nq // (8 * wn))) % (k.threads // 32):
                     return False
+                if config.fragments == "paired" and (config.k_panel % 8 or (d != 0 and wm * mm // 8 % 2)):
+                    return False  # paired loads: whole k-octets, and y/z rows that pair up
     return True
 
 
@@ -366,11 +368,26 @@ def stream_lines_candidates(variant: str, order: int) -> list[tuple[str, FusedCo
     return [(label(c), c) for c in options if c != base and _fits(c)]
 
 
+def stream_paired_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Half the shared-memory load instructions of a streamed schedule: its table with 16-byte
+    fragment loads (``fragments = "paired"``), on its own pipeline and on panels of 16 k-values with
+    each depth of STREAM_LINES_STAGES, unrolled copies (the hot loop then issues one LDS.128 where
+    the scalar build issues two LDS.64)."""
+    base = _family_base(variant, order, "stream")
+    if base is None:
+        return []
+    options = [dataclasses.replace(base, fragments="paired")]
+    if base.nq % 16 == 0:
+        options += [dataclasses.replace(base, fragments="paired", k_panel=16, stages=stages, copies="unrolled")
+                    for stages in STREAM_LINES_STAGES]
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
 #: The candidate families `composer sweep-fused check --subset` runs (each with the schedule's own
 #: table first, as "base"); "all" is :func:`candidates`.
 FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates,
             "strip": strip_candidates, "stream": stream_candidates, "stream_refine": stream_refine_candidates,
-            "stream_lines": stream_lines_candidates}
+            "stream_lines": stream_lines_candidates, "stream_paired": stream_paired_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -403,6 +420,8 @@ def label(config: FusedConfig) -> str:
         extra += f" C{config.copies}"
     if config.d_layout != "rows":
         extra += f" D{config.d_layout}"
+    if config.fragments != "scalar":
+        extra += f" F{config.fragments}"
     return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
 
 
@@ -429,6 +448,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f'copies = "{config.copies}"')
     if config.d_layout != "rows":
         lines.append(f'd_layout = "{config.d_layout}"')
+    if config.fragments != "scalar":
+        lines.append(f'fragments = "{config.fragments}"')
     lines.append("kernels = [")
     for k in config.kernels:
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '

@@ -89,6 +89,10 @@ COPY_LOOPS = ("strided", "unrolled")
 # volume = "stream": D in global memory as its rows (D[a][m]), or regrouped once per path into
 # k-panels (D[p][a][m], p = m // k_panel) so that a block's D panel is one contiguous run
 D_LAYOUTS = ("rows", "panels")
+# volume = "stream": shared-memory fragment loads of one value each (LDS.64), or "paired": the
+# panel columns of each 8-wide k-octet permuted (and, for y and z, a thread's two A rows made
+# adjacent lines) so that one 16-byte load (LDS.128) brings two of a thread's fragment values
+FRAGMENT_LOADS = ("scalar", "paired")
 
 
 class UnsupportedOrderError(ComposerError, ValueError):
@@ -131,6 +135,7 @@ class FusedConfig:
     a_operand: str = "factors"  # volume = "stream": "product": q*vel formed as the panel is staged
     copies: str = "strided"  # volume = "stream": the panel-copy loops (COPY_LOOPS)
     d_layout: str = "rows"  # volume = "stream": D as rows or regrouped into k-panels (D_LAYOUTS)
+    fragments: str = "scalar"  # volume = "stream": one value per shared load or pairs (FRAGMENT_LOADS)
 
     @property
     def nq(self) -> int:
@@ -211,7 +216,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     nq = order + 1
     unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
                             "elements_per_block", "volume", "k_panel", "stages", "a_operand", "copies",
-                            "d_layout"}
+                            "d_layout", "fragments"}
     if unknown:
         raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
     flux = table.get("flux")
@@ -271,9 +276,10 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if epb > 1 and d_stage != "global":
         raise _error(file, f"{prefix}.elements_per_block", 'needs d_stage = "global"')
     k_panel, stages = _stream_keys(table, prefix, file, nq, mma, stream)
-    a_operand, copies, d_layout = (_stream_choice(table, key, choices, prefix, file, stream)
-                                   for key, choices in (("a_operand", A_OPERANDS), ("copies", COPY_LOOPS),
-                                                        ("d_layout", D_LAYOUTS)))
+    a_operand, copies, d_layout, fragments = (
+        _stream_choice(table, key, choices, prefix, file, stream)
+        for key, choices in (("a_operand", A_OPERANDS), ("copies", COPY_LOOPS), ("d_layout", D_LAYOUTS),
+                             ("fragments", FRAGMENT_LOADS)))
     if a_operand == "product":
         for n, k in enumerate(kernels):
             pairs = box_lines(k.box, k.dirs[0]) * k_panel // 2
@@ -289,9 +295,12 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         if clash:
             raise _error(file, f"{prefix}.volume", f"the streamed kernel stages D itself; drop {clash}")
         for n, k in enumerate(kernels):
-            _check_stream_tiling(k, str(mma), file, f"{prefix}.kernels[{n}]")
+            _check_stream_tiling(k, str(mma), file, f"{prefix}.kernels[{n}]", fragments == "paired")
+        if fragments == "paired" and k_panel % 8:
+            raise _error(file, f"{prefix}.fragments", f'"paired" permutes 8-wide k-octets: k_panel {k_panel} '
+                                                      "is not a multiple of 8")
     return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
-                       str(traces), epb, str(volume), k_panel, stages, a_operand, copies, d_layout)
+                       str(traces), epb, str(volume), k_panel, stages, a_operand, copies, d_layout, fragments)
 
 
 def _stream_choice(table: Mapping[str, Any], key: str, choices: tuple[str, ...], prefix: str, file: str,
@@ -311,10 +320,11 @@ def box_lines(box: tuple[int, int, int], d: int) -> int:
     return (bk * bj, bk * bi, bj * bi)[d]
 
 
-def _check_stream_tiling(k: KernelConfig, mma: str, file: str, key: str) -> None:
+def _check_stream_tiling(k: KernelConfig, mma: str, file: str, key: str, paired: bool = False) -> None:
     """The streamed template's static_asserts as clear errors: warp tiles (WM x WN MMAs of MM
-    lines x 8 positions) divide the block's lines x positions evenly over its warps, and y/z
-    panels, copied in pairs of lines along i, have an even i extent."""
+    lines x 8 positions) divide the block's lines x positions evenly over its warps, y/z
+    panels, copied in pairs of lines along i, have an even i extent, and paired y/z fragment
+    loads find an even number of 8-row groups per warp tile (their rows pair up)."""
     d = k.dirs[0]
     mm = int(mma.split("x")[0])
     wm, wn = k.tile
@@ -328,6 +338,9 @@ def _check_stream_tiling(k: KernelConfig, mma: str, file: str, key: str) -> None
     if d != 0 and k.box[2] % 2:
         raise _error(file, f"{key}.box", f"a streamed {DIR_NAMES[d]} kernel copies pairs of lines along i: "
                                          f"the i extent {k.box[2]} must be even")
+    if paired and d != 0 and wm * mm // 8 % 2:
+        raise _error(file, f"{key}.tile", f'fragments = "paired" pairs a thread\'s A rows: a {wm}x{wn} tile of '
+                                          f"{mma} has {wm * mm // 8} rows of 8 lines (needs an even count)")
 
 
 def _stream_keys(table: Mapping[str, Any], prefix: str, file: str, nq: int, mma: str | None,

@@ -194,6 +194,36 @@ def stage_stream_panel(plan: StreamPlan, qe: np.ndarray, ve: np.ndarray, dmat: n
     return buf
 
 
+def _paired_line(plan: StreamPlan, rho: int, g):
+    """aline(): line of a lane's A row rho (= wm * MI + h) in a paired build; y and z pair rows."""
+    return 16 * (rho // 2) + 2 * g + rho % 2 if plan.dir != 0 else 8 * rho + g
+
+
+def _paired_fragments(plan: StreamPlan, buf: np.ndarray, a_value, mo: int, l0: int, a0: int, g, t, mi: int):
+    """The 16-byte fragment loads of one k-octet at column mo (fragments = "paired"), as the
+    template issues them: a_val[rho, j], b_val[wn, j] hold each lane's value at logical k index
+    t + 4j; a load's second value is the next column (x, D) or the next line (y, z F panels)."""
+    wm_n, wn_n = plan.kernel.tile
+    fs, ds, nf, fp = plan.fs, plan.ds, 1 if plan.product else 2, plan.f_panel
+    a_val = np.full((wm_n * mi, 2, 32), np.nan)
+    b_val = np.full((wn_n, 2, 32), np.nan)
+    pair_lines = plan.dir != 0
+    for rho in range(0, wm_n * mi, 2 if pair_lines else 1):
+        for j in range(2 if pair_lines else 1):
+            m, line = mo + 2 * t + j, l0 + _paired_line(plan, rho, g)
+            s = line * fs + m if plan.dir == 0 else m * fs + line
+            assert np.all(s % 2 == 0), "a 16-byte load must be 16-byte aligned"
+            if pair_lines:
+                a_val[rho, j], a_val[rho + 1, j] = a_value(s), a_value(s + 1)
+            else:
+                a_val[rho, 0], a_val[rho, 1] = a_value(s), a_value(s + 1)
+    for wn in range(wn_n):
+        s = nf * fp + (a0 + wn * 8 + g) * ds + mo + 2 * t
+        assert np.all(s % 2 == 0), "a 16-byte load must be 16-byte aligned"
+        b_val[wn, 0], b_val[wn, 1] = buf[s], buf[s + 1]
+    return a_val, b_val
+
+
 def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np.ndarray], fstar: np.ndarray,
                     dmat: np.ndarray, dqdt: np.ndarray, ne: int) -> None:
     """One streamed kernel, block by block and warp by warp, into dqdt (in place)."""
@@ -221,23 +251,31 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
                 l0, a0 = tile % tiles_l * (mm * wm_n), tile // tiles_l * (8 * wn_n)
                 acc = np.zeros((wm_n, wn_n, c_regs, 32))
                 for buf in bufs:
-                    for ml in range(0, kp, mk):
-                        for wm in range(wm_n):
-                            amat = np.full((mm, mk), np.nan)
-                            for i in range(mm * mk // 32):
-                                s = f_off(ml + t + 4 * (i // mi), l0 + wm * mm + g + 8 * (i % mi))
-                                amat[g + 8 * (i % mi), t + 4 * (i // mi)] = (buf[s] if plan.product
-                                                                              else buf[s] * buf[fp + s])
-                            for wn in range(wn_n):
-                                bmat = np.full((mk, 8), np.nan)
-                                for i in range(mk // 4):
-                                    bmat[t + 4 * i, g] = buf[nf * fp + (a0 + wn * 8 + g) * ds + ml + t + 4 * i]
-                                _mma(acc[wm, wn], amat, bmat, g, t)
+                    def a_value(s):
+                        return buf[s] if plan.product else buf[s] * buf[fp + s]
+
+                    for ml in range(0, kp, 8 if plan.paired else mk):
+                        if plan.paired:
+                            a_val, b_val = _paired_fragments(plan, buf, a_value, ml, l0, a0, g, t, mi)
+                        for k in range(8 // mk if plan.paired else 1):
+                            for wm in range(wm_n):
+                                amat = np.full((mm, mk), np.nan)
+                                for i in range(mm * mk // 32):
+                                    amat[g + 8 * (i % mi), t + 4 * (i // mi)] = (
+                                        a_val[wm * mi + i % mi, k + i // mi] if plan.paired else
+                                        a_value(f_off(ml + t + 4 * (i // mi), l0 + wm * mm + g + 8 * (i % mi))))
+                                for wn in range(wn_n):
+                                    bmat = np.full((mk, 8), np.nan)
+                                    for i in range(mk // 4):
+                                        bmat[t + 4 * i, g] = (
+                                            b_val[wn, k + i] if plan.paired else
+                                            buf[nf * fp + (a0 + wn * 8 + g) * ds + ml + t + 4 * i])
+                                    _mma(acc[wm, wn], amat, bmat, g, t)
                 for wm in range(wm_n):
                     for wn in range(wn_n):
                         for r in range(c_regs):
                             dl, da = _c_fragment(r, g, t)
-                            l = l0 + wm * mm + dl
+                            l = l0 + (_paired_line(plan, wm * mi + r // 2, g) if plan.paired else wm * mm + dl)
                             a = a_org + a0 + wn * 8 + da
                             n = _stream_node(plan, a, l, k0, j0, i0)
                             val = me[n] * acc[wm, wn, r]
