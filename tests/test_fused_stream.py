@@ -300,7 +300,8 @@ def test_product_operand_halves_the_a_loads(variant: str) -> None:
 
     from composer.fused.hotloop import kernel_hot_loop
 
-    factors = fused_config(variant, 511)
+    # the session-4 p = 511 pipeline (8-value panels, 4 stages, scalar fragment loads)
+    factors = dataclasses.replace(fused_config(variant, 511), k_panel=8, stages=4, fragments="scalar")
     product = dataclasses.replace(factors, a_operand="product")
     assert _fits(product) or variant == "FUSED_DFMA"
     loops = []
@@ -397,7 +398,7 @@ def test_shipped_streamed_kernels_render_the_measured_sources() -> None:
 @needs_nvrtc
 @pytest.mark.parametrize("variant", ["FUSED_TC16", "FUSED_TC", "FUSED_DFMA"])
 def test_paired_fragments_halve_the_shared_loads(variant: str) -> None:
-    """fragments = "paired" on the shipped p = 511 schedule: the same DMMA (DFMA) count per panel,
+    """fragments = "paired" against "scalar" on the shipped p = 511 pipeline: the same DMMA (DFMA) count per panel,
     without spills, and the tensor-core builds' fragment loads as LDS.128 (half the LDS count
     of the scalar build); the DFMA build keeps its scalar loads (the ablation changes the
     instruction only) and compiles from the same plans. (A few LDS outside the fragments remain.)"""
@@ -405,7 +406,7 @@ def test_paired_fragments_halve_the_shared_loads(variant: str) -> None:
 
     from composer.fused.hotloop import kernel_hot_loop
 
-    scalar = fused_config(variant, 511)
+    scalar = dataclasses.replace(fused_config(variant, 511), fragments="scalar")
     paired = dataclasses.replace(scalar, fragments="paired")
     assert _fits(paired)
     loops = []
