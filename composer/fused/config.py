@@ -46,8 +46,15 @@ lookup per 64 bytes); ``"panels"`` reads a copy of D regrouped by k-panel once p
 only): ``"strided"`` (default) issues a thread's panel copies in a loop striding by the block
 size; ``"unrolled"`` gives the loops a compile-time trip count, fully unrolled, which removes two
 thirds of the hot loop's instructions (index arithmetic, remainder handling) at the price of more
-live registers; which one is faster depends on the order (measured: unrolled at p >= 511,
-strided for FUSED_TC16 at p = 127 and 255).
+live registers; which one is faster depends on the order and pipeline (measured in session 4:
+unrolled at p >= 511; session 5: unrolled everywhere on the re-swept pipelines). ``fragments``
+(streamed only): ``"scalar"`` (default) loads each fragment value by its own 8-byte shared load;
+``"paired"`` permutes the panel columns of each 8-wide k-octet (lane t's k indices t and t + 4
+become columns 2t and 2t + 1) and, for y and z, pairs a lane's two A rows onto adjacent lines, so
+one 16-byte load brings two values (half the LDS in the hot loop), with strides chosen for
+conflict-free quarter-warps. Its fragments of both k-steps are live at once (+25-60 registers):
+it pays only where the kernel already runs one 128-thread block per 255 registers (FUSED_TC16 at
+p = 511); at 256 threads it crosses 128 registers and halves the occupancy (measured slower).
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
