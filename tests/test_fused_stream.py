@@ -226,6 +226,11 @@ def test_stream_bad_tables_are_clear_errors() -> None:
     assert parse_table("FUSED_TC16", 511, dict(good, fragments="paired")).fragments == "paired"
     with pytest.raises(ConfigError, match="fragments"):
         parse_table("FUSED_TC16", 511, dict(good, fragments="quad"))
+    assert parse_table("FUSED_TC16", 511, dict(good, block_order="axis")).block_order == "axis"
+    with pytest.raises(ConfigError, match="block_order"):
+        parse_table("FUSED_TC16", 511, dict(good, block_order="ijk"))
+    with pytest.raises(ConfigError, match='block_order.*needs volume = "stream"'):
+        parse_table("FUSED_TC16", 511, dict(box_table, block_order="axis"))
     with pytest.raises(ConfigError, match='fragments.*needs volume = "stream"'):
         parse_table("FUSED_TC16", 511, dict(box_table, fragments="paired"))
     with pytest.raises(ConfigError, match="k_panel 4 is not a multiple of 8"):
@@ -268,7 +273,8 @@ def test_stream_wide_shape_on_sm80_is_a_clear_error_and_sm100_expands() -> None:
 def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positions, threads, tile, k_panel,
                                                     stages, a_operand) -> None:
     """The emulated tables above, compiled and run on the GPU with both copy loops, with D read
-    from its k-panel copy and with paired fragment loads (and FUSED_DFMA builds)."""
+    from its k-panel copy, with paired fragment loads and with the blocks numbered along the
+    carried axis (and FUSED_DFMA builds)."""
     import dataclasses
 
     from composer.fused.trial import TOLERANCE, run_case
@@ -282,6 +288,7 @@ def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positio
              f"{variant}@small-unrolled-dpanels": lambda o: panels}
     if variant == "FUSED_TC":
         extra["FUSED_DFMA@small"] = lambda o: dataclasses.replace(config, variant="FUSED_DFMA", dfma=True)
+    extra[f"{variant}@small-unrolled-axis"] = lambda o: dataclasses.replace(unrolled, block_order="axis")
     paired = dataclasses.replace(unrolled, fragments="paired")
     if _fits(paired):  # k-octets and y/z row pairs (the PAIRED tables)
         extra[f"{variant}@small-unrolled-paired"] = lambda o: paired
@@ -418,3 +425,35 @@ def test_paired_fragments_halve_the_shared_loads(variant: str) -> None:
     assert loops[0][math] == loops[1][math] > 0
     if variant != "FUSED_DFMA":
         assert loops[1]["LDS"] < 0.6 * loops[0]["LDS"], (loops[0]["LDS"], loops[1]["LDS"])
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2])
+def test_axis_block_order_numbers_each_line_set_consecutively(axis: int) -> None:
+    """block_order = "axis": every box of the element exactly once, and the blocks that share a
+    line set (same origin off the carried axis) have consecutive numbers."""
+    from composer.fused.emulate import _box_origin
+
+    nq, extents = 64, (16, 8, 32)
+    count = (nq // 16) * (nq // 8) * (nq // 32)
+    origins = [_box_origin(b, extents, nq, axis) for b in range(count)]
+    assert len(set(origins)) == count
+    chunks = nq // extents[2 - axis]
+    for first in range(0, count, chunks):
+        group = origins[first:first + chunks]
+        off_axis = {tuple(o for n, o in enumerate(origin) if n != 2 - axis) for origin in group}
+        assert len(off_axis) == 1 and sorted(o[2 - axis] for o in group) == list(range(0, nq, extents[2 - axis]))
+
+
+@pytest.mark.parametrize("axis_table", [SMALL[0], SMALL[5]])
+def test_emulated_axis_block_order_matches_reference(axis_table) -> None:
+    """The streamed kernels with block_order = "axis" (boxes that split the carried axis) give the
+    reference tendency."""
+    variant, mma, lines, positions, threads, tile, k_panel, stages, a_operand = axis_table
+    order, grid = 31, (1, 2, 1)
+    config = parse_table(variant, order, _stream_table(mma, lines, positions, threads, tile, k_panel, stages,
+                                                       a_operand, block_order="axis"))
+    assert all(p.axis_order for p in kernel_plans(config))
+    assert any(p.positions(p.dir) < p.nq for p in kernel_plans(config))  # the axis is split
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    assert np.max(np.abs(emulate(config, fields, grid) - ref)) / np.max(np.abs(ref)) <= 1e-13

@@ -149,6 +149,7 @@ class StreamPlan(BoxGeometry):
     unrolled: bool = False  # copies = "unrolled": panel copies with a compile-time trip count
     d_panels: bool = False  # d_layout = "panels": D read from its k-panel copy (d_panel_layout)
     paired: bool = False  # fragments = "paired": 16-byte fragment loads (paired_stride)
+    axis_order: bool = False  # block_order = "axis": the carried axis's chunks numbered fastest
 
     @property
     def dir(self) -> int:
@@ -227,7 +228,8 @@ def kernel_plans(config: FusedConfig) -> list[KernelPlan] | list[StreamPlan]:
         return [StreamPlan(f"{config.variant.lower()}_p{config.order}_s{index}_{k.dir_names}", index, k,
                            config.nq, index == 0, config.k_panel, config.stages, config.min_blocks,
                            config.a_operand == "product", config.copies == "unrolled",
-                           config.d_layout == "panels", config.fragments == "paired")
+                           config.d_layout == "panels", config.fragments == "paired",
+                           config.block_order == "axis")
                 for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):
@@ -266,6 +268,7 @@ def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
         tile=list(plan.kernel.tile), k_panel=plan.k_panel, stages=plan.stages, fs=plan.fs, ds=plan.ds,
         f_panel=plan.f_panel, smem_doubles=plan.smem_doubles, first=plan.first, dfma=config.dfma,
         product=plan.product, unrolled=plan.unrolled, d_panels=plan.d_panels, paired=plan.paired,
+        axis_order=plan.axis_order,
         min_blocks=config.min_blocks, **_mma_params(config))
 
 

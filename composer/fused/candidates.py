@@ -383,11 +383,23 @@ def stream_paired_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
+def stream_order_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """A streamed schedule with its blocks numbered along the carried axis (``block_order =
+    "axis"``): the blocks that re-read a line set's q and vel panels run back to back (ncu, session
+    5: the p = 511 z kernel moved 2.7x the x kernel's DRAM bytes under the default numbering)."""
+    base = _family_base(variant, order, "stream")
+    if base is None or base.block_order == "axis":
+        return []
+    option = dataclasses.replace(base, block_order="axis")
+    return [(label(option), option)] if _fits(option) else []
+
+
 #: The candidate families `composer sweep-fused check --subset` runs (each with the schedule's own
 #: table first, as "base"); "all" is :func:`candidates`.
 FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates,
             "strip": strip_candidates, "stream": stream_candidates, "stream_refine": stream_refine_candidates,
-            "stream_lines": stream_lines_candidates, "stream_paired": stream_paired_candidates}
+            "stream_lines": stream_lines_candidates, "stream_paired": stream_paired_candidates,
+            "stream_order": stream_order_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -422,6 +434,8 @@ def label(config: FusedConfig) -> str:
         extra += f" D{config.d_layout}"
     if config.fragments != "scalar":
         extra += f" F{config.fragments}"
+    if config.block_order != "kji":
+        extra += f" B{config.block_order}"
     return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
 
 
@@ -450,6 +464,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f'd_layout = "{config.d_layout}"')
     if config.fragments != "scalar":
         lines.append(f'fragments = "{config.fragments}"')
+    if config.block_order != "kji":
+        lines.append(f'block_order = "{config.block_order}"')
     lines.append("kernels = [")
     for k in config.kernels:
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '

@@ -55,6 +55,11 @@ one 16-byte load brings two values (half the LDS in the hot loop), with strides 
 conflict-free quarter-warps. Its fragments of both k-steps are live at once (+25-60 registers):
 it pays only where the kernel already runs one 128-thread block per 255 registers (FUSED_TC16 at
 p = 511); at 256 threads it crosses 128 registers and halves the occupancy (measured slower).
+``block_order`` (streamed only): ``"kji"`` (default) numbers a kernel's boxes with the i chunks
+fastest and the k chunks slowest; ``"axis"`` numbers the chunks along the carried axis fastest, so
+that the blocks reading the same lines' q and vel panels run back to back and re-read them from L2
+(with "kji" a z kernel's NQ/BK blocks per line set are NQ/BJ * NQ/BI block numbers apart: ncu at
+p = 511 showed its DRAM bytes at 2.7x the x kernel's).
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
@@ -100,6 +105,11 @@ D_LAYOUTS = ("rows", "panels")
 # panel columns of each 8-wide k-octet permuted (and, for y and z, a thread's two A rows made
 # adjacent lines) so that one 16-byte load (LDS.128) brings two of a thread's fragment values
 FRAGMENT_LOADS = ("scalar", "paired")
+# volume = "stream": how a block's number maps to its box: "kji" (i chunks fastest, k slowest), or
+# "axis" (the chunks along the carried axis fastest: the blocks that read the same lines' q and vel
+# panels run back to back, so the re-reads hit L2; with "kji" a z kernel's blocks sharing lines are
+# NQ/BJ * NQ/BI blocks apart and re-read them from DRAM)
+BLOCK_ORDERS = ("kji", "axis")
 
 
 class UnsupportedOrderError(ComposerError, ValueError):
@@ -143,6 +153,7 @@ class FusedConfig:
     copies: str = "strided"  # volume = "stream": the panel-copy loops (COPY_LOOPS)
     d_layout: str = "rows"  # volume = "stream": D as rows or regrouped into k-panels (D_LAYOUTS)
     fragments: str = "scalar"  # volume = "stream": one value per shared load or pairs (FRAGMENT_LOADS)
+    block_order: str = "kji"  # volume = "stream": block number -> box (BLOCK_ORDERS)
 
     @property
     def nq(self) -> int:
@@ -223,7 +234,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     nq = order + 1
     unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
                             "elements_per_block", "volume", "k_panel", "stages", "a_operand", "copies",
-                            "d_layout", "fragments"}
+                            "d_layout", "fragments", "block_order"}
     if unknown:
         raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
     flux = table.get("flux")
@@ -283,10 +294,10 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if epb > 1 and d_stage != "global":
         raise _error(file, f"{prefix}.elements_per_block", 'needs d_stage = "global"')
     k_panel, stages = _stream_keys(table, prefix, file, nq, mma, stream)
-    a_operand, copies, d_layout, fragments = (
+    a_operand, copies, d_layout, fragments, block_order = (
         _stream_choice(table, key, choices, prefix, file, stream)
         for key, choices in (("a_operand", A_OPERANDS), ("copies", COPY_LOOPS), ("d_layout", D_LAYOUTS),
-                             ("fragments", FRAGMENT_LOADS)))
+                             ("fragments", FRAGMENT_LOADS), ("block_order", BLOCK_ORDERS)))
     if a_operand == "product":
         for n, k in enumerate(kernels):
             pairs = box_lines(k.box, k.dirs[0]) * k_panel // 2
@@ -307,7 +318,8 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
             raise _error(file, f"{prefix}.fragments", f'"paired" permutes 8-wide k-octets: k_panel {k_panel} '
                                                       "is not a multiple of 8")
     return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
-                       str(traces), epb, str(volume), k_panel, stages, a_operand, copies, d_layout, fragments)
+                       str(traces), epb, str(volume), k_panel, stages, a_operand, copies, d_layout, fragments,
+                       block_order)
 
 
 def _stream_choice(table: Mapping[str, Any], key: str, choices: tuple[str, ...], prefix: str, file: str,

@@ -30,10 +30,17 @@ def _at(d: int, a: np.ndarray | int, l: np.ndarray | int, plan: KernelPlan) -> t
     return a, l // bi, l % bi
 
 
-def _box_origin(box: int, extents: tuple[int, int, int], nq: int) -> tuple[int, int, int]:
-    """(k0, j0, i0) of box number ``box`` of an element (i fastest), as the templates compute it."""
+def _box_origin(box: int, extents: tuple[int, int, int], nq: int, axis: int | None = None) -> tuple[int, int, int]:
+    """(k0, j0, i0) of box number ``box`` of an element, with the templates' formulas: i chunks
+    fastest, k slowest; with ``axis`` (block_order = "axis", fused_stream.cu.j2) that direction's
+    chunks fastest, the other two in k-slowest order."""
     bk, bj, bi = extents
-    return box // ((nq // bj) * (nq // bi)) * bk, box // (nq // bi) % (nq // bj) * bj, box % (nq // bi) * bi
+    nbk, nbj, nbi = nq // bk, nq // bj, nq // bi
+    if axis is None or axis == 0:
+        return box // (nbj * nbi) * bk, box // nbi % nbj * bj, box % nbi * bi
+    if axis == 1:
+        return box // (nbi * nbj) * bk, box % nbj * bj, box // nbj % nbi * bi
+    return box % nbk * bk, box // (nbk * nbi) * bj, box // nbk % nbi * bi
 
 
 def _tile_off(plan: KernelPlan, k, j, i):
@@ -244,7 +251,7 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
     for e in range(ne):
         qe, ve, me = (x[e * nq**3:(e + 1) * nq**3] for x in (flat["q"], vel, metric))
         for box in range(plan.blocks_per_element):
-            k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
+            k0, j0, i0 = _box_origin(box, plan.kernel.box, nq, d if plan.axis_order else None)
             a_org = (i0, j0, k0)[d]
             bufs = [stage_stream_panel(plan, qe, ve, dmat, p, a_org, k0, j0, i0) for p in range(nq // kp)]
             for tile in range(tiles_l * tiles_a):
