@@ -354,7 +354,7 @@ def test_unrolled_copies_leave_only_the_contraction_in_the_panel_loop(variant: s
 
 # sha256[:16] of the streamed kernel sources the shipped schedules render: the sources the H200
 # compiled (its NVRTC 13.0), validated and timed on 2026-11-30 (session 4: strided copies in calls
-# 2/3, unrolled copies in call 5; session 5 call 1: the stream_lines winners at p = 127-511; calls 2/3: paired fragments, FUSED_TC16 p = 511 and 767). A change detector for the measured kernels (regenerate only
+# 2/3, unrolled copies in call 5; session 5 call 1: the stream_lines winners at p = 127-511; calls 2/3: paired fragments, FUSED_TC16 p = 511 and 767; call 6: p = 767 with block_order = "axis"). A change detector for the measured kernels (regenerate only
 # after re-measuring).
 MEASURED_STREAM_SOURCES = {
     "fused_tc16_p127_s0_x": "dd2330c5d7c8f185",
@@ -375,9 +375,9 @@ MEASURED_STREAM_SOURCES = {
     "fused_tc16_p511_s0_x": "833bdb2eaba4cf86",
     "fused_tc16_p511_s1_y": "f60d21177cc7ca99",
     "fused_tc16_p511_s2_z": "c9c7a5e8553e574d",
-    "fused_tc16_p767_s0_x": "7520202008dbad67",
-    "fused_tc16_p767_s1_y": "9a8ed3c13b82821c",
-    "fused_tc16_p767_s2_z": "aba473c7bd434230",
+    "fused_tc16_p767_s0_x": "1550f0eabc784254",
+    "fused_tc16_p767_s1_y": "bf524160d946e484",
+    "fused_tc16_p767_s2_z": "af24be3935f607a3",
     "fused_dfma_p255_s0_x": "0df0cc6a275cde10",
     "fused_dfma_p255_s1_y": "ceffc8bc34eb0fae",
     "fused_dfma_p255_s2_z": "ce3db1b166c84429",
