@@ -394,12 +394,32 @@ def stream_order_candidates(variant: str, order: int) -> list[tuple[str, FusedCo
     return [(label(option), option)] if _fits(option) else []
 
 
+def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The streamed tables the other orders' schedules ship for ``variant``, transplanted to
+    ``order`` (block tile, warp tile, pipeline, every streamed switch), where they fit: a winner
+    found at one order is the first thing to try at its neighbours (the sweeps so far varied each
+    order's table around itself only)."""
+    base = _family_base(variant, order, None, tensor_core=True)
+    if base is None:
+        return []
+    options = []
+    for other in sorted(SUPPORTED_ORDERS[variant] - {order}):
+        donor = fused_config(variant, other)
+        if donor.volume != "stream" or any(k.box[2 - k.dirs[0]] > base.nq or base.nq % k.box[2 - k.dirs[0]]
+                                           or base.nq % max(k.box) for k in donor.kernels):
+            continue
+        if base.nq % donor.k_panel or donor.stages > base.nq // donor.k_panel:
+            continue
+        options.append(dataclasses.replace(donor, order=order))
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
 #: The candidate families `composer sweep-fused check --subset` runs (each with the schedule's own
 #: table first, as "base"); "all" is :func:`candidates`.
 FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates,
             "strip": strip_candidates, "stream": stream_candidates, "stream_refine": stream_refine_candidates,
             "stream_lines": stream_lines_candidates, "stream_paired": stream_paired_candidates,
-            "stream_order": stream_order_candidates}
+            "stream_order": stream_order_candidates, "stream_transfer": stream_transfer_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
