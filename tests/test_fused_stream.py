@@ -160,9 +160,14 @@ def test_stream_panels_fill_and_fragments_conflict_free(direction: int) -> None:
 @pytest.mark.parametrize("order", [255, 511, 767])
 @pytest.mark.parametrize("variant", ["FUSED_TC", "FUSED_TC16"])
 def test_stream_candidates_are_schedule_tables(variant: str, order: int) -> None:
-    """Every streamed candidate fits (shared memory, warp tiling) and round-trips through TOML."""
+    """Every streamed candidate of every streamed family fits (shared memory, warp tiling, paired
+    row groups) and round-trips through TOML."""
+    from composer.fused.candidates import FAMILIES
+
     found = stream_candidates(variant, order) + stream_refine_candidates(variant, order)
     assert found
+    for family in ("stream_lines", "stream_paired", "stream_order", "stream_transfer"):
+        found += FAMILIES[family](variant, order)
     for _, cfg in found:
         assert _fits(cfg) and cfg.volume == "stream"
         assert parse_table(variant, order, tomllib.loads(to_table(cfg))["paths"][variant]) == cfg
@@ -354,8 +359,10 @@ def test_unrolled_copies_leave_only_the_contraction_in_the_panel_loop(variant: s
 
 # sha256[:16] of the streamed kernel sources the shipped schedules render: the sources the H200
 # compiled (its NVRTC 13.0), validated and timed on 2026-11-30 (session 4: strided copies in calls
-# 2/3, unrolled copies in call 5; session 5 call 1: the stream_lines winners at p = 127-511; calls 2/3: paired fragments, FUSED_TC16 p = 511 and 767; call 6: p = 767 with block_order = "axis"). A change detector for the measured kernels (regenerate only
-# after re-measuring).
+# 2/3, unrolled copies in call 5; session 5: the stream_lines winners at p = 127-511 in call 1,
+# paired fragments for FUSED_TC16 at p = 511 and 767 in calls 2/3, block_order = "axis" at p = 767
+# in call 5, p = 255 on the p = 767 table in call 7). A change detector for the measured kernels
+# (regenerate only after re-measuring).
 MEASURED_STREAM_SOURCES = {
     "fused_tc16_p127_s0_x": "dd2330c5d7c8f185",
     "fused_tc16_p127_s1_y": "b0bcd3acf865bf7c",
@@ -369,9 +376,9 @@ MEASURED_STREAM_SOURCES = {
     "fused_tc_p767_s0_x": "75fcc0d3dddd2d1e",
     "fused_tc_p767_s1_y": "84713377a4977708",
     "fused_tc_p767_s2_z": "da5ecb8cda35ade8",
-    "fused_tc16_p255_s0_x": "ec09e82b565f87b5",
-    "fused_tc16_p255_s1_y": "1b7588f5e8456a5f",
-    "fused_tc16_p255_s2_z": "2efbe894ba1704de",
+    "fused_tc16_p255_s0_x": "354c7ba4907de0b3",
+    "fused_tc16_p255_s1_y": "c574ebde80613e96",
+    "fused_tc16_p255_s2_z": "6bc4648bd13450cb",
     "fused_tc16_p511_s0_x": "833bdb2eaba4cf86",
     "fused_tc16_p511_s1_y": "f60d21177cc7ca99",
     "fused_tc16_p511_s2_z": "c9c7a5e8553e574d",
@@ -457,3 +464,20 @@ def test_emulated_axis_block_order_matches_reference(axis_table) -> None:
     fields = dg.make_fields(order, grid, varying=True)
     ref = dg.reference_tendency(fields, order, grid)
     assert np.max(np.abs(emulate(config, fields, grid) - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+def test_transfer_candidates_are_other_orders_tables() -> None:
+    """stream_transfer: each candidate is a streamed table another order ships for the variant,
+    with the order replaced; never the order's own table."""
+    import dataclasses
+
+    from composer.fused.candidates import stream_transfer_candidates
+    from composer.fused.config import SUPPORTED_ORDERS
+
+    found = stream_transfer_candidates("FUSED_TC16", 255)
+    assert found
+    donors = [fused_config("FUSED_TC16", o) for o in sorted(SUPPORTED_ORDERS["FUSED_TC16"] - {255})]
+    transplanted = [dataclasses.replace(d, order=255) for d in donors if d.volume == "stream"]
+    own = fused_config("FUSED_TC16", 255)
+    for _, cfg in found:
+        assert cfg in transplanted and cfg != own
