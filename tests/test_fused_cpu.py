@@ -233,16 +233,20 @@ GOLDEN_SOURCES = {
 }
 
 
-def test_default_schedules_render_unchanged_sources() -> None:
+def source_hashes(configs) -> dict[str, str]:
+    """sha256[:16] of every volume kernel source the configurations render, by kernel name: the
+    change detector the golden/measured source tables pin."""
     import hashlib
 
-    found = {}
-    for variant, order in CASES:
-        config = fused_config(variant, order)
-        if config.d_stage != "global" or config.min_blocks or config.d_panel or config.volume != "box":
-            continue  # a schedule that opted in (measured winners): not comparable
-        for plan in kernel_plans(config):
-            found[plan.name] = hashlib.sha256(render_volume(config, plan).encode()).hexdigest()[:16]
+    return {plan.name: hashlib.sha256(render_volume(config, plan).encode()).hexdigest()[:16]
+            for config in configs for plan in kernel_plans(config)}
+
+
+def test_default_schedules_render_unchanged_sources() -> None:
+    configs = [fused_config(variant, order) for variant, order in CASES]
+    # a schedule that opted in (measured winners) is not comparable
+    found = source_hashes(c for c in configs
+                          if c.d_stage == "global" and not c.min_blocks and not c.d_panel and c.volume == "box")
     assert len(found) >= 20
     assert found == {name: GOLDEN_SOURCES[name] for name in found}
 

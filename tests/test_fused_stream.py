@@ -15,7 +15,7 @@ import pytest
 
 from composer import dg
 from composer.errors import ComposerError, ConfigError
-from composer.fused.builder import StreamPlan, build, kernel_plans, render_volume
+from composer.fused.builder import StreamPlan, build, kernel_plans
 from composer.fused.candidates import (
     _fits,
     candidates,
@@ -26,7 +26,7 @@ from composer.fused.candidates import (
 )
 from composer.fused.config import fused_config, parse_table
 from composer.fused.emulate import emulate, stage_stream_panel
-from tests.test_fused_cpu import _sass, needs_nvrtc
+from tests.test_fused_cpu import _sass, needs_nvrtc, source_hashes
 
 
 def _stream_table(mma: str, lines: int, positions: int, threads: int, tile: list[int], k_panel: int = 8,
@@ -398,15 +398,8 @@ MEASURED_STREAM_SOURCES = {
 
 
 def test_shipped_streamed_kernels_render_the_measured_sources() -> None:
-    import hashlib
-
-    found = {}
     shipped = [(v, o) for v in ("FUSED_TC", "FUSED_TC16", "FUSED_DFMA") for o in (255, 511, 767)]
-    for variant, order in [("FUSED_TC16", 127)] + shipped:
-        config = fused_config(variant, order)
-        for plan in kernel_plans(config):
-            found[plan.name] = hashlib.sha256(render_volume(config, plan).encode()).hexdigest()[:16]
-    assert found == MEASURED_STREAM_SOURCES
+    assert source_hashes(fused_config(v, o) for v, o in [("FUSED_TC16", 127)] + shipped) == MEASURED_STREAM_SOURCES
 
 
 @needs_nvrtc

@@ -15,8 +15,8 @@ import dataclasses
 
 from composer.errors import ComposerError
 from composer.fused.builder import kernel_plans, smem_limit
-from composer.fused.config import (D_LAYOUTS, SUPPORTED_ORDERS, FusedConfig, KernelConfig, box_lines,
-                                   fused_config)
+from composer.fused.config import (D_LAYOUTS, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
+                                   box_lines, fused_config)
 from composer.gemm.cute.shapes import mma_shape
 
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
@@ -405,11 +405,11 @@ def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, Fuse
     options = []
     for other in sorted(SUPPORTED_ORDERS[variant] - {order}):
         donor = fused_config(variant, other)
-        if donor.volume != "stream" or any(k.box[2 - k.dirs[0]] > base.nq or base.nq % k.box[2 - k.dirs[0]]
-                                           or base.nq % max(k.box) for k in donor.kernels):
+        if donor.volume != "stream":
             continue
-        if base.nq % donor.k_panel or donor.stages > base.nq // donor.k_panel:
-            continue
+        if (any(base.nq % extent for k in donor.kernels for extent in k.box) or base.nq % donor.k_panel
+                or donor.stages > base.nq // donor.k_panel):
+            continue  # its tiles or its pipeline do not divide this order's Nq
         options.append(dataclasses.replace(donor, order=order))
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
@@ -430,6 +430,12 @@ def candidate_list(variant: str, order: int, subset: str) -> list[tuple[str, Fus
     return [("base", base)] + [c for c in FAMILIES[subset](variant, order) if c[1] != base]
 
 
+def _set_switches(config: FusedConfig) -> list[tuple[str, str]]:
+    """(key, value) of the streamed-kernel switches ``config`` sets away from their defaults."""
+    return [(key, getattr(config, key)) for key, choices in STREAM_SWITCHES.items()
+            if getattr(config, key) != choices[0]]
+
+
 def label(config: FusedConfig) -> str:
     k = config.kernels[0]
     mma = f"@{config.mma}" if config.mma else ""
@@ -446,16 +452,8 @@ def label(config: FusedConfig) -> str:
         extra += f" epb{config.elements_per_block}"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
-    if config.a_operand != "factors":
-        extra += f" A{config.a_operand}"
-    if config.copies != "strided":
-        extra += f" C{config.copies}"
-    if config.d_layout != "rows":
-        extra += f" D{config.d_layout}"
-    if config.fragments != "scalar":
-        extra += f" F{config.fragments}"
-    if config.block_order != "kji":
-        extra += f" B{config.block_order}"
+    for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
+        extra += f" {key[0].upper()}{value}"
     return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
 
 
@@ -476,16 +474,7 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f"elements_per_block = {config.elements_per_block}")
     if config.volume != "box":
         lines += [f'volume = "{config.volume}"', f"k_panel = {config.k_panel}", f"stages = {config.stages}"]
-    if config.a_operand != "factors":
-        lines.append(f'a_operand = "{config.a_operand}"')
-    if config.copies != "strided":
-        lines.append(f'copies = "{config.copies}"')
-    if config.d_layout != "rows":
-        lines.append(f'd_layout = "{config.d_layout}"')
-    if config.fragments != "scalar":
-        lines.append(f'fragments = "{config.fragments}"')
-    if config.block_order != "kji":
-        lines.append(f'block_order = "{config.block_order}"')
+    lines += [f'{key} = "{value}"' for key, value in _set_switches(config)]
     lines.append("kernels = [")
     for k in config.kernels:
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '

@@ -110,6 +110,12 @@ FRAGMENT_LOADS = ("scalar", "paired")
 # panels run back to back, so the re-reads hit L2; with "kji" a z kernel's blocks sharing lines are
 # NQ/BJ * NQ/BI blocks apart and re-read them from DRAM)
 BLOCK_ORDERS = ("kji", "axis")
+#: The streamed kernel's switches: table key -> its choices, the first being the default (a
+#: FusedConfig field of the same name; parse_table, candidate labels and to_table iterate this).
+STREAM_SWITCHES: dict[str, tuple[str, ...]] = {
+    "a_operand": A_OPERANDS, "copies": COPY_LOOPS, "d_layout": D_LAYOUTS, "fragments": FRAGMENT_LOADS,
+    "block_order": BLOCK_ORDERS,
+}
 
 
 class UnsupportedOrderError(ComposerError, ValueError):
@@ -233,8 +239,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", "a_operand", "copies",
-                            "d_layout", "fragments", "block_order"}
+                            "elements_per_block", "volume", "k_panel", "stages", *STREAM_SWITCHES}
     if unknown:
         raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
     flux = table.get("flux")
@@ -294,11 +299,9 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if epb > 1 and d_stage != "global":
         raise _error(file, f"{prefix}.elements_per_block", 'needs d_stage = "global"')
     k_panel, stages = _stream_keys(table, prefix, file, nq, mma, stream)
-    a_operand, copies, d_layout, fragments, block_order = (
-        _stream_choice(table, key, choices, prefix, file, stream)
-        for key, choices in (("a_operand", A_OPERANDS), ("copies", COPY_LOOPS), ("d_layout", D_LAYOUTS),
-                             ("fragments", FRAGMENT_LOADS), ("block_order", BLOCK_ORDERS)))
-    if a_operand == "product":
+    switches = {key: _stream_choice(table, key, choices, prefix, file, stream)
+                for key, choices in STREAM_SWITCHES.items()}
+    if switches["a_operand"] == "product":
         for n, k in enumerate(kernels):
             pairs = box_lines(k.box, k.dirs[0]) * k_panel // 2
             if pairs % k.threads:
@@ -313,13 +316,12 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         if clash:
             raise _error(file, f"{prefix}.volume", f"the streamed kernel stages D itself; drop {clash}")
         for n, k in enumerate(kernels):
-            _check_stream_tiling(k, str(mma), file, f"{prefix}.kernels[{n}]", fragments == "paired")
-        if fragments == "paired" and k_panel % 8:
+            _check_stream_tiling(k, str(mma), file, f"{prefix}.kernels[{n}]", switches["fragments"] == "paired")
+        if switches["fragments"] == "paired" and k_panel % 8:
             raise _error(file, f"{prefix}.fragments", f'"paired" permutes 8-wide k-octets: k_panel {k_panel} '
                                                       "is not a multiple of 8")
     return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
-                       str(traces), epb, str(volume), k_panel, stages, a_operand, copies, d_layout, fragments,
-                       block_order)
+                       str(traces), epb, str(volume), k_panel, stages, **switches)
 
 
 def _stream_choice(table: Mapping[str, Any], key: str, choices: tuple[str, ...], prefix: str, file: str,
