@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral
 
-from composer.config.machines import Machine
+from composer.arch.machines import Machine
 
 FP64 = 8  # bytes per float64
 INT64 = 8  # bytes per index-map entry

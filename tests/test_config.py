@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from composer.config.machines import get_machine, load_machines
+from composer.arch.machines import get_machine, load_machines
 from composer.config.schedules import available_orders, load_schedule, load_schedule_file
 from composer.errors import ComposerError, ConfigError
 

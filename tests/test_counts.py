@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from composer import counts
-from composer.config.machines import get_machine
+from composer.arch.machines import get_machine
 
 
 def test_flop_and_bytes_formulas():

@@ -19,10 +19,10 @@ pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl not installed")
 from composer.build import build, plan  # noqa: E402
 from composer.cli.main import main  # noqa: E402
 from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig, kernel_problem  # noqa: E402
-from composer.gemm.cute.shapes import UnsupportedShapeError, expected_sass  # noqa: E402
+from composer.arch.mma import UnsupportedShapeError, expected_sass  # noqa: E402
 from composer.gemm.cute.tiles import role_kernel  # noqa: E402
 from composer.gemm.roles import ROLES, emulate, gemm_spec  # noqa: E402
-from composer.inspect_sass import check_expected, inspect_cubin  # noqa: E402
+from composer.arch.sass import check_expected, inspect_cubin  # noqa: E402
 from composer.runtime.manifest import read_manifest  # noqa: E402
 
 BUILDS = [("sm_80", "8x8x4"), ("sm_90", "16x8x4"), ("sm_100", "16x8x4")]

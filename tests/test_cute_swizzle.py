@@ -13,7 +13,7 @@ import pytest
 kernel = pytest.importorskip("composer.gemm.cute.kernel")
 
 from composer.gemm.cute.atom import a_coord, b_coord  # noqa: E402
-from composer.gemm.cute.shapes import mma_shape  # noqa: E402
+from composer.arch.mma import mma_shape  # noqa: E402
 
 
 @pytest.mark.parametrize("rows", [8, 16, 64, 128])

@@ -40,9 +40,9 @@ needs_nvrtc = pytest.mark.skipif(not _has_nvrtc(), reason="NVRTC (cuda-bindings)
 
 def _sass(built):
     try:
-        from composer.inspect_sass import InspectError, inspect_cubin
+        from composer.arch.sass import InspectError, inspect_cubin
     except ImportError:  # pragma: no cover
-        pytest.skip("composer.inspect_sass not available")
+        pytest.skip("composer.arch.sass not available")
     try:
         return inspect_cubin(built.compiled.cubin)[built.compiled.symbol(built.name)]
     except InspectError as exc:
@@ -403,7 +403,7 @@ def test_staged_candidates_compile_and_sass(variant: str, order: int, name: str)
     """Every staging / occupancy candidate compiles for sm_90 with the schedule's DMMA shape; the
     staged ones issue no LDG in the hot loop, and fewer cp.async per DMMA than the same tiles issue
     LDG unstaged; min_blocks caps the registers. Local memory only where KNOWN_SPILLS reports it."""
-    from composer.fused.hotloop import kernel_hot_loop
+    from composer.arch.hotloop import kernel_hot_loop
 
     config = _staged(variant, order, name)
     # the same boxes, threads and tiles with D read through the read-only cache, as before
@@ -475,7 +475,7 @@ def test_elements_per_block_parse_render_and_compile() -> None:
 
     from composer.fused.config import parse_table
     from composer.fused.candidates import strip_candidates, to_table
-    from composer.inspect_sass import inspect_cubin
+    from composer.arch.sass import inspect_cubin
 
     good = _table(7, "FUSED")
     cfg = fused_config("FUSED", 7, {"FUSED": dict(good, elements_per_block=4)})

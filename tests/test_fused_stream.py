@@ -310,7 +310,7 @@ def test_product_operand_halves_the_a_loads(variant: str) -> None:
     the hot loop (one per A value instead of two), no spills, less shared memory."""
     import dataclasses
 
-    from composer.fused.hotloop import kernel_hot_loop
+    from composer.arch.hotloop import kernel_hot_loop
 
     # the session-4 p = 511 pipeline (8-value panels, 4 stages, scalar fragment loads)
     factors = dataclasses.replace(fused_config(variant, 511), k_panel=8, stages=4, fragments="scalar")
@@ -336,7 +336,7 @@ def test_unrolled_copies_leave_only_the_contraction_in_the_panel_loop(variant: s
     loops' index arithmetic, remainder handling and hazard padding were most of the hot loop."""
     import dataclasses
 
-    from composer.fused.hotloop import kernel_hot_loop
+    from composer.arch.hotloop import kernel_hot_loop
 
     # on the session-4 pipeline (k_panel 8, 4 stages), where the copies are a large share of the loop
     strided = dataclasses.replace(fused_config(variant, 511), copies="strided", k_panel=8, stages=4)
@@ -411,7 +411,7 @@ def test_paired_fragments_halve_the_shared_loads(variant: str) -> None:
     instruction only) and compiles from the same plans. (A few LDS outside the fragments remain.)"""
     import dataclasses
 
-    from composer.fused.hotloop import kernel_hot_loop
+    from composer.arch.hotloop import kernel_hot_loop
 
     scalar = dataclasses.replace(fused_config(variant, 511), fragments="scalar")
     paired = dataclasses.replace(scalar, fragments="paired")

@@ -1,4 +1,4 @@
-"""CPU tests of composer.inspect_sass on CUBINs compiled here with NVRTC.
+"""CPU tests of composer.arch.sass on CUBINs compiled here with NVRTC.
 
 Each kernel issues a known number of inline-PTX ``mma.sync`` of one shape, so the expected SASS
 is exact: the notes' table (DMMA.884 on sm_80, native wide shapes on sm_90, m8n8k4 expansion on
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from composer.gemm.cute.shapes import SHAPES, UnsupportedShapeError, expected_sass, mma_shape
-from composer.inspect_sass import (
+from composer.arch.mma import SHAPES, UnsupportedShapeError, expected_sass, mma_shape
+from composer.arch.sass import (
     InspectError,
     KernelSass,
     check_expected,

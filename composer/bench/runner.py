@@ -28,7 +28,7 @@ from composer.bench.provenance import collect_provenance
 from composer.bench.records import RunRecord
 from composer.bench.results import ResultStore, write_results_markdown
 from composer.bench.stats import summarize
-from composer.config.machines import Machine
+from composer.arch.machines import Machine
 from composer.config.schedules import Schedule, load_schedule
 from composer.errors import ComposerError
 from composer.kernels.support import SupportKernels

@@ -17,7 +17,7 @@ from typing import Any
 
 from composer.config.schedules import available_orders, load_schedule
 from composer.errors import ComposerError
-from composer.gemm.cute.shapes import check_supported, mma_shape
+from composer.arch.mma import check_supported, mma_shape
 from composer.gemm.cute.tiles import role_kernel
 from composer.gemm.roles import ROLES
 

@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from composer.bench.runner import BenchPlan, run_sweep
-    from composer.config.machines import get_machine
+    from composer.arch.machines import get_machine
     from composer.runtime import Device, NoGpuError
 
     unknown = sorted(set(args.orders) - set(available_orders()))

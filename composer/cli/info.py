@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from composer import counts
-from composer.config.machines import Machine, get_machine
+from composer.arch.machines import Machine, get_machine
 from composer.config.schedules import available_orders, load_schedule, schedule_file_name
 
 DEFAULT_MACHINE = "h200"

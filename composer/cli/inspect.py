@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 
 from composer.errors import ComposerError
-from composer.fused.hotloop import HotLoop, hot_loop
-from composer.inspect_sass import KernelSass, check_expected, disassemble, function_sass, parse_cuobjdump
+from composer.arch.hotloop import HotLoop, hot_loop
+from composer.arch.sass import KernelSass, check_expected, disassemble, function_sass, parse_cuobjdump
 from composer.runtime.manifest import read_manifest
 
 MANIFEST = "manifest.json"

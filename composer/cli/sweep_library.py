@@ -66,7 +66,7 @@ def measure_on_gpu(order: int, mma: str, build_dir: str | None, calls: int):
 
 def run(args: argparse.Namespace) -> int:
     from composer.config.schedules import load_schedule
-    from composer.gemm.cute.shapes import mma_shape
+    from composer.arch.mma import mma_shape
 
     mma_shape(args.mma)
     try:

@@ -351,7 +351,7 @@ def check_arch(config: FusedConfig, arch: str) -> None:
     """Clear error for an MMA shape the architecture lacks (m16n8k4/k8 before sm_90)."""
     if config.mma is None:
         return
-    from composer.gemm.cute.shapes import check_supported
+    from composer.arch.mma import check_supported
 
     try:
         check_supported(config.mma, arch)

@@ -17,7 +17,7 @@ from composer.errors import ComposerError
 from composer.fused.builder import kernel_plans, smem_limit
 from composer.fused.config import (D_LAYOUTS, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
                                    box_lines, fused_config)
-from composer.gemm.cute.shapes import mma_shape
+from composer.arch.mma import mma_shape
 
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
 SWEPT = ("FUSED", "FUSED_TC", "FUSED_TC16")

@@ -72,7 +72,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from composer.errors import ComposerError, ConfigError
-from composer.gemm.cute.shapes import MmaShape, mma_shape
+from composer.arch.mma import MmaShape, mma_shape
 
 VARIANTS: tuple[str, ...] = ("FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
 _LOW_ORDERS = frozenset({7, 15, 31, 63, 127, 255})

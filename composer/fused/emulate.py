@@ -17,7 +17,7 @@ import numpy as np
 from composer import dg
 from composer.fused.builder import KernelPlan, StreamPlan, d_panel_layout, kernel_plans
 from composer.fused.config import FusedConfig
-from composer.gemm.cute.shapes import mma_shape
+from composer.arch.mma import mma_shape
 
 
 def _at(d: int, a: np.ndarray | int, l: np.ndarray | int, plan: KernelPlan) -> tuple:

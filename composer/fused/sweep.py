@@ -94,8 +94,8 @@ def apply(sweep_json: str, schedules_dir: str, date: str, min_gain: float = MIN_
 
 
 def _check_one(job: tuple[str, int, str, int]) -> dict:
-    from composer.fused.hotloop import kernel_hot_loop
-    from composer.inspect_sass import inspect_cubin
+    from composer.arch.hotloop import kernel_hot_loop
+    from composer.arch.sass import inspect_cubin
 
     variant, order, subset, n = job
     name, cfg = candidate_list(variant, order, subset)[n]

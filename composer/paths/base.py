@@ -20,10 +20,10 @@ PATH_CLASSES: dict[str, str] = {
     "GEMM": "composer.paths.gemm:GemmPath",
     "GEMM_CUTE": "composer.paths.gemm_cute:GemmCutePath",
     "EINSUM": "composer.paths.einsum:EinsumPath",
-    "FUSED": "composer.fused.paths:FusedPath",
-    "FUSED_TC": "composer.fused.paths:FusedTcPath",
-    "FUSED_DFMA": "composer.fused.paths:FusedDfmaPath",
-    "FUSED_TC16": "composer.fused.paths:FusedTc16Path",
+    "FUSED": "composer.paths.fused:FusedPath",
+    "FUSED_TC": "composer.paths.fused:FusedTcPath",
+    "FUSED_DFMA": "composer.paths.fused:FusedDfmaPath",
+    "FUSED_TC16": "composer.paths.fused:FusedTc16Path",
 }
 
 

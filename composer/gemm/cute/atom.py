@@ -19,7 +19,7 @@ from typing import Any, Sequence
 from cutlass import Float64, Int32, Int64
 from cutlass._mlir.dialects import llvm
 
-from composer.gemm.cute.shapes import MmaShape
+from composer.arch.mma import MmaShape
 
 
 def a_coord(i: int) -> tuple[int, int]:

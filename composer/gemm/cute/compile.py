@@ -18,7 +18,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from composer.gemm.cute.config import GemmConfig
-from composer.gemm.cute.shapes import check_supported
+from composer.arch.mma import check_supported
 from composer.runtime.elf import entry_points
 from composer.runtime.fileio import atomic_write_bytes
 

@@ -18,7 +18,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
-from composer.gemm.cute.shapes import MmaShape, check_supported, mma_shape
+from composer.arch.mma import MmaShape, check_supported, mma_shape
 from composer.gemm.roles import GemmSpec
 from composer.runtime.params import Param
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from composer.gemm.cute.config import GemmConfig, KernelProblem, config_for, kernel_problem
-from composer.gemm.cute.shapes import mma_shape
+from composer.arch.mma import mma_shape
 from composer.gemm.roles import GemmSpec, gemm_spec
 
 TILE_KEYS = ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "swap")

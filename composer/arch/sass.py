@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from composer.errors import ComposerError
-from composer.gemm.cute.shapes import arch_number, expected_sass, mma_shape
+from composer.arch.mma import arch_number, expected_sass, mma_shape
 
 CUOBJDUMP_ENV = "COMPOSER_CUOBJDUMP"
 

@@ -81,7 +81,7 @@ def hot_loop(sass: str) -> HotLoop:
 
 def kernel_hot_loop(cubin: bytes) -> HotLoop:
     """:func:`hot_loop` of the (single-kernel) CUBIN, disassembled by ``cuobjdump -sass``."""
-    from composer.inspect_sass import disassemble
+    from composer.arch.sass import disassemble
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "kernel.cubin"
