@@ -1,11 +1,12 @@
 """The dependency-graph scheduler: a path's kernels as a DAG that drives the launches.
 
 A path declares its kernels with the arrays each reads and writes (:class:`KernelNode`);
-:func:`build_graph` derives the hazard DAG, :func:`plan` turns it into launches on streams with
-events only where an edge crosses streams unimplied, :func:`run_plan` issues them (also under graph capture), :func:`simulate`
-checks a plan under arbitrary kernel durations, :func:`contended_timeline` estimates a call's time
-when concurrent kernels share the SMs (the concurrency that fusion gives up, paper §3.5–3.6 and
-S3.3), and :func:`describe`/:func:`to_dot` show the result. Everything here runs without a GPU.
+:func:`build_graph` derives the hazard DAG, :func:`plan` turns it into launches on streams (an
+event only where a cross-stream edge is not already implied), :func:`run_plan` issues them (also
+under graph capture), :func:`simulate` checks a plan under arbitrary kernel durations,
+:func:`contended_timeline` estimates a call's time when concurrent kernels share the SMs (the
+concurrency that fusion gives up, paper §3.5–3.6 and S3.3), and :func:`describe`/:func:`to_dot`
+show the result. Everything here runs without a GPU.
 """
 
 from composer.sched.contention import contended_timeline, demand
