@@ -1,6 +1,16 @@
-"""Shared pytest configuration: tests marked ``gpu`` are skipped unless a CUDA GPU is usable."""
+"""Shared pytest configuration: tests marked ``gpu`` are skipped unless a CUDA GPU is usable, and
+no test reads the user's own schedules directory."""
 
 import pytest
+
+
+@pytest.fixture(autouse=True)
+def _no_user_schedules(tmp_path_factory, monkeypatch):
+    """The schedule loader reads ``$COMPOSER_SCHEDULES`` or ``~/.config/composer/schedules`` before
+    the packaged schedules: point both away from the user's files (a test that wants a user
+    directory sets its own)."""
+    monkeypatch.delenv("COMPOSER_SCHEDULES", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg_config")))
 
 
 def pytest_collection_modifyitems(config, items):

@@ -85,15 +85,15 @@ def _reject(tmp_path, text, *fragments, name="p0007.toml"):
 
 
 def test_good_file_and_path_tables_pass_through(tmp_path):
-    text = (
-        GOOD
-        + '[paths.GEMM]\ntiles = [64, 64]\nlibrary = "cublas"\n[paths.FUSED_TC]\nmma = "m8n8k4"\n'
-    )
+    text = GOOD + '[paths.GEMM]\n[paths.GEMM_CUTE]\nmma = "8x8x4"\nlibrary = { x = "cublas" }\n'
     s = load_schedule_file(_write(tmp_path, text))
-    assert s.paths == {
-        "GEMM": {"tiles": [64, 64], "library": "cublas"},
-        "FUSED_TC": {"mma": "m8n8k4"},
-    }
+    assert s.paths == {"GEMM": {}, "GEMM_CUTE": {"mma": "8x8x4", "library": {"x": "cublas"}}}
+
+
+def test_path_tables_are_checked_at_load(tmp_path):
+    """No longer free-form (tests/test_schedule_validation.py has every case)."""
+    _reject(tmp_path, GOOD + '[paths.GEMM]\ntiles = [64, 64]\n', "paths.GEMM.tiles", "unknown key")
+    _reject(tmp_path, GOOD + '[paths.FUSED_TC]\nmma = "m8n8k4"\n', "paths.FUSED_TC.flux")
 
 
 def test_toml_syntax_error(tmp_path):

@@ -1,5 +1,5 @@
 """``composer sweep-fused``: tune the fused paths' schedule tables (check on the CPU, run on the
-GPU, apply the measured winners to ``schedules/``)."""
+GPU, apply the measured winners to a schedules directory)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,10 @@ def register(subparsers: Any) -> None:
     run.add_argument("--budget", type=float, default=300.0, help="seconds; no new order starts after it")
     apply = sub.add_parser("apply", help="write the winners of a run into the schedules")
     apply.add_argument("sweep_json", type=Path)
-    apply.add_argument("--schedules", type=Path, default=None, help="directory (default: the packaged schedules)")
+    apply.add_argument("--schedules-dir", "--schedules", dest="schedules_dir", type=Path, default=None,
+                       metavar="DIR", help="directory to write into (default: the user schedules directory, "
+                       "$COMPOSER_SCHEDULES or ~/.config/composer/schedules); an order without a file there "
+                       "gets a copy of the schedule in use first")
     apply.add_argument("--min-gain", type=float, default=None, help="fraction (default: 0.02)")
     apply.add_argument("--date", default=None, help="date for the notes (default: today, UTC)")
     parser.set_defaults(func=main)
@@ -68,11 +71,12 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if not args.sweep_json.is_file():
         raise ComposerError(f"{args.sweep_json}: no such sweep log")
-    from composer.config.schedules import packaged_dir
+    from composer.config.schedules import user_dir
 
-    directory = args.schedules or Path(str(packaged_dir()))
+    directory = args.schedules_dir or user_dir()
     date = args.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     gain = sweep.MIN_GAIN if args.min_gain is None else args.min_gain
     changed = sweep.apply(str(args.sweep_json), str(directory), date, gain)
-    print("\n".join(changed) if changed else "no candidate beat its schedule's own table")
+    print("\n".join(changed + [f"written into {directory}"]) if changed
+          else "no candidate beat its schedule's own table")
     return 0

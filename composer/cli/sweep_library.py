@@ -26,8 +26,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--build-dir", default=None, metavar="DIR", help="composer build output")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
     parser.add_argument("--calls", type=int, default=DEFAULT_CALLS, help="tendency calls per sample")
-    parser.add_argument("--schedule-file", default=None, metavar="TOML",
-                        help="file to write (default: the order's schedule in the source tree)")
+    target = parser.add_mutually_exclusive_group()
+    target.add_argument("--schedules-dir", default=None, metavar="DIR",
+                        help="directory whose pNNNN.toml to write (default: the user schedules directory, "
+                        "$COMPOSER_SCHEDULES or ~/.config/composer/schedules); a missing file starts as a "
+                        "copy of the schedule in use")
+    target.add_argument("--schedule-file", default=None, metavar="TOML", help="an existing file to write instead")
     parser.add_argument("--dry-run", action="store_true", help="measure and report, write nothing")
     parser.set_defaults(func=run)
 
@@ -65,8 +69,8 @@ def measure_on_gpu(order: int, mma: str, build_dir: str | None, calls: int):
 
 
 def run(args: argparse.Namespace) -> int:
-    from composer.config.schedules import load_schedule
     from composer.arch.mma import mma_shape
+    from composer.config.schedules import writable_schedule_file
 
     mma_shape(args.mma)
     try:
@@ -81,11 +85,8 @@ def run(args: argparse.Namespace) -> int:
               "medians_s": result.medians, "speedup_over_cublas": result.speedup_over()}
     print(json.dumps(report, indent=2))
     if not args.dry_run:
-        target = Path(args.schedule_file) if args.schedule_file else Path(load_schedule(args.order).file)
-        if not args.schedule_file and not target.is_absolute():
-            from composer.config.schedules import packaged_dir
-
-            target = Path(str(packaged_dir() / target.name))
+        target = (Path(args.schedule_file) if args.schedule_file
+                  else writable_schedule_file(args.order, args.schedules_dir))
         if not target.is_file():
             raise ComposerError(f"{target}: schedule file not found; pass --schedule-file")
         write_assignment(target, dict(tuple(p.split("=")) for p in result.winner.split(",")), args.mma)

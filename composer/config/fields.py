@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,16 +41,22 @@ def parse_toml(text: str, file: str) -> dict[str, Any]:
         raise ConfigError(f"{file}: TOML syntax error: {exc}") from None
 
 
-def read_toml(path: Path | Any, file: str | None = None) -> dict[str, Any]:
-    """Read and parse a TOML file (a ``Path`` or an ``importlib.resources`` Traversable)."""
+def read_text(path: Path | Any, file: str | None = None) -> str:
+    """A text file's contents (a ``Path`` or an ``importlib.resources`` Traversable); an unreadable
+    file becomes a ConfigError naming ``file``."""
     name = file if file is not None else str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{name}: file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{name}: cannot read: {exc}") from None
-    return parse_toml(text, name)
+
+
+def read_toml(path: Path | Any, file: str | None = None) -> dict[str, Any]:
+    """Read and parse a TOML file (a ``Path`` or an ``importlib.resources`` Traversable)."""
+    name = file if file is not None else str(path)
+    return parse_toml(read_text(path, name), name)
 
 
 # --- checkers: value -> converted value, or raise Expected ------------------------------------
@@ -89,6 +95,18 @@ def string(value: Any) -> str:
     if isinstance(value, str) and value.strip():
         return value
     raise Expected("a non-empty string")
+
+
+def one_of(choices: Iterable[str]) -> Checker[str]:
+    """A checker accepting exactly the strings ``choices`` (listed sorted in the error)."""
+    allowed = tuple(sorted(choices))
+
+    def check(value: Any) -> str:
+        if isinstance(value, str) and value in allowed:
+            return value
+        raise Expected("one of " + ", ".join(repr(c) for c in allowed))
+
+    return check
 
 
 def grid3(value: Any) -> tuple[int, int, int]:

@@ -1,14 +1,17 @@
-"""Per-order run schedules (``schedules/pNNNN.toml``): the paper's Table S29 benchmark setup and
-the validation setup, loaded into frozen dataclasses with strict schema checks.
+"""Per-order run schedules (``schedules/pNNNN.toml``): the paper's Table S29 benchmark setup,
+the validation setup and the per-path tables, loaded into frozen dataclasses with strict schema
+checks (every ``[paths.NAME]`` table included: :mod:`composer.config.path_tables`).
 
 Schedules ship inside the package ``composer.schedules`` (the top-level ``schedules/`` directory);
-a directory named by ``$COMPOSER_SCHEDULES`` is searched first, so a user can override or add an
-order without editing the installed package. See ``docs/schedules.md`` for the schema.
+a user schedules directory (``$COMPOSER_SCHEDULES``, else ``~/.config/composer/schedules``) is read
+first, so a user can override or add an order without editing the installed package
+(:mod:`composer.config.schedule_files`). See ``docs/schedules.md`` for the schema.
 """
 
 from __future__ import annotations
 
-import importlib.resources
+import dataclasses
+import hashlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -20,15 +23,33 @@ from composer.config.fields import (
     boolean,
     grid3,
     non_negative_int,
+    parse_toml,
     positive_float,
     positive_int,
-    read_toml,
+    read_text,
     string,
+)
+from composer.config.path_tables import check_path_tables
+from composer.config.schedule_files import (
+    PACKAGED,
+    SCHEDULES_ENV,
+    USER,
+    packaged_dir,
+    schedule_file_name,
+    schedule_files,
+    user_dir,
+    writable_schedule_file,
 )
 from composer.errors import ConfigError
 
-SCHEDULES_ENV = "COMPOSER_SCHEDULES"
+__all__ = [
+    "FILE", "PACKAGED", "SCHEDULES_ENV", "STAGES_PER_STEP", "USER", "BenchmarkConfig", "Schedule",
+    "ValidationConfig", "available_orders", "load_schedule", "load_schedule_file", "packaged_dir",
+    "schedule_file_name", "user_dir", "writable_schedule_file",
+]
+
 STAGES_PER_STEP = 3  # SSP-RK3: three tendency calls per step
+FILE = "file"  # Schedule.origin of a file loaded by its path (load_schedule_file)
 _FILE_NAME = re.compile(r"^p(\d{4})\.toml$")
 
 
@@ -67,7 +88,11 @@ class ValidationConfig:
 @dataclass(frozen=True)
 class Schedule:
     """Everything that is decided per order. ``paths`` holds the ``[paths.*]`` tables verbatim
-    (per-path tiles, MMA shape, library assignment, carrier), for the path builders to interpret."""
+    (per-path tiles, MMA shape, library assignment, kernels), checked at load, for the path
+    builders to interpret.
+
+    ``origin`` (``"packaged"``, ``"user"`` or ``"file"``), ``file`` (the packaged file's name, else
+    its full path) and ``sha256`` (of the file's text) say which schedule a run used."""
 
     order: int
     benchmark: BenchmarkConfig
@@ -75,6 +100,8 @@ class Schedule:
     paths: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: str = ""
     file: str = ""
+    origin: str = ""
+    sha256: str = ""
 
     @property
     def nq(self) -> int:
@@ -85,68 +112,32 @@ class Schedule:
         """Volume points ``Nq^3 * Ne`` of the benchmark grid."""
         return self.nq**3 * self.benchmark.num_elements
 
-
-# --- locating files ---------------------------------------------------------------------------
-
-
-def packaged_dir() -> Any:
-    """The shipped schedules: package ``composer.schedules``, or ``<checkout>/schedules`` when the
-    package is used from a source tree that was not installed (plain ``PYTHONPATH``)."""
-    try:
-        return importlib.resources.files("composer.schedules")
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[2] / "schedules"
-
-
-def _override_dir() -> Path | None:
-    value = os.environ.get(SCHEDULES_ENV)
-    if not value:
-        return None
-    path = Path(value)
-    if not path.is_dir():
-        raise ConfigError(f"${SCHEDULES_ENV}={value}: not a directory")
-    return path
-
-
-def _schedule_files() -> dict[int, tuple[Any, str]]:
-    """Order -> (file, display name); override directory entries replace packaged ones."""
-    found: dict[int, tuple[Any, str]] = {}
-    for entry in packaged_dir().iterdir():
-        match = _FILE_NAME.match(entry.name)
-        if match:
-            found[int(match.group(1))] = (entry, entry.name)
-    override = _override_dir()
-    if override is not None:
-        for entry in override.iterdir():
-            match = _FILE_NAME.match(entry.name)
-            if match:
-                found[int(match.group(1))] = (entry, str(entry))
-    return found
-
-
-def schedule_file_name(order: int) -> str:
-    return f"p{order:04d}.toml"
+    def provenance(self) -> dict[str, Any]:
+        """Which schedule this is, for a run's record: order, origin, file and content hash."""
+        return {"order": self.order, "origin": self.origin, "file": self.file, "sha256": self.sha256}
 
 
 # --- public API -------------------------------------------------------------------------------
 
 
-def available_orders() -> list[int]:
-    """Orders that have a schedule, packaged or in ``$COMPOSER_SCHEDULES``, ascending."""
-    return sorted(_schedule_files())
+def available_orders(packaged: Any = None) -> list[int]:
+    """Orders that have a schedule, packaged or in the user directory, ascending (``packaged``
+    replaces the packaged directory, as in :func:`schedule_files`)."""
+    return sorted(schedule_files(packaged))
 
 
-def load_schedule(order: int) -> Schedule:
-    """The schedule of ``order``; ConfigError (listing the available orders) if there is none."""
+def load_schedule(order: int, packaged: Any = None) -> Schedule:
+    """The schedule of ``order`` (the user directory's file, else the packaged one); ConfigError
+    (listing the available orders) if there is none."""
     if isinstance(order, bool) or not isinstance(order, int) or order < 1:
         raise ConfigError(f"order: expected a positive integer, got {order!r}")
-    files = _schedule_files()
+    files = schedule_files(packaged)
     if order not in files:
         available = ", ".join(str(p) for p in sorted(files)) or "none"
         name = schedule_file_name(order)
         raise ConfigError(f"{name}: no schedule for order {order}; available orders: {available}")
-    entry, display = files[order]
-    return _parse(read_toml(entry, display), display, expected_order=order)
+    found = files[order]
+    return _load(found.entry, found.display, found.origin, expected_order=order)
 
 
 def load_schedule_file(path: str | os.PathLike[str]) -> Schedule:
@@ -154,10 +145,17 @@ def load_schedule_file(path: str | os.PathLike[str]) -> Schedule:
     path = Path(path)
     match = _FILE_NAME.match(path.name)
     expected = int(match.group(1)) if match else None
-    return _parse(read_toml(path, str(path)), str(path), expected_order=expected)
+    return _load(path, str(path), FILE, expected_order=expected)
 
 
 # --- parsing ----------------------------------------------------------------------------------
+
+
+def _load(entry: Any, file: str, origin: str, expected_order: int | None) -> Schedule:
+    text = read_text(entry, file)
+    schedule = _parse(parse_toml(text, file), file, expected_order)
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return dataclasses.replace(schedule, origin=origin, sha256=digest)
 
 
 def _parse(data: dict[str, Any], file: str, expected_order: int | None) -> Schedule:
@@ -168,8 +166,9 @@ def _parse(data: dict[str, Any], file: str, expected_order: int | None) -> Sched
     source = top.optional("source", string, "")
     benchmark = _parse_benchmark(top.table("benchmark"))
     validation = _parse_validation(top.table("validation"))
-    paths = _parse_paths(top.optional_table("paths"))
+    paths_table = top.optional_table("paths")
     top.reject_unknown()
+    paths = check_path_tables(paths_table, order) if paths_table is not None else {}
     return Schedule(order, benchmark, validation, paths, source, file)
 
 
@@ -203,13 +202,3 @@ def _parse_validation(table: Table) -> ValidationConfig:
     )
     table.reject_unknown()
     return config
-
-
-def _parse_paths(table: Table | None) -> dict[str, dict[str, Any]]:
-    """``[paths.NAME]`` tables are reserved for per-path settings; kept as plain dicts."""
-    if table is None:
-        return {}
-    paths: dict[str, dict[str, Any]] = {}
-    for name in table.data:
-        paths[name] = dict(table.table(name).data)
-    return paths

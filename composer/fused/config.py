@@ -194,6 +194,14 @@ def _error(file: str, key: str, message: str) -> ConfigError:
     return ConfigError(f"{file}: {key}: {message}")
 
 
+def _reject_unknown(table: Mapping[str, Any], allowed: tuple[str, ...], file: str, key: str) -> None:
+    """The first key of ``table`` not in ``allowed``, named by its dotted key (as the schedule
+    loader's other errors are)."""
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise _error(file, f"{key}.{unknown[0]}", f"unknown key (allowed here: {', '.join(sorted(allowed))})")
+
+
 def _int_list(value: Any, n: int, file: str, key: str) -> tuple[int, ...]:
     if (not isinstance(value, (list, tuple)) or len(value) != n
             or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in value)):
@@ -204,9 +212,7 @@ def _int_list(value: Any, n: int, file: str, key: str) -> tuple[int, ...]:
 def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) -> KernelConfig:
     if not isinstance(raw, Mapping):
         raise _error(file, key, f"expected a table, got {raw!r}")
-    unknown = set(raw) - {"dirs", "box", "threads", "tile", "unroll"}
-    if unknown:
-        raise _error(file, key, f"unknown keys {sorted(unknown)}")
+    _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll"), file, key)
     dirs_text = raw.get("dirs")
     if not isinstance(dirs_text, str) or not dirs_text or any(c not in DIR_NAMES for c in dirs_text):
         raise _error(file, f"{key}.dirs", f"expected a string of directions from 'xyz', got {dirs_text!r}")
@@ -238,10 +244,8 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     """Validate one ``[paths.<variant>]`` table (already resolved for FUSED_DFMA)."""
     prefix = f"paths.{variant}"
     nq = order + 1
-    unknown = set(table) - {"flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", *STREAM_SWITCHES}
-    if unknown:
-        raise _error(file, prefix, f"unknown keys {sorted(unknown)}")
+    _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
+                            "elements_per_block", "volume", "k_panel", "stages", *STREAM_SWITCHES), file, prefix)
     flux = table.get("flux")
     if flux not in FLUX_MODES:
         raise _error(file, f"{prefix}.flux", f"expected one of {FLUX_MODES}, got {flux!r}")

@@ -72,10 +72,12 @@ def best_records(records: list[dict]) -> dict[tuple[int, str], dict]:
 MIN_GAIN = 0.02
 
 
-def apply(sweep_json: str, schedules_dir: str, date: str, min_gain: float = MIN_GAIN) -> list[str]:
+def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float = MIN_GAIN) -> list[str]:
     """Write the fastest candidate of each (order, variant) of a device sweep into the schedules
-    (when it beats the schedule's own table, timed in the same run, by more than ``min_gain``)."""
-    from composer.config.schedules import schedule_file_name
+    of ``schedules_dir`` (None: the user schedules directory; an order without a file there gets a
+    copy of the schedule in use first, never a write into the installed package) when it beats the
+    schedule's own table, timed in the same run, by more than ``min_gain``."""
+    from composer.config.schedules import writable_schedule_file
 
     records = json.loads(Path(sweep_json).read_text())
     changed = []
@@ -88,7 +90,7 @@ def apply(sweep_json: str, schedules_dir: str, date: str, min_gain: float = MIN_
             continue
         note = (f"H200 {date}, composer.fused.sweep: {r['us_per_call']:.1f} us/call"
                 + (f" (previous schedule {base['us_per_call']:.1f})" if base and base is not r else ""))
-        write_table(Path(schedules_dir) / schedule_file_name(order), r["table"], note)
+        write_table(writable_schedule_file(order, schedules_dir), r["table"], note)
         changed.append(f"p{order} {variant}: {note}")
     return changed
 

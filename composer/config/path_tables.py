@@ -1,0 +1,130 @@
+"""The ``[paths.NAME]`` tables of a schedule: which path names a schedule may configure and how
+each one's table is checked when the schedule is loaded.
+
+Why at load time: a table is read by its path only when that path runs (or is built), so a typo
+(``[paths.FUSED_TC61]``, ``swap = "yes"``, ``library = {x = "cuet"}``) used to pass until a GPU run
+much later, or forever where the key is optional. Every check raises a ConfigError naming the
+schedule file and the dotted key.
+
+:data:`PATH_TABLES` is the one list of configurable path names and, per name, its table's check;
+a new path (GEMM_FUSED) is one more entry. The fused tables are checked by the fused paths' own
+parser (:func:`composer.fused.config.fused_config`), so their schema is stated once, there; the
+GEMM_CUTE table's keys are stated here, with the roles, libraries and tile fields taken from the
+GEMM code and each tile override checked by the kernel configuration's own ``validate``.
+
+Those parsers are imported inside the checks: ``composer.fused.config`` and the GEMM modules
+import this package, and ``composer.config`` must not import ``composer.paths``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from composer.arch.mma import SHAPES
+from composer.config.fields import Table, boolean, one_of, positive_int
+
+
+@dataclass(frozen=True)
+class PathContext:
+    """What a table's check needs besides the table: its path's name, the schedule's order and file,
+    and every ``[paths.*]`` table of the schedule (FUSED_DFMA's table refers to FUSED_TC's)."""
+
+    name: str
+    order: int
+    file: str
+    paths: Mapping[str, Mapping[str, Any]]
+
+
+TableCheck = Callable[[Table, PathContext], None]
+
+
+def _no_settings(table: Table, context: PathContext) -> None:
+    """A path without per-order settings (yet): only an empty table is accepted."""
+    table.reject_unknown()
+
+
+def _fused(table: Table, context: PathContext) -> None:
+    """The fused paths' parser, exactly as the path and the build call it (FUSED_DFMA included:
+    it must read ``schedule_of = "FUSED_TC"`` and FUSED_TC's table must parse)."""
+    from composer.fused.config import UnsupportedOrderError, fused_config
+
+    try:
+        fused_config(context.name, context.order, context.paths, context.file)
+    except UnsupportedOrderError as exc:
+        raise table.error("", str(exc)) from None
+
+
+def _gemm_cute(table: Table, context: PathContext) -> None:
+    """``mma`` (an MMA shape of ``composer.arch.mma``, spelled ``16x8x4``), ``library`` (role ->
+    library) and ``tiles`` (per-role overrides of the kernel tile, optionally per MMA shape:
+    ``tiles.<role>`` or ``tiles.<shape>.<role>``, as ``composer build`` reads them)."""
+    from composer.gemm.cute.sweep import LIBRARIES
+    from composer.gemm.roles import ROLES
+
+    mma = table.optional("mma", one_of(SHAPES))
+    library = table.optional_table("library")
+    if library is not None:
+        for role in ROLES:
+            library.optional(role, one_of(LIBRARIES))
+        library.reject_unknown()
+    tiles = table.optional_table("tiles")
+    if tiles is not None:
+        for key in list(tiles.data):
+            if key in ROLES:
+                _role_tiles(tiles.table(key), key, mma, context)
+            elif key in SHAPES:
+                per_shape = tiles.table(key)
+                for role in ROLES:
+                    role_table = per_shape.optional_table(role)
+                    if role_table is not None:
+                        _role_tiles(role_table, role, key, context)
+                per_shape.reject_unknown()
+            else:
+                raise tiles.error(key, f"expected a role ({', '.join(ROLES)}) or an MMA shape "
+                                       f"({', '.join(SHAPES)})")
+    table.reject_unknown()
+
+
+def _role_tiles(table: Table, role: str, mma: str | None, context: PathContext) -> None:
+    """One role's tile override: typed fields, then the kernel configuration they make checked by
+    ``GemmConfig.validate`` for the shape they apply to (none named: the build's ``--mma`` decides,
+    so only the types are checked here)."""
+    from composer.gemm.cute.tiles import TILE_KEYS, role_kernel
+
+    for key in TILE_KEYS:
+        table.optional(key, boolean if key == "swap" else positive_int)
+    table.reject_unknown()
+    if mma is None:
+        return
+    try:
+        role_kernel(role, context.order + 1, 1, mma, dict(table.data))
+    except ValueError as exc:
+        raise table.error("", f"with mma {mma}: {exc}") from None
+
+
+#: Path name -> the check of its ``[paths.NAME]`` table; the only place path names are listed for
+#: schedules (``composer.paths`` names the runnable paths; the two lists should be one).
+PATH_TABLES: dict[str, TableCheck] = {
+    "GEMM": _no_settings,
+    "GEMM_CUTE": _gemm_cute,
+    "EINSUM": _no_settings,
+    "FUSED": _fused,
+    "FUSED_TC": _fused,
+    "FUSED_DFMA": _fused,
+    "FUSED_TC16": _fused,
+}
+
+
+def check_path_tables(paths: Table, order: int) -> dict[str, dict[str, Any]]:
+    """Check every table of a schedule's ``[paths]`` and return them verbatim (name -> dict), in
+    file order; an unknown name is an error listing the known ones."""
+    raw: dict[str, dict[str, Any]] = {}
+    for name in paths.data:
+        if name not in PATH_TABLES:
+            raise paths.error(name, f"unknown path (known: {', '.join(PATH_TABLES)})")
+        raw[name] = dict(paths.table(name).data)
+    for name in raw:
+        PATH_TABLES[name](paths.table(name), PathContext(name, order, paths.file, raw))
+    return raw
