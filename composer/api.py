@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from composer import dg
-from composer.paths.base import path_class
+from composer.paths.registry import path_class
 from composer.runtime import Device
 
 
@@ -17,7 +17,8 @@ def tendency(fields: Mapping[str, np.ndarray], order: int, grid: object, path: s
     """Evaluate ``dq/dt`` with implementation ``path`` on the GPU and return it as a NumPy array.
 
     Same inputs and output as :func:`composer.dg.reference_tendency`; ``options`` are handed
-    to the path (e.g. tile or MMA-shape choices). Checks the device memory before allocating.
+    to the path (those it declares: ``path_class(path).options``; any other key is an error).
+    Checks the options and the device memory before allocating.
     """
     from composer.paths.problem import DeviceProblem, check_fits
 
@@ -25,6 +26,7 @@ def tendency(fields: Mapping[str, np.ndarray], order: int, grid: object, path: s
     dg.check_fields(fields, mesh)
     cls = path_class(path)
     cls.check_order(mesh.order)
+    cls.parse_options(options)
     device = device or Device()
     check_fits(mesh.order, mesh.grid, cls.name, device)
     problem = DeviceProblem.upload(fields, mesh.order, mesh.grid, device)

@@ -20,22 +20,6 @@ NUM_FACES = 6
 VOLUME_INPUTS = 7  # q, u, v, w, Ex, Ey, Ez
 FACE_INPUTS = 4  # nx, ny, nz, F
 
-PATHS = (
-    "GEMM",
-    "GEMM_CUTE",
-    "GEMM_FUSED",
-    "EINSUM",
-    "FUSED",
-    "FUSED_TC",
-    "FUSED_DFMA",
-    "FUSED_TC16",
-)
-GEMM_FAMILY = ("GEMM", "GEMM_CUTE", "GEMM_FUSED", "EINSUM")
-FUSED_FAMILY = ("FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
-# Fused paths keep fstar on chip at low order; from this order up the face flux is computed by a
-# separate kernel and stored as a face array.
-FUSED_FACE_FLUX_MIN_ORDER = 63
-
 Grid = tuple[int, int, int]
 
 
@@ -180,20 +164,17 @@ class MemoryEstimate:
         return sum(item.bytes for item in self.items)
 
 
-def device_memory_estimate(order: int, grid: int | Sequence[int], path: str) -> MemoryEstimate:
-    """Itemized device memory of a benchmark run of ``path``: inputs, maps, output, RK3 state
-    and the path's own intermediates (allocator padding and library workspaces not included)."""
-    if path not in PATHS:
-        raise ValueError(f"unknown path {path!r}; known paths: {', '.join(PATHS)}")
+def problem_memory_items(order: int, grid: int | Sequence[int]) -> tuple[MemoryItem, ...]:
+    """The device arrays every path's run holds: inputs, maps, output, RK3 state and D (a path
+    adds its own workspace: ``composer.paths.base.Path.workspace_items``)."""
     grid = as_grid(grid)
     vol = volume_array_bytes(order, grid)
-    face = face_array_bytes(order, grid)
     nq = _nq(order)
-    items = [
+    return (
         MemoryItem(
             "volume inputs", VOLUME_INPUTS, vol, "q, u, v, w, Ex, Ey, Ez: all read as arrays (spec)"
         ),
-        MemoryItem("face inputs", FACE_INPUTS, face, "nx, ny, nz, F"),
+        MemoryItem("face inputs", FACE_INPUTS, face_array_bytes(order, grid), "nx, ny, nz, F"),
         MemoryItem("index maps", 2, face_array_bytes(order, grid, INT64), "vmapM, vmapP as int64"),
         MemoryItem("dqdt", 1, vol, "tendency output"),
         MemoryItem(
@@ -204,43 +185,16 @@ def device_memory_estimate(order: int, grid: int | Sequence[int], path: str) -> 
             "update needs only q0 beyond q and dqdt)",
         ),
         MemoryItem("D matrix", 1, FP64 * nq * nq, "LGL differentiation matrix, Nq x Nq"),
-    ]
-    if path in GEMM_FAMILY:
-        items += [
-            MemoryItem("volume fluxes", 3, vol, "qu, qv, qw: GEMM operands"),
-            MemoryItem("derivatives", 3, vol, "the three GEMM outputs, combined afterwards"),
-            MemoryItem("face flux", 1, face, "fstar written by the face kernel"),
-        ]
-    if path == "EINSUM":
-        items.append(
-            MemoryItem(
-                "einsum temporaries", 2, vol, "assumed: two volume-sized contraction temporaries"
-            )
-        )
-    if path in FUSED_FAMILY:
-        items.append(MemoryItem("index maps (32-bit)", 2, face_array_bytes(order, grid, INT32),
-                                "vmapM, vmapP as int32: the fused kernels' copies"))
-    if path in FUSED_FAMILY and _fused_face_array(path, order):
-        items.append(
-            MemoryItem(
-                "face flux",
-                1,
-                face,
-                "fstar stored by a separate face kernel (the schedule's flux = \"array\")",
-            )
-        )
-    return MemoryEstimate(path, order, grid, tuple(items))
+    )
 
 
-def _fused_face_array(path: str, order: int) -> bool:
-    """Whether the fused path's schedule evaluates the flux into a face array at ``order`` (an order
-    without a schedule: the paper's rule, from p = FUSED_FACE_FLUX_MIN_ORDER)."""
-    from composer.fused.config import fused_config
+def device_memory_estimate(order: int, grid: int | Sequence[int], path: str) -> MemoryEstimate:
+    """Itemized device memory of a benchmark run of ``path`` (its ``memory_estimate``); an unknown
+    path is a ValueError naming the known ones."""
+    # imported here: the registry imports the path modules, which build their estimates from this one
+    from composer.paths.registry import path_class
 
-    try:
-        return fused_config(path, order).flux == "array"
-    except Exception:  # no schedule or an order the variant lacks: the conservative rule
-        return order >= FUSED_FACE_FLUX_MIN_ORDER
+    return path_class(path).memory_estimate(order, as_grid(grid))
 
 
 def memory_limit_bytes(machine: Machine, reserve_fraction: float = 0.05) -> int:

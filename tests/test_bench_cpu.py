@@ -70,7 +70,7 @@ def test_validate_numpy_runs(capsys) -> None:
 
 def test_unknown_path_is_a_clear_error() -> None:
     from composer.errors import ComposerError
-    from composer.paths.base import path_class
+    from composer.paths.registry import path_class
 
     with pytest.raises(ComposerError, match="unknown path 'nope'"):
         path_class("nope")
@@ -99,4 +99,4 @@ def test_bench_option_for_a_path_not_benchmarked_is_refused(capsys: pytest.Captu
     from composer.cli.main import main
 
     assert main(["bench", "--paths", "GEMM", "--orders", "7", "--option", "GEMM_CUTE.mma=8x8x4"]) == 2
-    assert "not benchmarked" in capsys.readouterr().err
+    assert "not requested" in capsys.readouterr().err

@@ -45,7 +45,7 @@ def test_table_s29_size(path: str, order: int, device) -> None:
 
 def _device_run(path: str, order: int, grid, dt: float, nstep: int, graph: bool, device) -> np.ndarray:
     from composer.kernels.support import SupportKernels
-    from composer.paths.base import path_class
+    from composer.paths.registry import path_class
     from composer.paths.problem import DeviceProblem
     from composer.paths.stepper import Stepper
 

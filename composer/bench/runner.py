@@ -32,7 +32,7 @@ from composer.arch.machines import Machine
 from composer.config.schedules import Schedule, load_schedule
 from composer.errors import ComposerError
 from composer.kernels.support import SupportKernels
-from composer.paths.base import path_class
+from composer.paths.registry import path_class
 from composer.paths.problem import DeviceProblem, check_fits
 from composer.paths.stepper import Stepper
 from composer.paths.timer import EventTimer

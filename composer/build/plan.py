@@ -20,13 +20,12 @@ from composer.errors import ComposerError
 from composer.arch.mma import check_supported, mma_shape
 from composer.gemm.cute.tiles import role_kernel
 from composer.gemm.roles import ROLES
+from composer.paths.registry import PATHS, path_class, paths_with
 
-PATHS_NEEDING_CUTE = ("GEMM_CUTE",)
-FUSED_PATHS = ("FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
-PATHS_NEEDING_SUPPORT = ("GEMM", "GEMM_CUTE")
-DEFAULT_PATHS = ("GEMM_CUTE",)
+#: By default: the paths that cannot run without a build (the others compile at run time).
+DEFAULT_PATHS = tuple(cls.name for cls in paths_with(needs_build=True))
 #: Every path `composer build` has kernels for.
-BUILDABLE_PATHS = tuple(dict.fromkeys(PATHS_NEEDING_SUPPORT + PATHS_NEEDING_CUTE + FUSED_PATHS))
+BUILDABLE_PATHS = tuple(cls.name for cls in PATHS if cls.build_kinds)
 
 
 @dataclass(frozen=True)
@@ -79,9 +78,9 @@ def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
     the order). The spec holds the sha256 of the rendered source, which carries every schedule
     parameter, so a schedule or template change rebuilds exactly the kernels it changes."""
     from composer.fused.builder import check_arch, kernel_sources, source_sha
-    from composer.fused.config import SUPPORTED_ORDERS, fused_config
+    from composer.fused.config import fused_config
 
-    if order not in SUPPORTED_ORDERS[variant]:
+    if order not in path_class(variant).orders:
         return []
     config = fused_config(variant, order)
     try:
@@ -99,28 +98,33 @@ def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
 
 def plan(arch: str, mma: str, orders: list[int] | None = None,
          paths: list[str] | None = None) -> list[BuildJob]:
-    """All jobs for the configuration; orders default to every scheduled order."""
+    """All jobs for the configuration; orders default to every scheduled order. The MMA shape is
+    checked against the arch only when a requested path reads it (``reads_mma``)."""
     mma_shape(mma)
-    check_supported(mma, arch)
     orders = orders or available_orders()
     paths = [p.upper() for p in (paths or DEFAULT_PATHS)]
     unknown = [p for p in paths if p not in BUILDABLE_PATHS]
     if unknown:
         raise ValueError(f"composer build has no kernels for {unknown}; paths with kernels: {list(BUILDABLE_PATHS)}")
+    classes = [path_class(p) for p in paths]
+    if any(cls.reads_mma for cls in classes):
+        check_supported(mma, arch)
+    for cls in classes:
+        cls.check_arch(arch)
+    kinds = {kind for cls in classes for kind in cls.build_kinds}
+    fused = [cls for cls in classes if "fused" in cls.build_kinds]
     jobs: list[BuildJob] = []
     for order in orders:
-        if any(p in PATHS_NEEDING_CUTE for p in paths):
+        if "cute" in kinds:
             jobs += cute_jobs(order, arch, mma)
-        if any(p in PATHS_NEEDING_SUPPORT for p in paths):
+        if "support" in kinds:
             jobs += support_jobs(order, arch)
-        for variant in (p for p in paths if p in FUSED_PATHS):
-            jobs += fused_jobs(order, arch, variant)
-    for variant in (p for p in paths if p in FUSED_PATHS):
-        if not any(j.kind == "fused" and j.spec.get("variant") == variant for j in jobs):
-            from composer.fused.config import SUPPORTED_ORDERS
-
-            raise ValueError(f"path {variant} implements none of the orders {orders}; "
-                             f"it supports {sorted(SUPPORTED_ORDERS[variant])}")
+        for cls in fused:
+            jobs += fused_jobs(order, arch, cls.name)
+    for cls in fused:
+        if not any(j.kind == "fused" and j.spec.get("variant") == cls.name for j in jobs):
+            raise ValueError(f"path {cls.name} implements none of the orders {orders}; "
+                             f"it supports {sorted(cls.orders or ())}")
     # the face kernel of an order is the same kernel for every fused variant: build it once
     faces: dict[str, str] = {}
     kept = []

@@ -9,10 +9,12 @@ from typing import Any
 from composer.cli.arguments import csv_list, options_by_path, path_option
 from composer.config.schedules import available_orders
 from composer.errors import ComposerError
+from composer.paths.registry import paths_with, requested_path_options
 
-# the crossover the tool is for: the library path against the fused paths (GEMM_CUTE needs a
-# `composer build` directory, so it is opt-in); GEMM first, so ratios divide by it
-DEFAULT_PATHS = ("GEMM", "FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
+# the crossover the tool is for: the library path against the fused paths (a path that needs a
+# `composer build` directory, GEMM_CUTE, is opt-in, and so is the CuPy baseline); GEMM first, so
+# ratios divide by it
+DEFAULT_PATHS = tuple(cls.name for cls in paths_with(needs_build=False) if cls.family != "baseline")
 DEFAULT_ORDERS = (7, 15, 31, 63, 127, 255)
 DEFAULT_ROUNDS = 3
 NO_GPU_MESSAGE = (
@@ -56,10 +58,7 @@ def run(args: argparse.Namespace) -> int:
         raise ComposerError(f"no schedule for orders {unknown}; available: {available_orders()}")
     if args.rounds < 1:
         raise ComposerError(f"--rounds must be >= 1, got {args.rounds}")
-    options = options_by_path(args.options)
-    stray = sorted(set(options) - set(args.paths))
-    if stray:
-        raise ComposerError(f"--option names paths that are not benchmarked: {stray}")
+    options = requested_path_options(options_by_path(args.options), args.paths)
     machine = get_machine(args.machine)
     try:
         device = Device()

@@ -13,6 +13,7 @@ from rich.table import Table
 from composer import counts
 from composer.arch.machines import Machine, get_machine
 from composer.config.schedules import available_orders, load_schedule, schedule_file_name
+from composer.paths.registry import PATHS, paths_with
 
 DEFAULT_MACHINE = "h200"
 DEFAULT_RESERVE = 0.05
@@ -94,11 +95,11 @@ def build_report(order: int, grid: counts.Grid, machine: Machine, reserve: float
     roof = counts.roofline(order, grid, machine)
     usable = counts.memory_limit_bytes(machine, reserve)
     memory = []
-    for path in counts.PATHS:
-        estimate = counts.device_memory_estimate(order, grid, path)
+    for cls in PATHS:
+        estimate = cls.memory_estimate(order, grid)
         memory.append(
             {
-                "path": path,
+                "path": cls.name,
                 "total_bytes": estimate.total_bytes,
                 "fits": estimate.total_bytes <= usable,
                 "items": [
@@ -149,15 +150,15 @@ def build_report(order: int, grid: counts.Grid, machine: Machine, reserve: float
 
 def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) -> list[dict[str, Any]]:
     """Per fused variant with a schedule at ``order``: its kernels' DRAM bytes and the byte floor."""
-    from composer.fused.config import SUPPORTED_ORDERS, VARIANTS, fused_config
+    from composer.fused.config import fused_config
     from composer.fused.traffic import operand_bytes_per_flop, schedule_traffic
 
     if order not in available_orders():  # no schedule file for this order: no fused schedules to show
         return []
     tables = load_schedule(order).paths
     rows = []
-    for variant in VARIANTS:
-        if order not in SUPPORTED_ORDERS[variant] or variant not in tables:
+    for variant in (cls.name for cls in paths_with(family="fused") if order in cls.orders):
+        if variant not in tables:
             continue  # a broken table is reported (fused_config raises), a missing one is skipped
         config = fused_config(variant, order)
         kernels = schedule_traffic(config, grid)

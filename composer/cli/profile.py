@@ -43,7 +43,7 @@ def _sections(ncu: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from composer.paths.base import path_class
+    from composer.paths.registry import path_class
 
     if args.grid is not None and len(args.grid) != 3:
         raise ComposerError("--grid needs three integers NEX,NEY,NEZ")

@@ -47,7 +47,7 @@ def backend_tendency(name: str) -> Any:
     """The tendency function of a backend name (the reference or a GPU path)."""
     if name.lower() == NUMPY_BACKEND:
         return dg.reference_tendency
-    from composer.paths.base import path_class
+    from composer.paths.registry import path_class
     from composer.runtime import Device
 
     cls = path_class(name)

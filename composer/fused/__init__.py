@@ -2,8 +2,8 @@
 specialized per order by the ``[paths.FUSED*]`` schedule tables and compiled through NVRTC.
 
 ``config`` reads and checks the schedule tables, ``builder`` renders and compiles the kernels,
-``paths`` launches them as ``composer.paths`` Path objects, ``emulate`` replays their index math
-in NumPy for CPU tests.
+``emulate`` replays their index math in NumPy for CPU tests; ``composer.paths.fused`` launches
+them as Path objects.
 """
 
 from composer.fused.config import SUPPORTED_ORDERS, VARIANTS, FusedConfig, KernelConfig, fused_config

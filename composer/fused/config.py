@@ -74,15 +74,16 @@ from typing import Any, Mapping
 from composer.errors import ComposerError, ConfigError
 from composer.arch.mma import MmaShape, mma_shape
 
-VARIANTS: tuple[str, ...] = ("FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
 _LOW_ORDERS = frozenset({7, 15, 31, 63, 127, 255})
-#: Orders each variant implements (the paper's coverage; the tensor-core builds add p = 511, 767).
+#: The fused variants and the orders each implements (the paper's coverage; the tensor-core builds
+#: add p = 511, 767). Their Path classes (composer.paths.fused) take their orders from here.
 SUPPORTED_ORDERS: dict[str, frozenset[int]] = {
     "FUSED": _LOW_ORDERS,
     "FUSED_TC": _LOW_ORDERS | {511, 767},
     "FUSED_DFMA": _LOW_ORDERS | {511, 767},
     "FUSED_TC16": _LOW_ORDERS | {511, 767},
 }
+VARIANTS: tuple[str, ...] = tuple(SUPPORTED_ORDERS)
 #: MMA shapes a variant may use: FUSED_TC is the paper's m8n8k4 build, FUSED_TC16 the sm_90 one.
 ALLOWED_MMA: dict[str, tuple[str, ...]] = {
     "FUSED_TC": ("8x8x4",),
@@ -188,6 +189,13 @@ def check_order(variant: str, order: int) -> None:
     if order not in supported:
         raise UnsupportedOrderError(
             f"path {variant} does not implement order {order}; it supports {sorted(supported)}")
+
+
+def table_variant(variant: str) -> str:
+    """The variant whose ``[paths.<variant>]`` table configures ``variant``: its own, except for
+    FUSED_DFMA, which runs FUSED_TC's."""
+    variant = check_variant(variant)
+    return "FUSED_TC" if variant == "FUSED_DFMA" else variant
 
 
 def _error(file: str, key: str, message: str) -> ConfigError:
@@ -408,9 +416,7 @@ def fused_config(variant: str, order: int, paths: Mapping[str, Mapping[str, Any]
         if dict(own) != {"schedule_of": "FUSED_TC"}:
             raise _error(file, "paths.FUSED_DFMA", "must be exactly { schedule_of = \"FUSED_TC\" }: the "
                                                    "ablation shares FUSED_TC's schedule by construction")
-        source = "FUSED_TC"
-    else:
-        source = variant
+    source = table_variant(variant)
     if source not in paths:
         raise _error(file, f"paths.{source}", f"missing: no {source} schedule for order {order}")
     config = parse_table(source, order, paths[source], file, dfma=variant == "FUSED_DFMA")

@@ -30,7 +30,7 @@ def run_case(order: int, grid: tuple[int, int, int], variants: list[str], device
     ``timing_calls``, timed by CUDA events after two warm-up calls. A failing configuration is
     recorded (``error``) and the rest still run. ``on_start(label)`` and ``on_record(record)`` are
     called around each configuration (progress, incremental results)."""
-    from composer.paths.base import path_class
+    from composer.paths.registry import path_class
     from composer.paths.problem import DeviceProblem
     from composer.runtime import Event
 

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
+from composer import counts
 from composer.errors import ComposerError
 from composer.paths.base import Path
+from composer.paths.library import unfused_workspace
 from composer.paths.problem import DeviceProblem
 
 
@@ -27,7 +29,16 @@ def _cupy() -> Any:
 
 class EinsumPath(Path):
     name = "EINSUM"
+    family = "baseline"
     supports_graph = False  # CuPy allocates temporaries from its pool inside the call
+
+    @classmethod
+    def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
+        """CuPy's temporaries: the unfused stages' arrays (flux products, contraction results,
+        face flux) and two more volume-sized contraction temporaries."""
+        return unfused_workspace(order, grid) + (counts.MemoryItem(
+            "einsum temporaries", 2, counts.volume_array_bytes(order, grid),
+            "assumed: two volume-sized contraction temporaries"),)
 
     def __init__(self, problem: DeviceProblem, **options: Any) -> None:
         super().__init__(problem, **options)

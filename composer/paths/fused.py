@@ -6,17 +6,24 @@ paths launch identically and differ only in what the builder renders for them.
 
 from __future__ import annotations
 
-from pathlib import Path as FsPath
+from types import MappingProxyType
 from typing import Any, ClassVar
 
+from composer import counts
+from composer.arch.mma import mma_shape
+from composer.config.schedules import available_orders, load_schedule
 from composer.fused.builder import FusedBuild, build, d_panel_layout, prebuilt
-from composer.fused.config import SUPPORTED_ORDERS, FusedConfig, fused_config
-from composer.paths.base import Path
+from composer.fused.config import ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, table_variant
+from composer.paths.base import Path, PathOption, directory_option
 from composer.paths.problem import DeviceProblem
 from composer.runtime.manifest import requested_build_dir
 from composer.runtime.module import Kernel, Module
 
 FACE_BLOCKS_PER_SM = 16  # grid cap of the grid-stride face kernel
+# Without a schedule table to read (an order the variant lacks, or no table for it), the memory
+# estimate follows the paper: fstar stays on chip at low order and, from this order up, a separate
+# face kernel stores it as a face array.
+FACE_FLUX_ARRAY_MIN_ORDER = 63
 
 
 def _prefer_shared_carveout(kernel: Kernel) -> None:
@@ -29,26 +36,57 @@ def _prefer_shared_carveout(kernel: Kernel) -> None:
     check(drv.cuFuncSetAttribute(kernel.function, attr, 100), "cuFuncSetAttribute(carveout)")
 
 
-class FusedPathBase(Path):
-    """Launch the fused kernels of ``variant`` for the problem's order on its device.
+def fused_config_option(value: FusedConfig) -> FusedConfig:
+    """A FusedConfig given as the ``config`` option (from Python: a sweep's candidate)."""
+    if not isinstance(value, FusedConfig):
+        raise TypeError(f"expected a FusedConfig (from Python, e.g. a sweep candidate), got {type(value).__name__}")
+    return value
 
-    Options: ``config`` (a FusedConfig overriding the schedule's), ``cache_dir`` (NVRTC cache),
-    ``build_dir`` (a ``composer build`` directory; default ``$COMPOSER_BUILD_DIR``).
-    """
+
+class FusedPathBase(Path):
+    """Launch the fused kernels of ``variant`` for the problem's order on its device."""
 
     variant: ClassVar[str]
+    family = "fused"
+    build_kinds = frozenset({"fused"})
+    options = MappingProxyType({
+        "config": PathOption(fused_config_option, "a FusedConfig overriding the schedule's table"),
+        "cache_dir": PathOption(directory_option, "the NVRTC cache directory (default: "
+                                                  "$COMPOSER_CACHE_DIR/nvrtc, else ~/.cache/composer/nvrtc)"),
+        "build_dir": PathOption(directory_option, "a `composer build` directory to load the kernels from "
+                                                  "(default: $COMPOSER_BUILD_DIR; else NVRTC compiles them)"),
+    })
+
+    @classmethod
+    def face_flux_array(cls, order: int) -> bool:
+        """Whether the path stores the face flux in a face array at ``order`` (its schedule's
+        ``flux = "array"``); a table that exists but does not parse raises its ConfigError."""
+        if order not in cls.orders or order not in available_orders():
+            return order >= FACE_FLUX_ARRAY_MIN_ORDER
+        schedule = load_schedule(order)
+        if table_variant(cls.variant) not in schedule.paths:
+            return order >= FACE_FLUX_ARRAY_MIN_ORDER
+        return fused_config(cls.variant, order, schedule.paths, schedule.file).flux == "array"
+
+    @classmethod
+    def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
+        items = [counts.MemoryItem("index maps (32-bit)", 2, counts.face_array_bytes(order, grid, counts.INT32),
+                                   "vmapM, vmapP as int32: the fused kernels' copies")]
+        if cls.face_flux_array(order):
+            items.append(counts.MemoryItem("face flux", 1, counts.face_array_bytes(order, grid),
+                                           "fstar stored by a separate face kernel (the schedule's flux = \"array\")"))
+        return tuple(items)
 
     def __init__(self, problem: DeviceProblem, **options: Any) -> None:
         super().__init__(problem, **options)
-        config: FusedConfig = options.get("config") or fused_config(self.variant, problem.order)
-        cache_dir: FsPath | None = options.get("cache_dir")
+        config: FusedConfig = self.options.get("config") or fused_config(self.variant, problem.order)
         self.config = config
         # kernels cross-compiled by `composer build --paths ...` when the build directory holds all of
         # them from this very source; else NVRTC (disk-cached)
-        build_dir = requested_build_dir(options.get("build_dir"))
+        build_dir = requested_build_dir(self.options.get("build_dir"))
         ready = prebuilt(config, problem.device.arch, build_dir) if build_dir else None
         self.prebuilt = ready is not None
-        self.build: FusedBuild = ready or build(config, problem.device.arch, cache_dir)
+        self.build: FusedBuild = ready or build(config, problem.device.arch, self.options.get("cache_dir"))
         self._modules: list[Module] = []
         self._launches: list[tuple[Kernel, int, int, int, bool]] = []  # kernel, grid, block, smem, face?
         ne = problem.num_elements
@@ -105,10 +143,13 @@ class FusedPathBase(Path):
 
 
 def _variant_path(variant: str, doc: str) -> type[FusedPathBase]:
-    """One Path class per variant: the variants differ only in name, orders and template switch."""
+    """One Path class per variant: the variants differ only in name, orders, lowest architecture
+    (that of the MMA shapes its tables may use) and template switch."""
+    shapes = ALLOWED_MMA.get(variant, ())
     return type(f"{variant.title().replace('_', '')}Path", (FusedPathBase,),
                 {"__doc__": doc, "__module__": __name__, "name": variant, "variant": variant,
-                 "orders": SUPPORTED_ORDERS[variant]})
+                 "orders": SUPPORTED_ORDERS[variant],
+                 "min_sm": min(mma_shape(s).min_sm for s in shapes) if shapes else None})
 
 
 FusedPath = _variant_path("FUSED", "FUSED: contractions as length-Nq inner products on the CUDA cores.")

@@ -10,13 +10,16 @@ cuda-bindings alone. Which library runs which role, and the MMA shape, come from
 from __future__ import annotations
 
 from pathlib import Path as FsPath
+from types import MappingProxyType
 from typing import Any, Mapping
 
+from composer.arch.mma import mma_shape
 from composer.config.schedules import load_schedule
 from composer.errors import ComposerError
 from composer.gemm.cute.config import GemmConfig, kernel_problem
 from composer.gemm.cute.sweep import LIBRARIES
 from composer.gemm.roles import ROLES
+from composer.paths.base import PathOption, directory_option
 from composer.paths.library import LibraryPath
 from composer.runtime import Stream
 from composer.runtime.manifest import KernelEntry, read_manifest, requested_build_dir
@@ -79,8 +82,24 @@ def entry_gemm_config(entry: KernelEntry) -> GemmConfig:
                             f"--mma {c.get('mma', DEFAULT_MMA)} --orders {c.get('order', '...')}") from exc
 
 
+def mma_option(value: str) -> str:
+    """An MMA shape given as an option, in the ``16x8x4`` spelling the build manifest records."""
+    return mma_shape(str(value)).name
+
+
 class GemmCutePath(LibraryPath):
     name = "GEMM_CUTE"
+    build_kinds = frozenset({"cute", "support"})
+    needs_build = True
+    reads_mma = True
+    min_sm = 80  # DMMA
+    options = MappingProxyType({
+        "mma": PathOption(mma_option, f"the GEMMs' MMA shape (default: the schedule's, else {DEFAULT_MMA})"),
+        "library": PathOption(library_option, "who runs each role's GEMM: LIB or ROLE=LIB[,ROLE=LIB...] "
+                                              "with LIB cute or cublas (default: the schedule's, else cute)"),
+        "build_dir": PathOption(directory_option, "the `composer build` directory holding the CuTe GEMMs "
+                                                  "(default: $COMPOSER_BUILD_DIR, else build/<arch>)"),
+    })
 
     def setup_gemms(self) -> None:
         pb = self.problem

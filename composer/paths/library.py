@@ -9,6 +9,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
+from composer import counts
 from composer.gemm.roles import ROLES, GemmSpec, gemm_spec
 from composer.kernels.support import (SupportKernels, launch_separable_lift, launch_surface_flux,
                                       launch_volume_flux)
@@ -17,8 +18,26 @@ from composer.paths.problem import DeviceProblem
 from composer.runtime import Event, Stream
 
 
+def unfused_workspace(order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
+    """The arrays between the unfused stages: the three volume fluxes, the three contraction
+    outputs and the face flux (what LibraryPath allocates)."""
+    vol = counts.volume_array_bytes(order, grid)
+    return (
+        counts.MemoryItem("volume fluxes", 3, vol, "qu, qv, qw: GEMM operands"),
+        counts.MemoryItem("derivatives", 3, vol, "the three GEMM outputs, combined afterwards"),
+        counts.MemoryItem("face flux", 1, counts.face_array_bytes(order, grid), "fstar written by the face kernel"),
+    )
+
+
 class LibraryPath(Path):
     """Unfused volume GEMMs around the support kernels; the GEMM runner is the subclass's."""
+
+    family = "library"
+    build_kinds = frozenset({"support"})
+
+    @classmethod
+    def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
+        return unfused_workspace(order, grid)
 
     def __init__(self, problem: DeviceProblem, **options: Any) -> None:
         super().__init__(problem, **options)

@@ -18,7 +18,7 @@ def profile_one_call(path: str, order: int, grid: tuple[int, int, int] | None = 
 
     from composer import dg
     from composer.config.schedules import load_schedule
-    from composer.paths.base import path_class
+    from composer.paths.registry import path_class
     from composer.paths.problem import DeviceProblem, check_fits
     from composer.runtime import Device
 
