@@ -23,7 +23,7 @@ from composer.arch.mma import mma_shape
 SWEPT = ("FUSED", "FUSED_TC", "FUSED_TC16")
 #: Orders the streamed family is generated for: those whose schedules already split the directions
 #: over three kernels with a face array (p >= 127; below, a third kernel would re-read q and dqdt
-#: once more). Measured from p = 255 (session 3); p = 127 is prepared, not yet run.
+#: once more).
 STREAM_FROM = 127
 #: Block output tiles of the streamed kernel per MMA height: (lines, positions, threads, warp tile
 #: WM x WN, how many of STREAM_PIPELINES to try), 2-8x the lines per block of the box kernel at
@@ -237,8 +237,8 @@ def staged_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
 
 def strip_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """Several consecutive elements per block (whole-element schedules, p <= 15): the exterior
-    traces on the face an element shares with the previous one come from L1 (ncu at p = 7: L1
-    at 86 %, L2 tag lookups at 70 %, much of it on the x-face gathers). 2, 4 and 8 elements, with the schedule's
+    traces on the face an element shares with the previous one come from L1 (at p = 7 the x-face
+    gathers are much of the L1 and L2 tag traffic). 2, 4 and 8 elements, with the schedule's
     own trace source and with the other one."""
     base = _family_base(variant, order, "box")
     if base is None or any(k.box != (base.nq,) * 3 for k in base.kernels) or base.d_stage != "global":
@@ -255,8 +255,8 @@ def strip_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
 def wide_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """Twice the lines per block (the box doubled along its first partial axis) with D staged in
     8- or 16-k panels: the staged D panel is re-read from L2 by every block, so its L2 traffic per
-    FLOP falls as 1/lines (ncu at p = 255: L2 at 75-80 % with 16 lines per block). One block per SM;
-    256 or 512 threads. Tensor-core variants, p >= 255."""
+    FLOP falls as 1/lines (the box kernels at p >= 255, 16 lines per block, were L2-bound). One
+    block per SM; 256 or 512 threads. Tensor-core variants, p >= 255."""
     base = _family_base(variant, order, "box", 255, tensor_core=True)
     if base is None:
         return []
@@ -349,8 +349,8 @@ def stream_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedC
 
 
 def stream_lines_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
-    """Fewer L2 requests per byte for a streamed schedule (ncu, session 4: its kernels wait on L2 tag
-    lookups, 62-75 %): panels of whole 128-byte lines (k_panel 16 instead of 8, for D and for the
+    """Fewer L2 requests per byte for a streamed schedule whose kernels wait on L2 tag lookups:
+    panels of whole 128-byte lines (k_panel 16 instead of 8, for D and for the
     x-direction F rows) and D read from its k-panel copy (``d_layout = "panels"``), each with the
     unrolled copy loops and as deep a pipeline as fits (STREAM_LINES_STAGES)."""
     base = _family_base(variant, order, "stream")
@@ -385,8 +385,8 @@ def stream_paired_candidates(variant: str, order: int) -> list[tuple[str, FusedC
 
 def stream_order_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """A streamed schedule with its blocks numbered along the carried axis (``block_order =
-    "axis"``): the blocks that re-read a line set's q and vel panels run back to back (ncu, session
-    5: the p = 511 z kernel moved 2.7x the x kernel's DRAM bytes under the default numbering)."""
+    "axis"``): the blocks that re-read a line set's q and vel panels run back to back (under the
+    default numbering a z kernel's later blocks find them gone from L2 and read them from DRAM)."""
     base = _family_base(variant, order, "stream")
     if base is None or base.block_order == "axis":
         return []

@@ -26,7 +26,7 @@ that the face fluxes read their interior traces from shared memory instead of ga
 global memory (one more box tile; the products q*vel are then formed in place);
 ``elements_per_block = N`` (whole-element boxes, D not staged) lets each block walk N consecutive
 elements, so that the exterior traces on the face shared with the element it just did come from
-L1 instead of L2 (ncu at p = 7: L1 at 86 %, L2 tag lookups at 70 %, much of it x-face gathers).
+L1 instead of L2 (the x-face gathers are much of the p = 7 kernel's L1 and L2 tag traffic).
 
 ``volume = "stream"`` (tensor-core engine, ``flux = "array"``, one direction per kernel) selects
 the streamed volume kernel (``fused_stream.cu.j2``) instead of the box kernel: the box is then the
@@ -34,8 +34,8 @@ block's *output* tile (lines x positions along the carried axis, which need not 
 contraction streams q, the velocity and D through shared memory in ``k_panel``-wide panels with a
 ``stages``-deep cp.async pipeline, as a GEMM mainloop does. Why: with the whole axis staged, a
 block holds only 16 lines at p >= 511 (shared memory), so every staged D panel serves 16 lines
-(0.25 B of L2 traffic per FLOP: ncu at p = 255, L2 tags 75-80 %); streaming the contraction axis
-frees the line count (64-128 lines per block: 4-8x less D traffic per FLOP). ``a_operand``
+(0.25 B of L2 traffic per FLOP, which bound the box kernels by L2 tag lookups); streaming the
+contraction axis frees the line count (64-128 lines per block: 4-8x less D traffic per FLOP). ``a_operand``
 (streamed only): ``"factors"`` (default) stages q and vel by cp.async and forms the product in the
 fragment loads; ``"product"`` loads them into registers, multiplies and stores one F panel (half
 the shared-memory bytes written and read for A; the loads of the next panel stay in flight during
@@ -46,20 +46,20 @@ lookup per 64 bytes); ``"panels"`` reads a copy of D regrouped by k-panel once p
 only): ``"strided"`` (default) issues a thread's panel copies in a loop striding by the block
 size; ``"unrolled"`` gives the loops a compile-time trip count, fully unrolled, which removes two
 thirds of the hot loop's instructions (index arithmetic, remainder handling) at the price of more
-live registers; which one is faster depends on the order and pipeline (measured in session 4:
-unrolled at p >= 511; session 5: unrolled everywhere on the re-swept pipelines). ``fragments``
+live registers; which one is faster depends on the order and pipeline, so the schedule names it
+(the measured choice per order: ``docs/results.md``). ``fragments``
 (streamed only): ``"scalar"`` (default) loads each fragment value by its own 8-byte shared load;
 ``"paired"`` permutes the panel columns of each 8-wide k-octet (lane t's k indices t and t + 4
 become columns 2t and 2t + 1) and, for y and z, pairs a lane's two A rows onto adjacent lines, so
 one 16-byte load brings two values (half the LDS in the hot loop), with strides chosen for
-conflict-free quarter-warps. Its fragments of both k-steps are live at once (+25-60 registers):
-it pays only where the kernel already runs one 128-thread block per 255 registers (FUSED_TC16 at
-p = 511); at 256 threads it crosses 128 registers and halves the occupancy (measured slower).
+conflict-free quarter-warps. Its fragments of both k-steps are live at once (more registers):
+it can pay only where the kernel already runs one 128-thread block per 255 registers; a
+256-thread kernel crosses 128 registers with it and loses its second block per SM.
 ``block_order`` (streamed only): ``"kji"`` (default) numbers a kernel's boxes with the i chunks
 fastest and the k chunks slowest; ``"axis"`` numbers the chunks along the carried axis fastest, so
 that the blocks reading the same lines' q and vel panels run back to back and re-read them from L2
-(with "kji" a z kernel's NQ/BK blocks per line set are NQ/BJ * NQ/BI block numbers apart: ncu at
-p = 511 showed its DRAM bytes at 2.7x the x kernel's).
+(with "kji" a z kernel's NQ/BK blocks per line set are NQ/BJ * NQ/BI block numbers apart, so the
+later ones find the lines gone from L2 and read them from DRAM again).
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.

@@ -69,9 +69,9 @@ def schedule_traffic(config: FusedConfig, grid: counts.Grid) -> list[KernelTraff
 def operand_bytes_per_flop(config: FusedConfig) -> list[float | None]:
     """Bytes each volume kernel copies from L2 into shared memory per contraction FLOP.
 
-    Why: at p >= 255 the tensor-core kernels were bound by L2 (ncu: tag lookups 75-80 %), not by
-    DRAM; this is the traffic the block tiling decides. A box kernel with D staged in panels
-    re-reads D once per block of L lines: 8 B per D value for 2 L FLOP, 4 / L (the flux tile is
+    Why: where the tensor-core kernels are bound by L2 tag lookups rather than DRAM (the box
+    kernels at p >= 255), this is the traffic the block tiling decides. A box kernel with D staged
+    in panels re-reads D once per block of L lines: 8 B per D value for 2 L FLOP, 4 / L (the flux tile is
     staged once and reused over the whole axis, left out). A streamed kernel with an output tile of
     L lines x A positions reads, per contraction value, D for its A positions and q, vel for its L
     lines: (8 A + 16 L) / (2 L A) = 4 / L + 8 / A. None where D is read through the read-only
