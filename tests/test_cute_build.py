@@ -197,6 +197,17 @@ def test_kernel_problem_matches_blas(role, swap, nq):
     np.testing.assert_allclose(got.reshape(flux.shape), emulate(spec, diff, flux), rtol=1e-13, atol=1e-13)
 
 
+def test_launch_arguments_follow_the_abi_by_name():
+    """KernelProblem.args binds each value to the KERNEL_PARAMS entry of the same name."""
+    prob = kernel_problem(gemm_spec("y", 6, 3), swap=False)
+    got = dict(zip((p.name for p in KERNEL_PARAMS), prob.args(11, 12, 13, aux=14, ld_aux=15, stride_aux=16,
+                                                             alpha=2.0, beta=0.5), strict=True))
+    assert got == {"a": 11, "b": 12, "c": 13, "aux": 14, "m": prob.m, "n": prob.n, "k": prob.k,
+                   "batch": prob.batch, "lda": prob.lda, "ldb": prob.ldb, "ldc": prob.ldc, "ld_aux": 15,
+                   "stride_a": prob.stride_a, "stride_b": prob.stride_b, "stride_c": prob.stride_c,
+                   "stride_aux": 16, "alpha": 2.0, "beta": 0.5}
+
+
 def test_default_tiles_valid_for_all_orders():
     for nq in (8, 16, 32, 64, 128, 256, 512, 576, 768, 1024):
         for mma in ("8x8x4", "16x8x4", "16x8x8", "16x8x16"):
