@@ -18,7 +18,7 @@ pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl not installed")
 
 from composer.build import build, plan  # noqa: E402
 from composer.cli.main import main  # noqa: E402
-from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig, kernel_problem  # noqa: E402
+from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig, GemmConfigError, kernel_problem  # noqa: E402
 from composer.arch.mma import UnsupportedShapeError, expected_sass  # noqa: E402
 from composer.gemm.cute.tiles import role_kernel  # noqa: E402
 from composer.gemm.roles import ROLES, emulate, gemm_spec  # noqa: E402
@@ -116,6 +116,44 @@ def test_inspect_cli(builds, capsys):
     assert main(["inspect", str(x.cubin_path), "--expect", "16x8x4"]) == 0
 
 
+INVALID_CONFIGS = [
+    # shared memory: 4 stages of 128x64 A and B tiles are 512 KiB
+    (GemmConfig("16x8x4", 128, 128, 64, 2, 4, 4), "sm_90", GemmConfigError,
+     r"shared memory 4 stages x \(128 \+ 128\) x 64 doubles = 524288 B exceeds the 232448 B"),
+    # an MMA shape the architecture lacks
+    (GemmConfig("16x8x4", 64, 64, 16, 2, 2, 2), "sm_80", UnsupportedShapeError,
+     r"mma 16x8x4 .* needs sm_90 or newer; sm_80 has only 8x8x4"),
+    # a tile the MMA does not divide: 4 warps over 16 rows leave 4-row warp tiles for 16-row MMAs
+    (GemmConfig("16x8x4", 16, 8, 8, 4, 1, 2), "sm_90", GemmConfigError,
+     r"warp tile 4x8 .* is not a multiple of the mma 16x8"),
+    (GemmConfig("8x8x4", 24, 8, 8, 1, 1, 2), "sm_90", GemmConfigError, r"bm=24 must be a power of two"),
+    (GemmConfig("8x8x4", 8, 8, 8, 1, 1, 1, vec=4), "sm_90", GemmConfigError,
+     r"stages=1 outside \[2, 8\]; vec=4 must be 1 .* or 2"),
+]
+
+
+@pytest.mark.parametrize("cfg,arch,error,message", INVALID_CONFIGS, ids=lambda x: getattr(x, "tag", None))
+def test_invalid_configuration_is_rejected_before_compiling(cfg, arch, error, message, tmp_path, monkeypatch):
+    """The kernel class and compile_config refuse a configuration the kernel cannot be built for
+    with a ComposerError naming the problem, before the DSL traces or compiles anything."""
+    import cutlass.cute as cute
+
+    from composer.errors import ComposerError
+    from composer.gemm.cute.compile import compile_config
+    from composer.gemm.cute.kernel import TensorOpDgemm
+
+    def no_compile(*args, **kwargs):
+        raise AssertionError("the DSL was asked to compile an invalid configuration")
+
+    monkeypatch.setattr(cute, "compile", no_compile)
+    with pytest.raises(error, match=message) as raised:
+        TensorOpDgemm(cfg, arch, "t_invalid")
+    assert isinstance(raised.value, ComposerError)
+    with pytest.raises(error, match=message):
+        compile_config(cfg, arch, "t_invalid", cache_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing cached either
+
+
 @pytest.mark.parametrize("mma", ["8x8x4", "16x8x8", "16x8x16"])
 def test_other_shapes_compile_on_sm90(mma):
     from composer.gemm.cute.compile import compile_config
@@ -157,6 +195,17 @@ def test_kernel_problem_matches_blas(role, swap, nq):
     prob = kernel_problem(spec, swap)
     got = kernel_view_gemm(prob, prob.majors, {"D": diff.reshape(-1), "flux": flux.reshape(-1)}, flux.size)
     np.testing.assert_allclose(got.reshape(flux.shape), emulate(spec, diff, flux), rtol=1e-13, atol=1e-13)
+
+
+def test_launch_arguments_follow_the_abi_by_name():
+    """KernelProblem.args binds each value to the KERNEL_PARAMS entry of the same name."""
+    prob = kernel_problem(gemm_spec("y", 6, 3), swap=False)
+    got = dict(zip((p.name for p in KERNEL_PARAMS), prob.args(11, 12, 13, aux=14, ld_aux=15, stride_aux=16,
+                                                             alpha=2.0, beta=0.5), strict=True))
+    assert got == {"a": 11, "b": 12, "c": 13, "aux": 14, "m": prob.m, "n": prob.n, "k": prob.k,
+                   "batch": prob.batch, "lda": prob.lda, "ldb": prob.ldb, "ldc": prob.ldc, "ld_aux": 15,
+                   "stride_a": prob.stride_a, "stride_b": prob.stride_b, "stride_c": prob.stride_c,
+                   "stride_aux": 16, "alpha": 2.0, "beta": 0.5}
 
 
 def test_default_tiles_valid_for_all_orders():

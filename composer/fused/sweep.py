@@ -7,11 +7,7 @@ into ``schedules/pNNNN.toml`` as it is (``to_table``). FUSED_DFMA is not swept o
 always runs FUSED_TC's table, so the device side validates it on the fastest FUSED_TC candidate.
 
 The command line is ``composer sweep-fused`` (``check`` on the CPU, ``run`` on the GPU,
-``apply``); ``docs/device.md`` shows one round trip. The same steps as a module::
-
-    COMPOSER_CACHE_DIR=.cache/f PYTHONPATH=. python3 -m composer.fused.sweep check 7,63 plan.json [SUBSET]
-    COMPOSER_CACHE_DIR=.cache/f PYTHONPATH=. python3 -m composer.fused.sweep run OUTDIR 7,63 150 plan.json
-    python3 -m composer.fused.sweep apply OUTDIR/sweep.json schedules 2026-11-29
+``apply``; :mod:`composer.cli.sweep_fused`); ``docs/device.md`` shows one round trip.
 
 Candidate families live in :mod:`composer.fused.candidates`, the device-side validation and
 timing in :mod:`composer.fused.trial`.
@@ -22,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -112,7 +107,6 @@ def _check_one(job: tuple[str, int, str, int]) -> dict:
         loops.append(kernel_hot_loop(b.compiled.cubin).counts)
         if sass.registers * b.threads * blocks > 65536 or (sass.spill_bytes > 16 and name != "base"):
             ok = False
-    print(order, name, ok, info, loops, flush=True)
     return {"variant": variant, "order": order, "label": name, "ok": ok, "kernels": info,
             "hot_loops": loops, "table": to_table(cfg)}
 
@@ -233,13 +227,3 @@ class _Trial:
     path: str
     order: int
 
-
-if __name__ == "__main__":
-    if sys.argv[1] == "check":
-        orders = [int(x) for x in sys.argv[2].split(",")]
-        result = check(orders, subset=sys.argv[4] if len(sys.argv) > 4 else "all")
-        atomic_write_text(Path(sys.argv[3] if len(sys.argv) > 3 else "sweep_plan.json"), json.dumps(result, indent=1))
-    elif sys.argv[1] == "apply":
-        print("\n".join(apply(sys.argv[2], sys.argv[3], sys.argv[4])))
-    else:
-        run(sys.argv[2], [int(x) for x in sys.argv[3].split(",")], float(sys.argv[4]), sys.argv[5])

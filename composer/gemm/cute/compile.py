@@ -18,11 +18,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from composer.gemm.cute.config import GemmConfig
-from composer.arch.mma import check_supported
 from composer.runtime.elf import entry_points
 from composer.runtime.fileio import atomic_write_bytes
 
-_SOURCES = ("kernel.py", "atom.py", "epilogue.py", "config.py", "compile.py")
+_SOURCES = ("kernel.py", "atom.py", "epilogue.py", "swizzle.py", "config.py", "compile.py")
 
 
 @dataclass(frozen=True)
@@ -68,19 +67,12 @@ def cubin_key(cfg: GemmConfig, arch: str, name: str) -> str:
 
 def _dsl_compile(cfg: GemmConfig, arch: str, name: str) -> bytes:
     import cutlass.cute as cute
-    from cutlass import Float64, Int32, Int64
 
-    from composer.gemm.cute.kernel import make_kernel
+    from composer.gemm.cute.kernel import TensorOpDgemm, placeholder_args
 
-    _kernel, host = make_kernel(cfg, name)
-
-    def ptr() -> object:
-        return cute.runtime.make_ptr(Float64, 0x1000, cute.AddressSpace.gmem, assumed_align=16)
-
-    args = [ptr(), ptr(), ptr(), ptr(), *(Int32(1) for _ in range(4)), *(Int64(2) for _ in range(8)),
-            Float64(1.0), Float64(0.0)]
+    gemm = TensorOpDgemm(cfg, arch, name)
     with tempfile.TemporaryDirectory(prefix="composer-cute-") as tmp:
-        compiled = cute.compile(host, *args,
+        compiled = cute.compile(gemm, placeholder_args(),
                                 options=f"--gpu-arch={arch} --keep-cubin --dump-dir={tmp}")
         cubin = compiled.artifacts.CUBIN  # the image itself, or the path it was dumped to
         if isinstance(cubin, (bytes, bytearray)):
@@ -92,9 +84,9 @@ def _dsl_compile(cfg: GemmConfig, arch: str, name: str) -> bytes:
 
 def compile_config(cfg: GemmConfig, arch: str, name: str, cache_dir: Path | None = None,
                    use_cache: bool = True) -> CuteCubin:
-    """CUBIN of ``cfg`` for ``arch`` with entry ``<name>_0``; rejects shapes ``arch`` lacks."""
+    """CUBIN of ``cfg`` for ``arch`` with entry ``<name>_0``; rejects shapes ``arch`` lacks and
+    invalid configurations before touching the cache or the DSL."""
     cfg.validate(arch)
-    check_supported(cfg.shape, arch)
     version = dsl_version()
     key = cubin_key(cfg, arch, name)
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()

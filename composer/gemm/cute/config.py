@@ -13,17 +13,17 @@ shapes tile without padding.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
 from composer.arch.mma import MmaShape, check_supported, mma_shape
+from composer.errors import ComposerError
+from composer.gemm.cute.epilogue import EPILOGUES
+from composer.gemm.cute.swizzle import stage_stride_clear
 from composer.gemm.roles import GemmSpec
 from composer.runtime.params import Param
 
 SMEM_LIMIT = 227 * 1024  # sm_90/sm_100 opt-in maximum per block
-EPILOGUES = ("store", "axpby")
 
 # The kernel's C ABI, in order. ``aux``/``ld_aux``/``stride_aux``/``alpha``/``beta`` belong to
 # the epilogue (unused by "store"): a fixed list keeps every variant launchable by one runtime
@@ -35,6 +35,13 @@ KERNEL_PARAMS: tuple[Param, ...] = tuple(Param(n, t) for n, t in (
     ("stride_a", "i64"), ("stride_b", "i64"), ("stride_c", "i64"), ("stride_aux", "i64"),
     ("alpha", "f64"), ("beta", "f64"),
 ))
+
+
+class GemmConfigError(ComposerError, ValueError):
+    """A GEMM kernel configuration the kernel cannot be built for (the message names every reason).
+
+    A ValueError too, so callers that caught the tile checks' ValueError still catch it.
+    """
 
 
 def _pow2(x: int) -> bool:
@@ -105,44 +112,55 @@ class GemmConfig:
                 f"{self.warps_n}_s{self.stages}_{self.a_major}{self.b_major}{self.c_major}"
                 f"_v{self.vec}_{self.epilogue}")
 
-    def key(self) -> str:
-        """sha256 of the configuration (with the kernel source version, for cache keys)."""
-        fields = asdict(self)
-        return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
-
     def validate(self, arch: str | None = None) -> "GemmConfig":
-        """Raise ValueError on an inconsistent configuration (and UnsupportedShapeError for arch)."""
-        s = self.shape
+        """Return ``self`` if the kernel can be built for it (and for ``arch``, when given).
+
+        Raises UnsupportedShapeError when ``arch`` lacks the MMA shape and GemmConfigError naming
+        every other problem (tile, warp layout, pipeline depth, shared memory, copy width,
+        majors, epilogue), so a bad configuration fails here rather than inside the DSL.
+        """
         if arch is not None:
-            check_supported(s, arch)
-        problems = []
-        for name in ("bm", "bn", "bk", "warps_m", "warps_n"):
-            if not _pow2(getattr(self, name)):
-                problems.append(f"{name}={getattr(self, name)} must be a power of two")
+            check_supported(self.shape, arch)
+        problems = self._problems()
         if problems:
-            raise ValueError(f"GEMM config {self.tag}: " + "; ".join(problems))
+            raise GemmConfigError(f"GEMM config {self.tag}: " + "; ".join(problems))
+        return self
+
+    def _problems(self) -> list[str]:
+        """Every reason the kernel cannot be built for this configuration (none: it can)."""
+        problems = [f"{name}={getattr(self, name)} must be a power of two"
+                    for name in ("bm", "bn", "bk", "warps_m", "warps_n") if not _pow2(getattr(self, name))]
+        if problems:  # the checks below divide by these
+            return problems
+        s = self.shape
         wm, wn = self.warp_tile
         if wm < s.m or wn < s.n or wm % s.m or wn % s.n:
-            problems.append(f"warp tile {wm}x{wn} is not a multiple of the mma {s.m}x{s.n}")
+            problems.append(f"warp tile {wm}x{wn} (bm/warps_m x bn/warps_n) is not a multiple of "
+                            f"the mma {s.m}x{s.n}")
         if self.bk < s.k or self.bk % s.k or self.bk < 4:
-            problems.append(f"bk={self.bk} is not a multiple of the mma k={s.k}")
+            problems.append(f"bk={self.bk} is not a multiple of the mma k={s.k} (and at least 4)")
         if not 2 <= self.stages <= 8:
             problems.append(f"stages={self.stages} outside [2, 8]")
         if self.threads > 1024:
             problems.append(f"{self.threads} threads per block exceed 1024")
         if self.a_major not in ("m", "k") or self.b_major not in ("n", "k") or self.c_major not in ("m", "n"):
-            problems.append(f"majors a={self.a_major!r} b={self.b_major!r} c={self.c_major!r}")
+            problems.append(f"majors a={self.a_major!r} b={self.b_major!r} c={self.c_major!r} "
+                            "(allowed: a in m/k, b in n/k, c in m/n)")
         if self.vec not in (1, 2):
-            problems.append(f"vec={self.vec} must be 1 or 2")
+            problems.append(f"vec={self.vec} must be 1 (8-byte cp.async) or 2 (16-byte)")
+        for operand, rows, mn_major in (("A", self.bm, self.a_major == "m"),
+                                        ("B", self.bn, self.b_major == "n")):
+            if not stage_stride_clear(rows, self.bk, mn_major):
+                problems.append(f"the {operand} stage stride {rows * self.bk} doubles lies inside "
+                                "the swizzled address bits")
         if self.epilogue not in EPILOGUES:
-            problems.append(f"epilogue {self.epilogue!r} not in {EPILOGUES}")
+            problems.append(f"epilogue {self.epilogue!r} not in {sorted(EPILOGUES)}")
         if self.smem_bytes > SMEM_LIMIT:
-            problems.append(f"{self.smem_bytes} B of shared memory exceed {SMEM_LIMIT}")
+            problems.append(f"shared memory {self.stages} stages x ({self.bm} + {self.bn}) x {self.bk} "
+                            f"doubles = {self.smem_bytes} B exceeds the {SMEM_LIMIT} B a block may use")
         if self.accumulators > 128:
             problems.append(f"{self.accumulators} accumulator registers per thread (> 128) would spill")
-        if problems:
-            raise ValueError(f"GEMM config {self.tag}: " + "; ".join(problems))
-        return self
+        return problems
 
     def grid_rule(self) -> str:
         """Manifest grid rule: one block per (m tile, n tile, batch), linearized into grid.x."""
@@ -187,9 +205,11 @@ class KernelProblem:
 
     def args(self, a: int, b: int, c: int, aux: int = 0, ld_aux: int = 0, stride_aux: int = 0,
              alpha: float = 1.0, beta: float = 0.0) -> tuple[Any, ...]:
-        """Arguments in KERNEL_PARAMS order."""
-        return (a, b, c, aux, self.m, self.n, self.k, self.batch, self.lda, self.ldb, self.ldc,
-                ld_aux, self.stride_a, self.stride_b, self.stride_c, stride_aux, alpha, beta)
+        """Arguments in KERNEL_PARAMS order: the operands and epilogue values given here, the
+        sizes, leading dimensions and strides from this problem (its fields carry the ABI's names)."""
+        given = {"a": a, "b": b, "c": c, "aux": aux, "ld_aux": ld_aux, "stride_aux": stride_aux,
+                 "alpha": alpha, "beta": beta}
+        return tuple(given[p.name] if p.name in given else getattr(self, p.name) for p in KERNEL_PARAMS)
 
     @property
     def vec2_ok(self) -> bool:

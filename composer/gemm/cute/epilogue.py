@@ -27,13 +27,16 @@ class EpilogueContext:
 
 
 class Epilogue:
-    """Base: ``apply`` writes one accumulator; ``reads_c`` tells the tests/cost model it loads C."""
+    """Base: ``apply`` writes one accumulator (``apply_pair`` two, when ``pairs``)."""
 
     name: ClassVar[str]
-    reads_c: ClassVar[bool] = False
     pairs: ClassVar[bool] = False  # has ``apply_pair`` (two n-adjacent elements, n even, ldc even)
 
     def apply(self, ctx: EpilogueContext, m: Any, n: Any, acc: Any) -> None:
+        raise NotImplementedError
+
+    def apply_pair(self, ctx: EpilogueContext, m: Any, n: Any, acc0: Any, acc1: Any) -> None:
+        """Elements (m, n) and (m, n+1) at once; the kernel calls it only when ``pairs`` is set."""
         raise NotImplementedError
 
 
@@ -41,11 +44,10 @@ class StoreEpilogue(Epilogue):
     """``C = acc`` (BLAS alpha = 1, beta = 0): the plain volume GEMM."""
 
     name = "store"
+    pairs = True
 
     def apply(self, ctx: EpilogueContext, m: Any, n: Any, acc: Any) -> None:
         ctx.c[m * ctx.c_stride_m + n * ctx.c_stride_n] = acc
-
-    pairs = True
 
     def apply_pair(self, ctx: EpilogueContext, m: Any, n: Any, acc0: Any, acc1: Any) -> None:
         """C[m, n], C[m, n+1] = acc0, acc1 as one 16-byte store (C n-contiguous, n and ldc even)."""
@@ -54,21 +56,5 @@ class StoreEpilogue(Epilogue):
         stg_f64x2((ctx.c + (m * ctx.c_stride_m + n)).toint(), acc0, acc1)
 
 
-class AxpbyEpilogue(Epilogue):
-    """``C = alpha*acc + beta*C``: accumulate a derivative into an existing tendency."""
-
-    name = "axpby"
-    reads_c = True
-
-    def apply(self, ctx: EpilogueContext, m: Any, n: Any, acc: Any) -> None:
-        idx = m * ctx.c_stride_m + n * ctx.c_stride_n
-        ctx.c[idx] = ctx.alpha * acc + ctx.beta * ctx.c[idx]
-
-
-EPILOGUES: dict[str, type[Epilogue]] = {cls.name: cls for cls in (StoreEpilogue, AxpbyEpilogue)}
-
-
-def get_epilogue(name: str) -> Epilogue:
-    if name not in EPILOGUES:
-        raise ValueError(f"unknown epilogue {name!r}; known: {sorted(EPILOGUES)}")
-    return EPILOGUES[name]()
+#: The epilogues a GemmConfig may name (GemmConfig.validate rejects any other name).
+EPILOGUES: dict[str, type[Epilogue]] = {cls.name: cls for cls in (StoreEpilogue,)}

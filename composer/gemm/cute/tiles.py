@@ -8,7 +8,7 @@ table overrides any field (bm, bn, bk, warps_m, warps_n, stages, swap).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from composer.gemm.cute.config import GemmConfig, KernelProblem, config_for, kernel_problem
@@ -80,7 +80,3 @@ def role_kernel(role: str, nq: int, num_elements: int, mma: str,
     spec = gemm_spec(role, nq, num_elements)
     cfg = config_for(spec, mma, swap=swap, **tiles)
     return RoleKernel(role, swap, cfg.validate())
-
-
-def with_epilogue(rk: RoleKernel, epilogue: str) -> RoleKernel:
-    return replace(rk, config=replace(rk.config, epilogue=epilogue))
