@@ -18,7 +18,7 @@ from composer.build.plan import BuildJob
 from composer.errors import ComposerError
 from composer.runtime.elf import entry_points
 from composer.runtime.errors import ManifestError
-from composer.runtime.fileio import atomic_write_bytes
+from composer.fileio import atomic_write_bytes
 from composer.runtime.manifest import (KernelEntry, entry_from_dict, file_sha256, read_manifest,
                                        write_manifest)
 

@@ -26,8 +26,8 @@ import sys
 import time
 from pathlib import Path
 
-from composer.bench.results import atomic_write_text
 from composer.errors import ComposerError
+from composer.fileio import atomic_write_text
 from composer.fused.builder import build
 from composer.fused.candidates import SWEPT, candidate_list, candidates, to_table
 from composer.fused.config import SUPPORTED_ORDERS, FusedConfig

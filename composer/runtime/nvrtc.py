@@ -15,9 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from composer.fileio import atomic_write_bytes
+
 from . import _bindings
 from .errors import CompileError, check
-from .fileio import atomic_write_bytes
 
 CACHE_FORMAT = 1
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})([af]?)$")
