@@ -8,7 +8,6 @@ order without editing the installed package. See ``docs/schedules.md`` for the s
 
 from __future__ import annotations
 
-import importlib.resources
 import os
 import re
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from composer.config.fields import (
     string,
 )
 from composer.errors import ConfigError
+from composer.packaged import packaged_dir  # re-exported: callers import it from here
 
 SCHEDULES_ENV = "COMPOSER_SCHEDULES"
 STAGES_PER_STEP = 3  # SSP-RK3: three tendency calls per step
@@ -87,15 +87,6 @@ class Schedule:
 
 
 # --- locating files ---------------------------------------------------------------------------
-
-
-def packaged_dir() -> Any:
-    """The shipped schedules: package ``composer.schedules``, or ``<checkout>/schedules`` when the
-    package is used from a source tree that was not installed (plain ``PYTHONPATH``)."""
-    try:
-        return importlib.resources.files("composer.schedules")
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[2] / "schedules"
 
 
 def _override_dir() -> Path | None:
