@@ -125,7 +125,7 @@ def _compile_fused(job: BuildJob, out: Path) -> dict:
         variant = job.spec["variant"]
         config = fused_config(variant, order)
         mma, volume = config.mma, config.volume
-        k = next(s for s in kernel_sources(config) if s.index == kernel)
+        k = next(s for s in kernel_sources(config, job.arch) if s.index == kernel)
         epb = config.elements_per_block
         grid = f"cdiv(ne, {epb}) * {k.blocks_per_element}" if epb > 1 else f"ne * {k.blocks_per_element}"
     if source_sha(k.source) != job.spec["source_sha"]:

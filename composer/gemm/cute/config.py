@@ -18,11 +18,11 @@ import json
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
+from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.arch.mma import MmaShape, check_supported, mma_shape
 from composer.gemm.roles import GemmSpec
 from composer.runtime.params import Param
 
-SMEM_LIMIT = 227 * 1024  # sm_90/sm_100 opt-in maximum per block
 EPILOGUES = ("store", "axpby")
 
 # The kernel's C ABI, in order. ``aux``/``ld_aux``/``stride_aux``/``alpha``/``beta`` belong to
@@ -111,10 +111,14 @@ class GemmConfig:
         return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
     def validate(self, arch: str | None = None) -> "GemmConfig":
-        """Raise ValueError on an inconsistent configuration (and UnsupportedShapeError for arch)."""
+        """Raise ValueError on an inconsistent configuration (and UnsupportedShapeError for arch).
+
+        Shared memory and threads are checked against the limits of ``arch``; without one,
+        against DEFAULT_ARCH's (the architecture the shipped tiles target)."""
         s = self.shape
         if arch is not None:
             check_supported(s, arch)
+        limits = arch_limits(arch if arch is not None else DEFAULT_ARCH)
         problems = []
         for name in ("bm", "bn", "bk", "warps_m", "warps_n"):
             if not _pow2(getattr(self, name)):
@@ -128,16 +132,17 @@ class GemmConfig:
             problems.append(f"bk={self.bk} is not a multiple of the mma k={s.k}")
         if not 2 <= self.stages <= 8:
             problems.append(f"stages={self.stages} outside [2, 8]")
-        if self.threads > 1024:
-            problems.append(f"{self.threads} threads per block exceed 1024")
+        if self.threads > limits.max_threads_per_block:
+            problems.append(f"{self.threads} threads per block exceed {limits.max_threads_per_block} ({limits.arch})")
         if self.a_major not in ("m", "k") or self.b_major not in ("n", "k") or self.c_major not in ("m", "n"):
             problems.append(f"majors a={self.a_major!r} b={self.b_major!r} c={self.c_major!r}")
         if self.vec not in (1, 2):
             problems.append(f"vec={self.vec} must be 1 or 2")
         if self.epilogue not in EPILOGUES:
             problems.append(f"epilogue {self.epilogue!r} not in {EPILOGUES}")
-        if self.smem_bytes > SMEM_LIMIT:
-            problems.append(f"{self.smem_bytes} B of shared memory exceed {SMEM_LIMIT}")
+        if self.smem_bytes > limits.smem_per_block_optin:
+            problems.append(f"{self.smem_bytes} B of shared memory exceed {limits.smem_per_block_optin} "
+                            f"({limits.arch})")
         if self.accumulators > 128:
             problems.append(f"{self.accumulators} accumulator registers per thread (> 128) would spill")
         if problems:
