@@ -19,6 +19,7 @@ pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl not installed")
 from composer.build import build, plan  # noqa: E402
 from composer.cli.main import main  # noqa: E402
 from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig, GemmConfigError, kernel_problem  # noqa: E402
+from composer.arch.limits import DEFAULT_ARCH, arch_limits  # noqa: E402
 from composer.arch.mma import UnsupportedShapeError, expected_sass  # noqa: E402
 from composer.gemm.cute.tiles import role_kernel  # noqa: E402
 from composer.gemm.roles import ROLES, emulate, gemm_spec  # noqa: E402
@@ -213,9 +214,18 @@ def test_default_tiles_valid_for_all_orders():
         for mma in ("8x8x4", "16x8x4", "16x8x8", "16x8x16"):
             for role in ROLES:
                 rk = role_kernel(role, nq, 1, mma)
-                assert rk.config.smem_bytes <= 227 * 1024
+                assert rk.config.smem_bytes <= arch_limits(DEFAULT_ARCH).smem_per_block_optin
                 assert rk.problem(gemm_spec(role, nq, 2)).majors == (
                     rk.config.a_major, rk.config.b_major, rk.config.c_major)
+
+
+def test_shared_memory_limit_is_the_target_archs():
+    """192 KiB of pipeline buffers: within sm_90's 227 KiB per block, over sm_80's 163 KiB."""
+    cfg = GemmConfig("8x8x4", bm=128, bn=128, bk=32, warps_m=4, warps_n=4, stages=3)
+    assert cfg.smem_bytes == 192 * 1024
+    assert cfg.validate("sm_90") is cfg and cfg.validate("sm_100") is cfg
+    with pytest.raises(ValueError, match=f"exceed {arch_limits('sm_80').smem_per_block_optin} \\(sm_80\\)"):
+        cfg.validate("sm_80")
 
 
 def test_stale_gemm_entry_is_refused_at_load_and_rebuilt(builds, tmp_path):

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from composer import dg
+from composer.arch.limits import arch_limits
 from composer.errors import ComposerError, ConfigError
 from composer.fused.builder import build, kernel_plans, render_volume
 from composer.fused.config import SUPPORTED_ORDERS, VARIANTS, UnsupportedOrderError, fused_config
@@ -96,6 +97,13 @@ def test_compiles_other_archs(variant: str, order: int, arch: str) -> None:
         with pytest.raises(ComposerError, match="needs sm_90"):
             build(config, arch)
         return
+    try:
+        kernel_plans(config, arch)
+    except ComposerError:  # a schedule whose blocks hold more shared memory than the arch has (p = 15 on sm_80)
+        with pytest.raises(ComposerError, match=f"shared memory per block; {arch} has "
+                                                f"{arch_limits(arch).smem_per_block_optin} B"):
+            build(config, arch)
+        return
     result = build(config, arch)
     if variant in ("FUSED_TC", "FUSED_TC16"):
         for built in result.kernels[-1:]:
@@ -151,6 +159,38 @@ def test_unsupported_order_is_a_clear_error() -> None:
 def test_wide_shape_on_sm80_is_a_clear_error() -> None:
     with pytest.raises(ComposerError, match="FUSED_TC16 at order 7.*needs sm_90"):
         build(fused_config("FUSED_TC16", 7), "sm_80")
+
+
+#: The p = 15 FUSED_TC table of 2026-11: one 16^3 box per block, 174 KiB of shared memory (fits the
+#: 227 KiB of sm_90, not the 163 KiB of sm_80).
+BOX_P15_174K = {"flux": "inline", "mma": "8x8x4", "traces": "tiles",
+                "kernels": [{"dirs": "xyz", "box": [16, 16, 16], "threads": 512, "tile": [2, 2]}]}
+#: A p = 127 FUSED_TC table staging D without a fixed panel: the builder picks the widest that fits.
+BOX_P127_AUTO_PANEL = {"flux": "inline", "mma": "8x8x4", "d_stage": "smem", "kernels": [
+    {"dirs": "x", "box": [2, 16, 128], "threads": 512, "tile": [2, 2]},
+    {"dirs": "y", "box": [2, 128, 16], "threads": 512, "tile": [2, 2]},
+    {"dirs": "z", "box": [128, 2, 16], "threads": 512, "tile": [2, 2]}]}
+
+
+def test_shared_memory_limit_is_the_target_archs() -> None:
+    """A block over sm_80's 163 KiB builds for sm_90 and is refused for sm_80, before compiling."""
+    from composer.fused.candidates import _fits
+
+    config = fused_config("FUSED_TC", 15, {"FUSED_TC": BOX_P15_174K})
+    (plan,) = kernel_plans(config, "sm_90")
+    assert arch_limits("sm_80").smem_per_block_optin < plan.smem_bytes <= arch_limits("sm_90").smem_per_block_optin
+    with pytest.raises(ComposerError, match=f"needs {plan.smem_bytes} B of shared memory per block; sm_80 has "
+                                            f"{arch_limits('sm_80').smem_per_block_optin} B"):
+        build(config, "sm_80")
+    assert _fits(config, "sm_90") and not _fits(config, "sm_80")
+
+
+def test_staged_d_panel_fits_the_target_arch() -> None:
+    config = fused_config("FUSED_TC", 127, {"FUSED_TC": BOX_P127_AUTO_PANEL})
+    assert [p.d_panel for p in kernel_plans(config, "sm_90")] == [config.nq] * 3  # all of D fits 227 KiB
+    sm80 = kernel_plans(config, "sm_80")
+    assert all(p.smem_bytes <= arch_limits("sm_80").smem_per_block_optin for p in sm80)
+    assert min(p.d_panel for p in sm80) < config.nq  # narrower panels where all of D does not fit
 
 
 def test_bad_schedule_tables_are_clear_errors() -> None:

@@ -21,9 +21,12 @@ from composer.config.fields import (
     read_toml,
     string,
 )
-from composer.config.schedules import packaged_dir
+from composer.arch.limits import ArchLimits, arch_limits
 from composer.errors import ConfigError
+from composer.packaged import packaged_dir
 
+#: The lab machine: the roof fractions and the sweeps' schedule notes refer to it by default.
+DEFAULT_MACHINE = "h200"
 MACHINES_ENV = "COMPOSER_MACHINES"
 MACHINES_FILE = "machines.toml"
 STATED_TOLERANCE = 0.01  # relative; a stated value further off its derived value is a typo
@@ -73,6 +76,11 @@ class Machine:
     dmma: tuple[DmmaShape, ...] = ()
     stated: dict[str, float] = field(default_factory=dict)
     system: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def limits(self) -> ArchLimits:
+        """SM and block limits of the machine's architecture (``composer/arch/archs.toml``)."""
+        return arch_limits(self.arch)
 
     @property
     def clock_hz(self) -> float:

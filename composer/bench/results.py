@@ -20,7 +20,6 @@ reader sees either the old or the new version, never a mix.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import datetime as _dt
 import hashlib
@@ -28,11 +27,10 @@ import io
 import json
 import math
 import os
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from composer.bench.records import JobKey, RunRecord
 from composer.bench.stats import (
@@ -48,6 +46,7 @@ from composer.bench.stats import (
     roof_fractions,
     tendency_work,
 )
+from composer.fileio import atomic_write, atomic_write_text, fsync_dir  # atomic_write*: re-exported
 
 try:  # advisory lock against two drivers appending to one sweep (POSIX only)
     import fcntl
@@ -59,46 +58,6 @@ SCHEMA_VERSION = 1
 
 class ResultsWarning(UserWarning):
     """A damaged line was skipped or a resumed sweep changed build/host."""
-
-
-# -- atomic file writes --------------------------------------------------------------------
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return  # e.g. platforms that cannot open directories
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[str]], None]) -> None:
-    """Write via ``write(fh)`` to a temp file in the same directory, fsync, os.replace.
-
-    If ``write`` (or anything before the rename) fails, the target is untouched and the
-    temp file is removed.
-    """
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(target.parent)
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    atomic_write(path, lambda fh: fh.write(text))
 
 
 def _json_safe(x: Any) -> Any:
@@ -166,7 +125,7 @@ class ResultStore:
         finally:
             os.close(fd)  # releases the lock
         if created:
-            _fsync_dir(self.path)
+            fsync_dir(self.path)
 
     def iter_records(self) -> Iterator[RunRecord]:
         """Records in file order; damaged lines are skipped with a ResultsWarning."""

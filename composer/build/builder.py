@@ -18,7 +18,7 @@ from composer.build.plan import BuildJob
 from composer.errors import ComposerError
 from composer.runtime.elf import entry_points
 from composer.runtime.errors import ManifestError
-from composer.runtime.fileio import atomic_write_bytes
+from composer.fileio import atomic_write_bytes
 from composer.runtime.manifest import (KernelEntry, entry_from_dict, file_sha256, read_manifest,
                                        write_manifest)
 
@@ -125,7 +125,7 @@ def _compile_fused(job: BuildJob, out: Path) -> dict:
         variant = job.spec["variant"]
         config = fused_config(variant, order)
         mma, volume = config.mma, config.volume
-        k = next(s for s in kernel_sources(config) if s.index == kernel)
+        k = next(s for s in kernel_sources(config, job.arch) if s.index == kernel)
         epb = config.elements_per_block
         grid = f"cdiv(ne, {epb}) * {k.blocks_per_element}" if epb > 1 else f"ne * {k.blocks_per_element}"
     if source_sha(k.source) != job.spec["source_sha"]:

@@ -89,7 +89,7 @@ def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
         raise ComposerError(f"path {variant} at order {order}: its schedule uses mma {config.mma}, which needs "
                             f"sm_90 or newer; {arch} has only 8x8x4 (FUSED_TC builds for {arch})") from None
     jobs = []
-    for k in kernel_sources(config):
+    for k in kernel_sources(config, arch):
         # the face kernel depends on Nq only: the same job whichever variant or schedule asks for it
         spec = ({"kernel": "face"} if k.index is None else {"variant": variant, "kernel": k.index})
         jobs.append(BuildJob(k.name, "fused", arch, order, {**spec, "source_sha": source_sha(k.source)}))

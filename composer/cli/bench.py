@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from composer.arch.machines import DEFAULT_MACHINE
 from composer.cli.arguments import csv_list, options_by_path, path_option
 from composer.config.schedules import available_orders
 from composer.errors import ComposerError
@@ -44,7 +45,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--baseline", default=None, help="path the ratios divide by (default: the first path)")
     parser.add_argument("--option", dest="options", action="append", type=path_option, default=None,
                         metavar="PATH.KEY=VALUE", help="a path option, repeatable (e.g. GEMM_CUTE.mma=8x8x4)")
-    parser.add_argument("--machine", default="h200", help="machine entry for the roof fractions (default: h200)")
+    parser.add_argument("--machine", default=DEFAULT_MACHINE,
+                        help=f"machine entry for the roof fractions (default: {DEFAULT_MACHINE})")
     parser.set_defaults(func=run)
 
 

@@ -11,11 +11,10 @@ from rich.console import Console
 from rich.table import Table
 
 from composer import counts
-from composer.arch.machines import Machine, get_machine
+from composer.arch.machines import DEFAULT_MACHINE, Machine, get_machine
 from composer.config.schedules import available_orders, load_schedule, schedule_file_name
 from composer.paths.registry import PATHS, paths_with
 
-DEFAULT_MACHINE = "h200"
 DEFAULT_RESERVE = 0.05
 
 
@@ -167,7 +166,7 @@ def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) 
                      "kernels": [{"name": k.name, "bytes": k.total_bytes} for k in kernels],
                      "bytes": total, "floor_s": total / machine.hbm_bandwidth,
                      "over_unique": total / unique, "volume": config.volume,
-                     "operand_bytes_per_flop": operand_bytes_per_flop(config)})
+                     "operand_bytes_per_flop": operand_bytes_per_flop(config, machine.arch)})
     return rows
 
 

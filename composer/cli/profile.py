@@ -12,7 +12,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from composer.bench.results import atomic_write_text
+from composer.fileio import atomic_write_text
 from composer.cli.arguments import csv_list
 from composer.errors import ComposerError
 from composer.profile.ncu import SECTIONS, available_sections, find_ncu, ncu_command, parse_raw_csv, summarize

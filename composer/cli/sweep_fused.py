@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from composer.bench.results import atomic_write_text
+from composer.fileio import atomic_write_text
 from composer.cli.arguments import csv_list
 from composer.errors import ComposerError
 from composer.fused.candidates import SUBSETS

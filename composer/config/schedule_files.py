@@ -26,6 +26,7 @@ from typing import Any
 
 from composer.config.fields import read_text
 from composer.errors import ConfigError
+from composer.packaged import packaged_dir  # monkeypatched here by tests: called through this module
 
 SCHEDULES_ENV = "COMPOSER_SCHEDULES"
 _FILE_NAME = re.compile(r"^p(\d{4})\.toml$")
@@ -45,15 +46,6 @@ class ScheduleFile:
     entry: Any
     display: str
     origin: str  # PACKAGED or USER
-
-
-def packaged_dir() -> Any:
-    """The shipped schedules: package ``composer.schedules``, or ``<checkout>/schedules`` when the
-    package is used from a source tree that was not installed (plain ``PYTHONPATH``)."""
-    try:
-        return importlib.resources.files("composer.schedules")
-    except ModuleNotFoundError:
-        return Path(__file__).resolve().parents[2] / "schedules"
 
 
 def user_dir() -> Path:

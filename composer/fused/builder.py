@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from composer.arch.limits import DEFAULT_ARCH, ArchLimits, arch_limits
 from composer.errors import ComposerError
 from composer.fused.config import DIR_NAMES, FusedConfig, KernelConfig, box_lines
 from composer.kernels.render import render
@@ -185,26 +186,14 @@ class StreamPlan(BoxGeometry):
         return 8 * self.smem_doubles
 
 
-#: Dynamic shared memory one block may use on sm_90 and the per-SM total (a block reserves 1 KiB).
-SMEM_BLOCK_LIMIT = 227 * 1024
-SMEM_SM = 228 * 1024
-
-
-def smem_limit(min_blocks: int) -> int:
-    """Dynamic shared memory per block that still lets ``min_blocks`` blocks share an SM."""
-    if min_blocks <= 1:
-        return SMEM_BLOCK_LIMIT
-    return min(SMEM_BLOCK_LIMIT, SMEM_SM // min_blocks - 1024)
-
-
-def _d_panel(config: FusedConfig, plan: KernelPlan) -> int:
+def _d_panel(config: FusedConfig, plan: KernelPlan, limits: ArchLimits) -> int:
     """The staged D panel of ``plan``: the schedule's, else all of D when it fits, else the widest
     double-buffered panel of 64, 32, 16 or 8 k-values that fits (within ``min_blocks`` blocks/SM)."""
     if config.d_stage != "smem":
         return 0
     if config.d_panel:
         return config.d_panel
-    limit = smem_limit(config.min_blocks)
+    limit = limits.smem_per_block(config.min_blocks)
     for panel in (config.nq, 64, 32, 16, 8):
         if panel <= config.nq and config.nq % panel == 0:
             trial = dataclasses.replace(plan, d_panel=panel)
@@ -222,8 +211,30 @@ def d_panel_layout(dmat: np.ndarray, k_panel: int) -> np.ndarray:
     return np.ascontiguousarray(dmat.reshape(nq, nq // k_panel, k_panel).transpose(1, 0, 2))
 
 
-def kernel_plans(config: FusedConfig) -> list[KernelPlan] | list[StreamPlan]:
-    """Layout and naming of every volume kernel of ``config``, in launch order."""
+def kernel_plans(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[KernelPlan] | list[StreamPlan]:
+    """Layout and naming of every volume kernel of ``config`` on ``arch``, in launch order.
+
+    ComposerError when a kernel cannot launch there (more shared memory or threads per block than
+    the architecture has): the schedule was written for a larger SM."""
+    limits = arch_limits(arch)
+    plans = _layout(config, limits)
+    for plan in plans:
+        _check_launchable(config, plan, limits)
+    return plans
+
+
+def _check_launchable(config: FusedConfig, plan: KernelPlan | StreamPlan, limits: ArchLimits) -> None:
+    threads = plan.kernel.threads
+    if plan.smem_bytes > limits.smem_per_block_optin:
+        raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name} needs "
+                            f"{plan.smem_bytes} B of shared memory per block; {limits.arch} has "
+                            f"{limits.smem_per_block_optin} B")
+    if threads > limits.max_threads_per_block:
+        raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name} has {threads} "
+                            f"threads per block; {limits.arch} allows {limits.max_threads_per_block}")
+
+
+def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[StreamPlan]:
     if config.volume == "stream":
         return [StreamPlan(f"{config.variant.lower()}_p{config.order}_s{index}_{k.dir_names}", index, k,
                            config.nq, index == 0, config.k_panel, config.stages, config.min_blocks,
@@ -238,7 +249,7 @@ def kernel_plans(config: FusedConfig) -> list[KernelPlan] | list[StreamPlan]:
         ps = _stride(bj * rs, config.engine) if config.engine == "mma" else bj * rs
         name = f"{config.variant.lower()}_p{config.order}_k{index}_{k.dir_names}"
         plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0, q_tile=config.traces == "tiles")
-        plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan)))
+        plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan, limits)))
     return plans
 
 
@@ -318,10 +329,11 @@ def face_source(nq: int) -> KernelSource:
     return KernelSource(face_kernel_name(nq), render_face(nq), FACE_THREADS, 0, 0, FACE_SIGNATURE, None)
 
 
-def kernel_sources(config: FusedConfig) -> list[KernelSource]:
-    """Every kernel of ``config`` in launch order: the face kernel (flux = "array"), then the volume kernels."""
+def kernel_sources(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[KernelSource]:
+    """Every kernel of ``config`` for ``arch`` in launch order: the face kernel (flux = "array"),
+    then the volume kernels (their layout depends on the architecture's shared memory)."""
     sources = [face_source(config.nq)] if config.flux == "array" else []
-    for plan in kernel_plans(config):
+    for plan in kernel_plans(config, arch):
         sources.append(KernelSource(plan.name, render_volume(config, plan), plan.kernel.threads, plan.smem_bytes,
                                     plan.blocks_per_element, VOLUME_SIGNATURE, plan.index))
     return sources
@@ -382,7 +394,7 @@ def prebuilt(config: FusedConfig, arch: str, build_dir: Path) -> FusedBuild | No
     except ManifestError:
         return None
     built = []
-    for k in kernel_sources(config):
+    for k in kernel_sources(config, arch):
         entry = entries.get(k.name)
         if entry is None or entry.arch != arch or entry.config.get("source_sha") != source_sha(k.source):
             return None
@@ -393,11 +405,11 @@ def prebuilt(config: FusedConfig, arch: str, build_dir: Path) -> FusedBuild | No
     return FusedBuild(config, arch, tuple(built))
 
 
-def build(config: FusedConfig, arch: str = "sm_90", cache_dir: Path | None = None) -> FusedBuild:
+def build(config: FusedConfig, arch: str = DEFAULT_ARCH, cache_dir: Path | None = None) -> FusedBuild:
     """Render and compile (or fetch from the NVRTC cache) every kernel of ``config``."""
     check_arch(config, arch)
     built = []
-    for k in kernel_sources(config):
+    for k in kernel_sources(config, arch):
         compiled = compile_cuda(k.source, f"{k.name}.cu", arch=arch, options=OPTIONS, cache_dir=cache_dir,
                                 entry_points=[k.name])
         built.append(BuiltKernel.of(k, compiled))

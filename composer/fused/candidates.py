@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.errors import ComposerError
-from composer.fused.builder import kernel_plans, smem_limit
+from composer.fused.builder import kernel_plans
 from composer.fused.config import (D_LAYOUTS, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
                                    box_lines, fused_config)
 from composer.arch.mma import mma_shape
@@ -45,18 +46,21 @@ STREAM_REFINE_PIPELINES = ((8, 6), (4, 8), (8, 3), (16, 4))
 STREAM_LINES_STAGES = (2, 3, 4)
 
 
-def _fits(config: FusedConfig) -> bool:
-    """The template's static_asserts and the shared-memory limit, evaluated in Python."""
+def _fits(config: FusedConfig, arch: str = DEFAULT_ARCH) -> bool:
+    """The template's static_asserts and the limits of ``arch`` (shared memory and threads for
+    ``min_blocks`` blocks per SM), evaluated in Python. Candidates are generated for the
+    architecture the sweep builds for, DEFAULT_ARCH."""
     nq = config.nq
+    limits = arch_limits(arch)
     try:
-        plans = kernel_plans(config)
-    except ComposerError:  # no room for a staged D panel
+        plans = kernel_plans(config, arch)
+    except ComposerError:  # no room for a staged D panel, or a kernel that cannot launch
         return False
     for plan in plans:
         k = plan.kernel
-        if plan.smem_bytes > smem_limit(config.min_blocks) or k.threads > 1024 or k.threads % 32:
+        if plan.smem_bytes > limits.smem_per_block(config.min_blocks) or k.threads % limits.warp_size:
             return False
-        if config.min_blocks and k.threads * config.min_blocks > 2048:
+        if config.min_blocks and k.threads * config.min_blocks > limits.max_threads_per_sm:
             return False
         if config.a_operand == "product" and (plan.lines(k.dirs[0]) * config.k_panel // 2) % k.threads:
             return False  # the F pairs of a panel split evenly over the threads (registers)
@@ -212,7 +216,7 @@ def staged_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
     # traffic from L2 per DMMA (D is re-streamed per block), at one block per SM
     for k in base.kernels:
         box = _scaled_box(k, nq, 2)
-        if box is None or 2 * k.threads > 1024:
+        if box is None or 2 * k.threads > arch_limits(DEFAULT_ARCH).max_threads_per_block:
             break
         doubled.append(dataclasses.replace(k, box=box, threads=2 * k.threads))
     else:

@@ -21,8 +21,10 @@ import re
 import time
 from pathlib import Path
 
-from composer.bench.results import atomic_write_text
+from composer.arch.limits import DEFAULT_ARCH, arch_limits
+from composer.arch.machines import DEFAULT_MACHINE, get_machine
 from composer.errors import ComposerError
+from composer.fileio import atomic_write_text
 from composer.fused.builder import build
 from composer.fused.candidates import SWEPT, candidate_list, candidates, to_table
 from composer.fused.config import SUPPORTED_ORDERS, FusedConfig
@@ -67,13 +69,16 @@ def best_records(records: list[dict]) -> dict[tuple[int, str], dict]:
 MIN_GAIN = 0.02
 
 
-def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float = MIN_GAIN) -> list[str]:
+def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float = MIN_GAIN,
+          machine: str = DEFAULT_MACHINE) -> list[str]:
     """Write the fastest candidate of each (order, variant) of a device sweep into the schedules
     of ``schedules_dir`` (None: the user schedules directory; an order without a file there gets a
     copy of the schedule in use first, never a write into the installed package) when it beats the
-    schedule's own table, timed in the same run, by more than ``min_gain``."""
+    schedule's own table, timed in the same run, by more than ``min_gain``. The note above each
+    table names ``machine`` (the machine table's entry it was timed on)."""
     from composer.config.schedules import writable_schedule_file
 
+    label = get_machine(machine).name.upper()
     records = json.loads(Path(sweep_json).read_text())
     changed = []
     for (order, variant), r in sorted(best_records(records).items()):
@@ -83,7 +88,7 @@ def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float
                      and b.get("us_per_call")), None)
         if base and r["us_per_call"] > (1 - min_gain) * base["us_per_call"]:
             continue
-        note = (f"H200 {date}, composer.fused.sweep: {r['us_per_call']:.1f} us/call"
+        note = (f"{label} {date}, composer.fused.sweep: {r['us_per_call']:.1f} us/call"
                 + (f" (previous schedule {base['us_per_call']:.1f})" if base and base is not r else ""))
         write_table(writable_schedule_file(order, schedules_dir), r["table"], note)
         changed.append(f"p{order} {variant}: {note}")
@@ -96,7 +101,7 @@ def _check_one(job: tuple[str, int, str, int]) -> dict:
 
     variant, order, subset, n = job
     name, cfg = candidate_list(variant, order, subset)[n]
-    built = build(cfg, "sm_90")  # the runtime NVRTC cache ($COMPOSER_CACHE_DIR) that run() reads
+    built = build(cfg, DEFAULT_ARCH)  # the runtime NVRTC cache ($COMPOSER_CACHE_DIR) that run() reads
     ok, info, loops = True, [], []
     blocks = max(1, cfg.min_blocks)
     for b in built.kernels:
@@ -105,7 +110,8 @@ def _check_one(job: tuple[str, int, str, int]) -> dict:
         sass = next(iter(inspect_cubin(b.compiled.cubin).values()))
         info.append((sass.registers, sass.spill_bytes, b.smem_bytes))
         loops.append(kernel_hot_loop(b.compiled.cubin).counts)
-        if sass.registers * b.threads * blocks > 65536 or (sass.spill_bytes > 16 and name != "base"):
+        registers_per_sm = arch_limits(DEFAULT_ARCH).registers_per_sm
+        if sass.registers * b.threads * blocks > registers_per_sm or (sass.spill_bytes > 16 and name != "base"):
             ok = False
     return {"variant": variant, "order": order, "label": name, "ok": ok, "kernels": info,
             "hot_loops": loops, "table": to_table(cfg)}
@@ -135,7 +141,7 @@ def check(orders: list[int], max_per_variant: int = 7, workers: int = 2,
 
 
 def _build_cfg(cfg: FusedConfig) -> None:
-    build(cfg, "sm_90")
+    build(cfg, DEFAULT_ARCH)
 
 
 def prebuild(configs: list[FusedConfig], workers: int = 16) -> None:

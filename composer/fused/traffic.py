@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from composer import counts
+from composer.arch.limits import DEFAULT_ARCH
 from composer.fused.config import FusedConfig
 
 FP64 = 8
@@ -66,8 +67,9 @@ def schedule_traffic(config: FusedConfig, grid: counts.Grid) -> list[KernelTraff
     return out
 
 
-def operand_bytes_per_flop(config: FusedConfig) -> list[float | None]:
-    """Bytes each volume kernel copies from L2 into shared memory per contraction FLOP.
+def operand_bytes_per_flop(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[float | None]:
+    """Bytes each volume kernel copies from L2 into shared memory per contraction FLOP, laid out
+    for ``arch`` (its shared memory decides the staged D panel).
 
     Why: where the tensor-core kernels are bound by L2 tag lookups rather than DRAM (the box
     kernels at p >= 255), this is the traffic the block tiling decides. A box kernel with D staged
@@ -79,7 +81,7 @@ def operand_bytes_per_flop(config: FusedConfig) -> list[float | None]:
     from composer.fused.builder import StreamPlan, kernel_plans
 
     out: list[float | None] = []
-    for plan in kernel_plans(config):
+    for plan in kernel_plans(config, arch):
         d = plan.kernel.dirs[0]
         lines = plan.lines(d)
         if isinstance(plan, StreamPlan):

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from composer.arch.limits import DEFAULT_ARCH
 from composer.runtime.device import Device, ensure_context
 from composer.runtime.errors import LaunchError
 from composer.runtime.module import Kernel, Module
@@ -56,7 +57,7 @@ def source(family: str, nq: int, block: int = DEFAULT_BLOCK) -> str:
     return render(f"{family}.cu.j2", family=family, nq=int(nq), block=int(block))
 
 
-def compile_support(family: str, nq: int, arch: str = "sm_90", block: int = DEFAULT_BLOCK,
+def compile_support(family: str, nq: int, arch: str = DEFAULT_ARCH, block: int = DEFAULT_BLOCK,
                     cache_dir: Path | None = None) -> CompiledKernel:
     """NVRTC-compile one support kernel to a CUBIN (no GPU needed)."""
     name = symbol(family, nq)

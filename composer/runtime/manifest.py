@@ -16,9 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from composer.fileio import atomic_write_bytes
+
 from . import gridexpr
 from .errors import ManifestError
-from .fileio import atomic_write_bytes
 from .params import CTYPES, Param
 
 #: The build directory (`composer build --out`) the GPU paths load cross-compiled kernels from.

@@ -15,9 +15,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from composer.arch.limits import DEFAULT_ARCH
+from composer.fileio import atomic_write_bytes
+
 from . import _bindings
 from .errors import CompileError, check
-from .fileio import atomic_write_bytes
 
 CACHE_FORMAT = 1
 _ARCH_RE = re.compile(r"^sm_(\d{2,3})([af]?)$")
@@ -154,7 +156,7 @@ def _load_cached(cubin_path: Path, meta_path: Path, key: str) -> dict | None:
     return meta
 
 
-def compile_cuda(source: str, name: str, arch: str = "sm_90", options: Sequence[str] = (),
+def compile_cuda(source: str, name: str, arch: str = DEFAULT_ARCH, options: Sequence[str] = (),
                  cache_dir: Path | None = None, entry_points: Sequence[str] = (),
                  use_cache: bool = True) -> CompiledKernel:
     """Compile ``source`` to a CUBIN for ``arch`` (``-std=c++17 -default-device``, never fast-math).

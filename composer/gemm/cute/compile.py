@@ -19,7 +19,7 @@ from pathlib import Path
 
 from composer.gemm.cute.config import GemmConfig
 from composer.runtime.elf import entry_points
-from composer.runtime.fileio import atomic_write_bytes
+from composer.fileio import atomic_write_bytes
 
 _SOURCES = ("kernel.py", "atom.py", "epilogue.py", "swizzle.py", "config.py", "compile.py")
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping
 
+from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.arch.mma import MmaShape, check_supported, mma_shape
 from composer.errors import ComposerError
 from composer.gemm.cute.epilogue import EPILOGUES
@@ -23,7 +24,6 @@ from composer.gemm.cute.swizzle import stage_stride_clear
 from composer.gemm.roles import GemmSpec
 from composer.runtime.params import Param
 
-SMEM_LIMIT = 227 * 1024  # sm_90/sm_100 opt-in maximum per block
 
 # The kernel's C ABI, in order. ``aux``/``ld_aux``/``stride_aux``/``alpha``/``beta`` belong to
 # the epilogue (unused by "store"): a fixed list keeps every variant launchable by one runtime
@@ -117,17 +117,20 @@ class GemmConfig:
 
         Raises UnsupportedShapeError when ``arch`` lacks the MMA shape and GemmConfigError naming
         every other problem (tile, warp layout, pipeline depth, shared memory, copy width,
-        majors, epilogue), so a bad configuration fails here rather than inside the DSL.
+        majors, epilogue), so a bad configuration fails here rather than inside the DSL. Shared
+        memory and threads are checked against the limits of ``arch``; without one, against
+        DEFAULT_ARCH's (the architecture the shipped tiles target).
         """
         if arch is not None:
             check_supported(self.shape, arch)
-        problems = self._problems()
+        problems = self._problems(arch if arch is not None else DEFAULT_ARCH)
         if problems:
             raise GemmConfigError(f"GEMM config {self.tag}: " + "; ".join(problems))
         return self
 
-    def _problems(self) -> list[str]:
-        """Every reason the kernel cannot be built for this configuration (none: it can)."""
+    def _problems(self, arch: str) -> list[str]:
+        """Every reason the kernel cannot be built for this configuration on ``arch`` (none: it can)."""
+        limits = arch_limits(arch)
         problems = [f"{name}={getattr(self, name)} must be a power of two"
                     for name in ("bm", "bn", "bk", "warps_m", "warps_n") if not _pow2(getattr(self, name))]
         if problems:  # the checks below divide by these
@@ -141,8 +144,8 @@ class GemmConfig:
             problems.append(f"bk={self.bk} is not a multiple of the mma k={s.k} (and at least 4)")
         if not 2 <= self.stages <= 8:
             problems.append(f"stages={self.stages} outside [2, 8]")
-        if self.threads > 1024:
-            problems.append(f"{self.threads} threads per block exceed 1024")
+        if self.threads > limits.max_threads_per_block:
+            problems.append(f"{self.threads} threads per block exceed {limits.max_threads_per_block} ({limits.arch})")
         if self.a_major not in ("m", "k") or self.b_major not in ("n", "k") or self.c_major not in ("m", "n"):
             problems.append(f"majors a={self.a_major!r} b={self.b_major!r} c={self.c_major!r} "
                             "(allowed: a in m/k, b in n/k, c in m/n)")
@@ -155,9 +158,10 @@ class GemmConfig:
                                 "the swizzled address bits")
         if self.epilogue not in EPILOGUES:
             problems.append(f"epilogue {self.epilogue!r} not in {sorted(EPILOGUES)}")
-        if self.smem_bytes > SMEM_LIMIT:
+        if self.smem_bytes > limits.smem_per_block_optin:
             problems.append(f"shared memory {self.stages} stages x ({self.bm} + {self.bn}) x {self.bk} "
-                            f"doubles = {self.smem_bytes} B exceeds the {SMEM_LIMIT} B a block may use")
+                            f"doubles = {self.smem_bytes} B exceeds the {limits.smem_per_block_optin} B "
+                            f"a block may use on {limits.arch}")
         if self.accumulators > 128:
             problems.append(f"{self.accumulators} accumulator registers per thread (> 128) would spill")
         return problems

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from composer.bench.interleave import round_orders
-from composer.bench.results import atomic_write_text
+from composer.fileio import atomic_write_text
 from composer.gemm.roles import ROLES
 
 LIBRARIES = ("cute", "cublas")

@@ -1,0 +1,127 @@
+"""Per-architecture SM and thread-block limits (``composer/arch/archs.toml``), loaded and checked.
+
+Why: the generators and the candidate filters size shared memory, threads and registers against
+the architecture they build for; a limit written as a literal in each of them was the sm_90 one
+applied to every target (227 KiB on sm_80, which has 163 KiB). One table, one loader, one error.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from composer.arch.mma import arch_number
+from composer.config.fields import Expected, Table, positive_int, read_toml, string
+from composer.errors import ComposerError
+
+ARCHS_FILE = Path(__file__).resolve().with_name("archs.toml")
+#: The architecture builds default to: the lab machine's (``machines.h200.arch``), the one the
+#: shipped schedules were measured and tuned on.
+DEFAULT_ARCH = "sm_90"
+KIB = 1024
+_SMEM_KEYS = ("smem_per_sm", "smem_per_block_optin", "smem_reserved_per_block", "smem_static_per_block")
+_COUNT_KEYS = ("registers_per_sm", "registers_per_block", "max_registers_per_thread", "max_threads_per_block",
+               "max_threads_per_sm", "max_blocks_per_sm", "warp_size")
+
+
+class UnknownArchError(ComposerError, ValueError):
+    """An architecture the limits table has no entry for (the message lists the known ones)."""
+
+
+@dataclass(frozen=True)
+class ArchLimits:
+    """What one SM and one thread block of an architecture can hold; shared memory in bytes."""
+
+    arch: str
+    description: str
+    compute_capability: str
+    smem_per_sm: int
+    smem_per_block_optin: int  # dynamic + static, after cudaFuncSetAttribute opt-in
+    smem_reserved_per_block: int  # taken by CUDA from the SM for every resident block
+    smem_static_per_block: int  # the most a block gets without opting in
+    registers_per_sm: int  # 32-bit registers
+    registers_per_block: int
+    max_registers_per_thread: int
+    max_threads_per_block: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    warp_size: int
+
+    @property
+    def max_warps_per_sm(self) -> int:
+        return self.max_threads_per_sm // self.warp_size
+
+    def smem_per_block(self, blocks_per_sm: int = 1) -> int:
+        """Shared memory one block may use so that ``blocks_per_sm`` blocks still share an SM
+        (each of them costs the reserved 1 KiB on top of its own)."""
+        if blocks_per_sm <= 1:
+            return self.smem_per_block_optin
+        return min(self.smem_per_block_optin, self.smem_per_sm // blocks_per_sm - self.smem_reserved_per_block)
+
+
+def arch_limits(arch: str) -> ArchLimits:
+    """Limits of ``arch`` (``sm_90``; a feature suffix as in ``sm_90a`` shares its base's limits).
+
+    ValueError for a malformed name, UnknownArchError (a ComposerError) listing the known
+    architectures for a well-formed one without an entry."""
+    key = f"sm_{arch_number(arch)}"
+    table = load_arch_limits()
+    if key not in table:
+        raise UnknownArchError(f"no SM limits for {arch!r}; known architectures: {', '.join(table)} "
+                               f"({ARCHS_FILE.name})")
+    return table[key]
+
+
+@functools.lru_cache(maxsize=None)
+def load_arch_limits(path: Path = ARCHS_FILE) -> dict[str, ArchLimits]:
+    """Every entry of the limits file, checked, in architecture order (cached: the file ships)."""
+    file = path.name
+    top = Table(read_toml(path, file), file)
+    archs = top.table("archs")
+    top.reject_unknown()
+    out = {name: _parse(name, archs.table(name)) for name in archs.data}
+    return dict(sorted(out.items(), key=lambda item: arch_number(item[0])))
+
+
+def _parse(name: str, table: Table) -> ArchLimits:
+    if not re.fullmatch(r"sm_\d{2,3}", name):
+        raise table.error("", "architecture names look like 'sm_90' (no feature suffix)")
+    values: dict[str, Any] = {key: KIB * table.required(f"{key}_kib", positive_int) for key in _SMEM_KEYS}
+    values.update({key: table.required(key, positive_int) for key in _COUNT_KEYS})
+    limits = ArchLimits(arch=name, description=table.required("description", string),
+                        compute_capability=table.required("compute_capability", _capability), **values)
+    table.reject_unknown()
+    _check(limits, table)
+    return limits
+
+
+def _check(limits: ArchLimits, table: Table) -> None:
+    """The relations between the limits that the guides' tables satisfy (catches typos)."""
+    major, minor = limits.compute_capability.split(".")
+    problems = []
+    if f"sm_{major}{minor}" != limits.arch:
+        problems.append(f"compute_capability {limits.compute_capability} is not {limits.arch}")
+    if limits.smem_per_block_optin + limits.smem_reserved_per_block > limits.smem_per_sm:
+        problems.append("smem_per_block_optin_kib + smem_reserved_per_block_kib exceed smem_per_sm_kib")
+    if limits.smem_static_per_block > limits.smem_per_block_optin:
+        problems.append("smem_static_per_block_kib exceeds smem_per_block_optin_kib")
+    if limits.max_threads_per_block > limits.max_threads_per_sm:
+        problems.append("max_threads_per_block exceeds max_threads_per_sm")
+    if limits.max_threads_per_block % limits.warp_size or limits.max_threads_per_sm % limits.warp_size:
+        problems.append("thread limits are not whole warps")
+    if limits.registers_per_block > limits.registers_per_sm:
+        problems.append("registers_per_block exceeds registers_per_sm")
+    if problems:
+        raise table.error("", "; ".join(problems))
+
+
+def _capability(value: Any) -> str:
+    if isinstance(value, str) and re.fullmatch(r"\d+\.\d", value):
+        return value
+    raise Expected("a compute capability string like '9.0'")
+
+
+__all__ = ["ARCHS_FILE", "DEFAULT_ARCH", "ArchLimits", "UnknownArchError", "arch_limits", "load_arch_limits"]

@@ -1,0 +1,68 @@
+"""Atomic file writes: a reader (another process, the next run after a crash) sees the old file or
+the new one, never a half-written one.
+
+The one implementation for every writer of whole files (the NVRTC cache, manifests, build
+directories, sweep plans and logs, schedules rewritten by a sweep, result summaries); it sits
+at the bottom of the package and imports nothing from it, so every layer can use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[IO[Any]], None], *, binary: bool = False) -> None:
+    """Write via ``write(fh)`` to a temp file in the target's directory, fsync it, ``os.replace``
+    it over the target, then fsync the directory (so the rename itself survives a crash).
+
+    ``fh`` is a text file (UTF-8, newlines written as given) or, with ``binary``, a binary one.
+    If ``write`` or anything before the rename fails, the target is untouched and the temp file
+    is removed. The temp file lives in the same directory because a rename is atomic only within
+    one file system."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8", newline="")) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(target.parent)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """``text`` as UTF-8, atomically (see :func:`atomic_write`)."""
+    atomic_write(path, lambda fh: fh.write(text))
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """``data`` as it is, atomically (see :func:`atomic_write`)."""
+    atomic_write(path, lambda fh: fh.write(data), binary=True)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or a new file in ``directory`` durable; best effort (some platforms cannot
+    open or fsync a directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+__all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "fsync_dir"]
