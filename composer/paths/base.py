@@ -1,8 +1,11 @@
 """The interface every implementation path implements, with the metadata each path declares.
 
 A path turns the device-resident stage value ``q`` into ``dqdt`` by enqueueing kernels on
-the problem's main stream (forking to side streams internally and joining back before it
-returns), so that one driver can time, step and graph-capture every path the same way.
+the problem's main stream, so that one driver can time, step and graph-capture every path the
+same way. A path does not write streams or events: it declares its kernels (``program``: the
+named arrays each reads and writes, its launch shape and a cost hint) and binds their launches to
+a call's buffers (``bind``); ``composer.sched`` derives the dependency graph from the arrays and
+the launch plan from the graph (side streams forked from the main stream and joined back).
 
 Besides ``launch``, a path class states what the rest of the project asks about it without
 instantiating it: the orders it implements, its capabilities (``CAPABILITIES``: what
@@ -21,9 +24,16 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from composer import counts
+from composer.arch.machines import Machine, load_machines
 from composer.arch.mma import arch_number
 from composer.errors import ComposerError
 from composer.paths.problem import DeviceProblem
+from composer.paths.program import PROBLEM_INPUTS
+from composer.runtime import Event, Stream
+from composer.sched import KernelNode, LaunchPlan, build_graph, plan, run_plan
+
+#: A launch callable of a bound call: enqueues one kernel on the stream the plan gives it.
+Launcher = Callable[[Stream], None]
 
 #: The path families: "library" runs the volume GEMMs through a GEMM library (or our CuTe GEMM)
 #: around the support kernels, "fused" the element-local kernels of a ``[paths.FUSED*]`` schedule
@@ -44,6 +54,30 @@ class PathOption:
 
     parse: Callable[[Any], Any]
     doc: str
+
+
+def positive_int_option(value: int | str) -> int:
+    """A positive integer given as an option (an int, or its decimal string)."""
+    number = int(value)
+    if number < 1:
+        raise ValueError(f"expected a positive integer, got {value!r}")
+    return number
+
+
+#: Options every path reads: how its launch plan is built.
+SCHEDULE_OPTIONS: Mapping[str, PathOption] = MappingProxyType({
+    "max_streams": PathOption(positive_int_option, "streams the launch plan may use, the main stream "
+                                                   "included (1: the serial program order; default: no cap)"),
+})
+
+
+def cost_machine(arch: str, sm_count: int) -> Machine:
+    """The machine-table entry whose capacities price a device's kernels for the cost hints: the
+    one of the same architecture and SM count, else of the same architecture, else the first."""
+    machines = list(load_machines().values())
+    same_arch = [m for m in machines if m.arch == arch]
+    exact = [m for m in same_arch if m.sm_count == sm_count]
+    return (exact or same_arch or machines)[0]
 
 
 def directory_option(value: str | FsPath) -> FsPath:
@@ -96,18 +130,24 @@ class Path(ABC):
     def parse_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
         """The options parsed by their declarations; a key the path does not read is an error
         (it would be silently ignored), naming the keys it does read. ``None`` means "not given"."""
-        unknown = sorted(set(options) - set(cls.options))
+        declared = cls.declared_options()
+        unknown = sorted(set(options) - set(declared))
         if unknown:
-            known = ", ".join(sorted(cls.options)) or "none"
+            known = ", ".join(sorted(declared)) or "none"
             raise ComposerError(f"path {cls.name} has no option {', '.join(map(repr, unknown))}; "
                                 f"its options: {known}")
         parsed = {}
         for key, value in options.items():
             try:
-                parsed[key] = None if value is None else cls.options[key].parse(value)
+                parsed[key] = None if value is None else declared[key].parse(value)
             except (TypeError, ValueError) as exc:
                 raise ComposerError(f"path {cls.name} option {key}={value!r}: {exc}") from None
         return parsed
+
+    @classmethod
+    def declared_options(cls) -> dict[str, PathOption]:
+        """Every option the path reads: its own and the scheduler's."""
+        return {**SCHEDULE_OPTIONS, **cls.options}
 
     @classmethod
     def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
@@ -127,9 +167,54 @@ class Path(ABC):
         """Total device bytes of ``memory_estimate``."""
         return cls.memory_estimate(order, grid).total_bytes
 
+    @classmethod
     @abstractmethod
+    def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
+        """The path's kernels in program order, planning-only (no launch callables): names, roles,
+        the named arrays each reads and writes (``composer.paths.program``), launch shapes and cost
+        hints priced on ``machine``. Needs no GPU: ``composer graph`` plans from it on any machine,
+        and an instance plans its launches from the same declaration."""
+
+    @classmethod
+    def launch_plan(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> LaunchPlan:
+        """The launch plan of one tendency call (``options`` already parsed; ``max_streams`` among them)."""
+        options = dict(options)
+        max_streams = options.pop("max_streams", None)
+        nodes = cls.program(order, num_elements, machine, **options)
+        return plan(build_graph(nodes, PROBLEM_INPUTS), max_streams or len(nodes))
+
+    def schedule(self) -> None:
+        """Plan this instance's launches and create the side streams and events the plan uses.
+        Subclasses call it at the end of ``__init__``, once their kernels are loaded."""
+        pb = self.problem
+        machine = cost_machine(pb.device.arch, pb.device.sm_count)
+        self.plan = self.launch_plan(pb.order, pb.num_elements, machine, **self.options)
+        self.side_streams = [Stream(pb.device) for _ in range(self.plan.streams - 1)]
+        self.events = {name: Event(pb.device) for name in self.plan.events}
+
+    @property
+    def streams(self) -> list[Stream]:
+        """The plan's streams: the problem's main stream first, then the side streams."""
+        return [self.problem.stream, *self.side_streams]
+
+    def resident_blocks(self) -> dict[str, int]:
+        """Blocks per SM each kernel holds at its launch shape, by node name, where the path knows
+        its kernels (library GEMMs: not known; the contention estimate takes them to fill the SMs)."""
+        return {}
+
+    @abstractmethod
+    def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
+        """Each kernel's launch for one call that reads ``q_ptr`` and writes ``dqdt_ptr``, by node name."""
+
     def launch(self, q_ptr: int, dqdt_ptr: int) -> None:
-        """Enqueue one tendency evaluation ``dqdt = L(q)`` on ``problem.stream``."""
+        """Enqueue one tendency evaluation ``dqdt = L(q)`` on ``problem.stream``: the plan's steps,
+        forking to its side streams and joining back, so the call is complete when the main stream is."""
+        run_plan(self.plan, self.streams, self.events, self.bind(q_ptr, dqdt_ptr))
 
     def close(self) -> None:
-        """Release the path's own resources (handles, streams, workspace)."""
+        """Release the path's own resources (handles, streams, workspace); subclasses call it last."""
+        for stream in getattr(self, "side_streams", ()):
+            stream.close()
+        for event in getattr(self, "events", {}).values():
+            event.close()
+        self.side_streams, self.events = [], {}

@@ -3,19 +3,26 @@
 einsum for the three contractions, fancy indexing through vmapM/vmapP for the traces and a
 scatter-add for the lift, all FP64 on the problem's stream. It shows in every benchmark what
 composer's kernels buy over the obvious approach.
+
+To the scheduler it is one node that reads the problem and writes dqdt: CuPy decides its kernels,
+and its temporaries come from CuPy's pool on the one stream it is given.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from composer import counts
+from composer.arch.machines import Machine
 from composer.errors import ComposerError
-from composer.paths.base import Path
+from composer.paths.base import Launcher, Path
 from composer.paths.library import unfused_workspace
 from composer.paths.problem import DeviceProblem
+from composer.paths.program import OUTPUT, PROBLEM_INPUTS
+from composer.sched import KernelNode
 
 
 def _cupy() -> Any:
@@ -40,6 +47,10 @@ class EinsumPath(Path):
             "einsum temporaries", 2, counts.volume_array_bytes(order, grid),
             "assumed: two volume-sized contraction temporaries"),)
 
+    @classmethod
+    def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
+        return [KernelNode("einsum", "baseline", PROBLEM_INPUTS, (OUTPUT,))]
+
     def __init__(self, problem: DeviceProblem, **options: Any) -> None:
         super().__init__(problem, **options)
         self.cp, self.cpx = _cupy()
@@ -51,6 +62,7 @@ class EinsumPath(Path):
         self.vmap_m = self._wrap(problem.vmap_m.ptr, (problem.vmap_m.nbytes // 8,), np.int64)
         self.vmap_p = self._wrap(problem.vmap_p.ptr, (problem.vmap_p.nbytes // 8,), np.int64)
         self.diff = self._wrap(problem.diff.ptr, (problem.nq, problem.nq))
+        self.schedule()
 
     def _wrap(self, ptr: int, shape: tuple[int, ...], dtype: Any = np.float64) -> Any:
         cp = self.cp
@@ -58,7 +70,11 @@ class EinsumPath(Path):
         memory = cp.cuda.UnownedMemory(int(ptr), nbytes, self)
         return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(memory, 0))
 
-    def launch(self, q_ptr: int, dqdt_ptr: int) -> None:
+    def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
+        return {"einsum": lambda _stream: self.evaluate(q_ptr, dqdt_ptr)}
+
+    def evaluate(self, q_ptr: int, dqdt_ptr: int) -> None:
+        """The whole operator in CuPy on the problem's stream (the plan's only stream)."""
         cp, a, d = self.cp, self.arrays, self.diff
         with self.stream:
             q = self._wrap(q_ptr, self.volume_shape)

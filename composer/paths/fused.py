@@ -2,20 +2,29 @@
 
 One class does the work; the four registered subclasses only name the variant, so the four
 paths launch identically and differ only in what the builder renders for them.
+
+Declared data flow (``program``): with ``flux = "array"`` the face kernel writes fstar; every
+volume kernel reads it (the lift of its pair of faces), the first writes dqdt and each later one
+subtracts from it. The scheduler therefore finds one chain and no concurrency to exploit: the face
+kernel cannot overlap the volume kernels that read what it writes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
 
 from composer import counts
+from composer.arch.machines import Machine
 from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
-from composer.fused.builder import FusedBuild, build, d_panel_layout, prebuilt
+from composer.fused.builder import FusedBuild, KernelSource, build, d_panel_layout, kernel_sources, prebuilt
 from composer.fused.config import ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, table_variant
-from composer.paths.base import Path, PathOption, directory_option
+from composer.paths.base import Launcher, Path, PathOption, directory_option
 from composer.paths.problem import DeviceProblem
+from composer.paths.program import FACE_FLUX_READS, OUTPUT, face_bytes, face_flux_cost, roof_seconds, volume_bytes
+from composer.sched import KernelNode
 from composer.runtime.manifest import requested_build_dir
 from composer.runtime.module import Kernel, Module
 
@@ -24,6 +33,19 @@ FACE_BLOCKS_PER_SM = 16  # grid cap of the grid-stride face kernel
 # estimate follows the paper: fstar stays on chip at low order and, from this order up, a separate
 # face kernel stores it as a face array.
 FACE_FLUX_ARRAY_MIN_ORDER = 63
+
+
+#: What every volume kernel reads besides fstar and dqdt: its arguments.
+VOLUME_READS = ("q", "u", "v", "w", "Ex", "Ey", "Ez", "vmapM", "vmapP", "nx", "ny", "nz", "F", "D")
+
+
+def launch_grid(kernel: KernelSource, config: FusedConfig, num_elements: int, nq: int, sm_count: int) -> int:
+    """Blocks of one fused kernel's launch: per element box for a volume kernel (a block walks
+    ``elements_per_block`` elements), a capped grid-stride loop for the face kernel."""
+    if kernel.blocks_per_element:
+        return -(-num_elements // config.elements_per_block) * kernel.blocks_per_element
+    work = num_elements * 6 * nq**2
+    return max(1, min(-(-work // kernel.threads), sm_count * FACE_BLOCKS_PER_SM))
 
 
 def _prefer_shared_carveout(kernel: Kernel) -> None:
@@ -77,6 +99,23 @@ class FusedPathBase(Path):
                                            "fstar stored by a separate face kernel (the schedule's flux = \"array\")"))
         return tuple(items)
 
+    @classmethod
+    def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
+        config: FusedConfig = options.get("config") or fused_config(cls.variant, order)
+        nodes = []
+        for k in kernel_sources(config, machine.arch):
+            grid = launch_grid(k, config, num_elements, config.nq, machine.sm_count)
+            if k.index is None:  # the face kernel
+                nodes.append(KernelNode(k.name, "face_flux", FACE_FLUX_READS, ("fstar",), grid=grid,
+                                        block=k.threads, cost=face_flux_cost(machine, config.nq, num_elements)))
+                continue
+            reads = VOLUME_READS + (("fstar",) if config.flux == "array" else ()) + (() if k.index == 0 else (OUTPUT,))
+            # its volume inputs and dqdt once (twice from the second kernel on): the byte floor
+            nbytes = (8 if k.index else 7) * volume_bytes(config.nq, num_elements)
+            nodes.append(KernelNode(k.name, "fused_volume", reads, (OUTPUT,), grid=grid, block=k.threads,
+                                    cost=roof_seconds(machine, nbytes=nbytes)))
+        return nodes
+
     def __init__(self, problem: DeviceProblem, **options: Any) -> None:
         super().__init__(problem, **options)
         config: FusedConfig = self.options.get("config") or fused_config(self.variant, problem.order)
@@ -88,8 +127,7 @@ class FusedPathBase(Path):
         self.prebuilt = ready is not None
         self.build: FusedBuild = ready or build(config, problem.device.arch, self.options.get("cache_dir"))
         self._modules: list[Module] = []
-        self._launches: list[tuple[Kernel, int, int, int, bool]] = []  # kernel, grid, block, smem, face?
-        ne = problem.num_elements
+        self._launches: dict[str, tuple[Kernel, int, int, int, bool]] = {}  # kernel, grid, block, smem, face?
         for built in self.build.kernels:
             module = Module.from_cubin(built.compiled.cubin, problem.device)
             self._modules.append(module)
@@ -97,15 +135,10 @@ class FusedPathBase(Path):
                                        built.smem_bytes)
             if config.min_blocks >= 2 and built.blocks_per_element:
                 _prefer_shared_carveout(kernel)
-            if built.blocks_per_element:
-                # elements_per_block > 1 (whole-element boxes only): one block walks that many elements
-                grid = -(-ne // config.elements_per_block) * built.blocks_per_element
-            else:
-                work = ne * 6 * problem.nq**2
-                grid = max(1, min(-(-work // built.threads), problem.device.sm_count * FACE_BLOCKS_PER_SM))
-            self._launches.append((kernel, grid, built.threads, built.smem_bytes, not built.blocks_per_element))
+            grid = launch_grid(built, config, problem.num_elements, problem.nq, problem.device.sm_count)
+            self._launches[built.name] = (kernel, grid, built.threads, built.smem_bytes, not built.blocks_per_element)
         self.vmap_m, self.vmap_p = problem.index_maps32()
-        self.fstar = (problem.allocate(f"{self.name}.fstar", 8 * ne * 6 * problem.nq**2)
+        self.fstar = (problem.allocate(f"{self.name}.fstar", face_bytes(problem.nq, problem.num_elements))
                       if config.flux == "array" else None)
         self.diff = problem.diff  # d_layout = "panels": the k-panel copy of D the kernels read instead
         if config.d_layout == "panels":
@@ -115,31 +148,36 @@ class FusedPathBase(Path):
             self.diff = problem.allocate(f"{self.name}.d_panels", panels.nbytes)
             self.diff.copy_from(panels, problem.stream)
             problem.stream.synchronize()  # the host copy is a temporary
+        self.options = {**self.options, "config": config}  # the plan declares the kernels just built
+        self.schedule()
 
     @property
     def kernels(self) -> list[Kernel]:
         """The loaded kernels in launch order (register and local-memory counts are on them)."""
-        return [k for k, *_ in self._launches]
+        return [k for k, *_ in self._launches.values()]
 
-    def launch(self, q_ptr: int, dqdt_ptr: int) -> None:
+    def resident_blocks(self) -> dict[str, int]:
+        return {name: kernel.resident_blocks(block, smem) for name, (kernel, _, block, smem, _) in self._launches.items()}
+
+    def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
         p = self.problem
         fstar = self.fstar.ptr if self.fstar is not None else 0
         ne = p.num_elements
         u, v, w = p.ptr("u"), p.ptr("v"), p.ptr("w")
         faces = (p.ptr("nx"), p.ptr("ny"), p.ptr("nz"), p.ptr("F"))
-        for kernel, grid, block, smem, face in self._launches:
-            if face:
-                args: tuple[Any, ...] = (q_ptr, u, v, w, self.vmap_m.ptr, self.vmap_p.ptr, *faces, fstar, ne)
-            else:
-                args = (q_ptr, u, v, w, p.ptr("Ex"), p.ptr("Ey"), p.ptr("Ez"), self.vmap_m.ptr, self.vmap_p.ptr,
-                        *faces, fstar, self.diff.ptr, dqdt_ptr, ne)
-            kernel.launch(grid, block, args, smem, p.stream)
+        face_args = (q_ptr, u, v, w, self.vmap_m.ptr, self.vmap_p.ptr, *faces, fstar, ne)
+        volume_args = (q_ptr, u, v, w, p.ptr("Ex"), p.ptr("Ey"), p.ptr("Ez"), self.vmap_m.ptr, self.vmap_p.ptr,
+                       *faces, fstar, self.diff.ptr, dqdt_ptr, ne)
+        return {name: (lambda s, k=kernel, g=grid, b=block, m=smem, a=face_args if face else volume_args:
+                       k.launch(g, b, a, m, s))
+                for name, (kernel, grid, block, smem, face) in self._launches.items()}
 
     def close(self) -> None:
         for module in self._modules:
             module.close()
         self._modules.clear()
         self._launches.clear()
+        super().close()
 
 
 def _variant_path(variant: str, doc: str) -> type[FusedPathBase]:

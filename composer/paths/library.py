@@ -1,7 +1,10 @@
 """The structure shared by the library paths (GEMM, GEMM_CUTE, GEMM_FUSED).
 
-volume flux -> three volume GEMMs on three streams (concurrently) while the face flux runs
-on a side stream -> join -> lift-and-assembly kernel. Subclasses choose who runs each GEMM.
+Declared data flow (``program``): the volume flux writes the three flux products, each volume GEMM
+reads one and writes its derivative, the face flux reads the traces and writes fstar, and the
+lift-and-assembly kernel reads the three derivatives and fstar and writes dqdt. The scheduler
+derives from it that the three GEMMs and the face flux may run concurrently and puts them on side
+streams. Subclasses choose who runs each GEMM.
 """
 
 from __future__ import annotations
@@ -9,13 +12,18 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
+from collections.abc import Mapping
+
 from composer import counts
+from composer.arch.machines import Machine
 from composer.gemm.roles import ROLES, GemmSpec, gemm_spec
-from composer.kernels.support import (SupportKernels, launch_separable_lift, launch_surface_flux,
-                                      launch_volume_flux)
-from composer.paths.base import Path
+from composer.kernels.support import (DEFAULT_BLOCK, SupportKernels, launch_separable_lift, launch_shape,
+                                      launch_surface_flux, launch_volume_flux)
+from composer.paths.base import Launcher, Path
 from composer.paths.problem import DeviceProblem
-from composer.runtime import Event, Stream
+from composer.paths.program import FACE_FLUX_READS, OUTPUT, face_bytes, face_flux_cost, roof_seconds, volume_bytes
+from composer.runtime import Stream
+from composer.sched import KernelNode
 
 
 def unfused_workspace(order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
@@ -39,18 +47,37 @@ class LibraryPath(Path):
     def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
         return unfused_workspace(order, grid)
 
+    @classmethod
+    def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
+        nq, ne = order + 1, num_elements
+        vol, face = volume_bytes(nq, ne), face_bytes(nq, ne)
+
+        def support(family: str) -> dict[str, Any]:
+            grid, block = launch_shape(family, nq, ne, DEFAULT_BLOCK, machine.sm_count)
+            return {"grid": grid, "block": block}
+
+        gemm_flop = 2 * nq * ne * nq**3
+        return [
+            KernelNode("volume_flux", "volume_flux", ("q", "u", "v", "w"), ("flux_x", "flux_y", "flux_z"),
+                       cost=roof_seconds(machine, nbytes=7 * vol), **support("volume_flux")),
+            *(KernelNode(f"gemm_{r}", "gemm", ("D", f"flux_{r}"), (f"d{r}",),
+                         cost=roof_seconds(machine, gemm_flop, 2 * vol)) for r in ROLES),
+            KernelNode("surface_flux", "face_flux", FACE_FLUX_READS, ("fstar",),
+                       cost=face_flux_cost(machine, nq, ne), **support("surface_flux")),
+            KernelNode("lift", "lift", ("dx", "dy", "dz", "Ex", "Ey", "Ez", "fstar"), (OUTPUT,),
+                       cost=roof_seconds(machine, nbytes=7 * vol + face), **support("separable_lift")),
+        ]
+
     def __init__(self, problem: DeviceProblem, **options: Any) -> None:
         super().__init__(problem, **options)
-        dev, pb = problem.device, problem
-        self.support = SupportKernels.load(pb.nq, dev)
+        pb = problem
+        self.support = SupportKernels.load(pb.nq, pb.device)
         self.specs: dict[str, GemmSpec] = {r: gemm_spec(r, pb.nq, pb.num_elements) for r in ROLES}
         self.flux = {r: pb.allocate(f"{self.name}.flux_{r}", pb.volume_bytes) for r in ROLES}
         self.derivative = {r: pb.allocate(f"{self.name}.d{r}", pb.volume_bytes) for r in ROLES}
         self.fstar = pb.allocate(f"{self.name}.fstar", 8 * pb.num_elements * 6 * pb.nq**2)
-        self.gemm_streams = {r: Stream(dev) for r in ROLES}
-        self.face_stream = Stream(dev)
-        self._start, self._fluxes_ready, self._face_done = Event(dev), Event(dev), Event(dev)
-        self._gemm_done = {r: Event(dev) for r in ROLES}
+        self.schedule()
+        self.gemm_streams = {r: self.streams[self.plan.stream_of[f"gemm_{r}"]] for r in ROLES}
         self.setup_gemms()
 
     @abstractmethod
@@ -61,28 +88,26 @@ class LibraryPath(Path):
     def run_gemm(self, role: str, stream: Stream) -> None:
         """Enqueue the ``role`` GEMM: ``derivative[role] = D-contraction of flux[role]``."""
 
-    def launch(self, q_ptr: int, dqdt_ptr: int) -> None:
-        pb, main = self.problem, self.problem.stream
-        ne = pb.num_elements
-        self._start.record(main)
-        self.face_stream.wait(self._start)
-        launch_surface_flux(self.support.surface_flux, q_ptr, pb.ptr("u"), pb.ptr("v"), pb.ptr("w"),
-                            pb.vmap_m.ptr, pb.vmap_p.ptr, pb.ptr("nx"), pb.ptr("ny"), pb.ptr("nz"),
-                            pb.ptr("F"), self.fstar.ptr, ne, self.face_stream)
-        self._face_done.record(self.face_stream)
-        launch_volume_flux(self.support.volume_flux, q_ptr, pb.ptr("u"), pb.ptr("v"), pb.ptr("w"),
-                           self.flux["x"].ptr, self.flux["y"].ptr, self.flux["z"].ptr, ne, main)
-        self._fluxes_ready.record(main)
-        for role, stream in self.gemm_streams.items():
-            stream.wait(self._fluxes_ready)
-            self.run_gemm(role, stream)
-            self._gemm_done[role].record(stream)
-            main.wait(self._gemm_done[role])
-        main.wait(self._face_done)
-        launch_separable_lift(self.support.separable_lift, self.derivative["x"].ptr, self.derivative["y"].ptr,
-                              self.derivative["z"].ptr, pb.ptr("Ex"), pb.ptr("Ey"), pb.ptr("Ez"),
-                              self.fstar.ptr, dqdt_ptr, ne, main)
+    def resident_blocks(self) -> dict[str, int]:
+        return {node: kernel.resident_blocks(kernel.block[0] if kernel.block else DEFAULT_BLOCK)
+                for node, kernel in (("volume_flux", self.support.volume_flux), ("surface_flux", self.support.surface_flux),
+                                     ("lift", self.support.separable_lift))}
 
-    def close(self) -> None:
-        for stream in [*self.gemm_streams.values(), self.face_stream]:
-            stream.close()
+    def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
+        pb, ne = self.problem, self.problem.num_elements
+        u, v, w = pb.ptr("u"), pb.ptr("v"), pb.ptr("w")
+        launches: dict[str, Launcher] = {
+            "volume_flux": lambda s: launch_volume_flux(
+                self.support.volume_flux, q_ptr, u, v, w, self.flux["x"].ptr, self.flux["y"].ptr,
+                self.flux["z"].ptr, ne, s),
+            "surface_flux": lambda s: launch_surface_flux(
+                self.support.surface_flux, q_ptr, u, v, w, pb.vmap_m.ptr, pb.vmap_p.ptr, pb.ptr("nx"),
+                pb.ptr("ny"), pb.ptr("nz"), pb.ptr("F"), self.fstar.ptr, ne, s),
+            "lift": lambda s: launch_separable_lift(
+                self.support.separable_lift, self.derivative["x"].ptr, self.derivative["y"].ptr,
+                self.derivative["z"].ptr, pb.ptr("Ex"), pb.ptr("Ey"), pb.ptr("Ez"), self.fstar.ptr, dqdt_ptr,
+                ne, s),
+        }
+        for role in ROLES:
+            launches[f"gemm_{role}"] = lambda s, role=role: self.run_gemm(role, s)
+        return launches

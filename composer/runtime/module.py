@@ -120,6 +120,13 @@ class Kernel:
         """Statically declared shared memory in bytes."""
         return self._attr("CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES")
 
+    def resident_blocks(self, threads: int, dynamic_smem: int | None = None) -> int:
+        """Blocks of ``threads`` threads one SM holds at once (the occupancy calculator): what the
+        scheduler's contention estimate divides a kernel's grid by."""
+        smem = self.dynamic_smem if dynamic_smem is None else int(dynamic_smem)
+        return int(check(self.device._drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(self.function, int(threads), smem),
+                         f"cuOccupancyMaxActiveBlocksPerMultiprocessor({self.name})"))
+
     def set_max_dynamic_smem(self, nbytes: int) -> None:
         """Opt in to more than 48 KiB of dynamic shared memory (no-op at or below 48 KiB)."""
         if nbytes <= STATIC_SMEM_LIMIT:

@@ -1,0 +1,148 @@
+"""What a path's launch plan gains from concurrency, measured on the device (``composer graph --measure``).
+
+Why these figures: fusion trades kernels that could overlap for fewer bytes, and the paper could
+only infer the overlap it gives up from kernel spans. Here every figure comes from one process,
+with the same bound launches (``Path.bind``), in interleaved repetitions:
+
+- ``node_ms``: each kernel alone, timed by events around it on the main stream in the serial plan
+  (``max_streams = 1``: the program order) — the kernel's time without contention;
+- ``serial_sum``: the sum of those; ``critical_path_ms``: the longest chain of the hazard DAG with
+  those times — the call's time if concurrent kernels never slowed each other (a lower bound);
+- ``serial_call_ms``: the serial plan timed as one call; ``launch_gaps_ms`` = serial call − serial
+  sum (the idle time between back-to-back kernels);
+- ``measured_ms``: the path's own plan timed as one call; ``overlap_ms`` = serial sum − measured
+  (``overlap_pct`` of the serial sum) — what running kernels concurrently bought;
+- ``spans``: start and end of each kernel inside the planned call (events around each kernel on
+  its own stream, relative to the call's start);
+- ``predicted_ms``: the contention estimate (``composer.sched.contention``: concurrent kernels
+  share the SMs in proportion to their resident blocks) from the node times, and its error
+  against the measured call.
+
+Expected order: critical path <= measured <= serial sum + gaps (tested on the GPU).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from composer.sched.contention import contended_timeline
+from composer.sched.plan import critical_path, plan
+
+
+@dataclass(frozen=True)
+class OverlapFigures:
+    """The measured overlap of one path at one order (milliseconds; see the module docstring)."""
+
+    path: str
+    order: int
+    streams: int
+    node_ms: dict[str, float]
+    serial_sum_ms: float
+    critical_path: tuple[str, ...]
+    critical_path_ms: float
+    serial_call_ms: float
+    launch_gaps_ms: float
+    measured_ms: float
+    overlap_ms: float
+    overlap_pct: float
+    spans: dict[str, tuple[float, float]]
+    predicted_ms: float
+    prediction_error_pct: float
+    repeats: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _median_ms(pairs: list[tuple[Any, Any]]) -> float:
+    return statistics.median(start.elapsed_ms(end) for start, end in pairs)
+
+
+def measure_overlap(path: Any, repeats: int = 20, warmup: int = 3) -> OverlapFigures:
+    """Time ``path`` (a constructed ``composer.paths.base.Path``) as described in the module docstring.
+
+    The three timings (nodes alone, serial call, planned call) alternate within each repetition, so
+    clock drift under the power cap affects them alike; medians over ``repeats``.
+    """
+    from composer.runtime import Event
+
+    pb = path.problem
+    main, device = pb.stream, pb.device
+    launches = path.bind(pb.ptr("q"), pb.dqdt.ptr)
+    serial = plan(path.plan.graph, 1)
+    names = list(serial.issue_order)
+    new = lambda: (Event(device), Event(device))  # noqa: E731
+    node_events = {n: [new() for _ in range(repeats)] for n in names}
+    serial_events = [new() for _ in range(repeats)]
+    call_events = [new() for _ in range(repeats)]
+    span_events = {n: [new() for _ in range(repeats)] for n in names}
+
+    def run_serial() -> None:
+        from composer.sched.execute import run_plan
+        run_plan(serial, path.streams, {}, launches)
+
+    def run_spanned(r: int) -> None:
+        from composer.sched.execute import run_plan
+
+        def spanned(name: str) -> Any:
+            start, end = span_events[name][r]
+            return lambda s: (start.record(s), launches[name](s), end.record(s))
+        run_plan(path.plan, path.streams, path.events, {n: spanned(n) for n in names})
+
+    for _ in range(warmup):
+        run_serial()
+        path.launch(pb.ptr("q"), pb.dqdt.ptr)
+    main.synchronize()
+    for r in range(repeats):
+        for n in names:  # each kernel alone, in program order
+            start, end = node_events[n][r]
+            start.record(main)
+            launches[n](main)
+            end.record(main)
+        start, end = serial_events[r]
+        start.record(main)
+        run_serial()
+        end.record(main)
+        start, end = call_events[r]
+        start.record(main)
+        run_spanned(r)
+        end.record(main)
+        main.synchronize()
+    node_ms = {n: _median_ms(node_events[n]) for n in names}
+    serial_sum = sum(node_ms.values())
+    crit = critical_path(path.plan.graph, node_ms)
+    crit_ms = sum(node_ms[n] for n in crit)
+    serial_call = _median_ms(serial_events)
+    measured = _median_ms(call_events)
+    spans = {n: (statistics.median(call_events[r][0].elapsed_ms(span_events[n][r][0]) for r in range(repeats)),
+                 statistics.median(call_events[r][0].elapsed_ms(span_events[n][r][1]) for r in range(repeats)))
+             for n in names}
+    predicted = contention_estimate(path, node_ms)
+    for pairs in (*node_events.values(), serial_events, call_events, *span_events.values()):
+        for a, b in pairs:
+            a.close()
+            b.close()
+    return OverlapFigures(
+        path=path.name, order=pb.order, streams=path.plan.streams, node_ms=node_ms, serial_sum_ms=serial_sum,
+        critical_path=tuple(crit), critical_path_ms=crit_ms, serial_call_ms=serial_call,
+        launch_gaps_ms=serial_call - serial_sum, measured_ms=measured, overlap_ms=serial_sum - measured,
+        overlap_pct=100.0 * (serial_sum - measured) / serial_sum if serial_sum else 0.0, spans=spans,
+        predicted_ms=predicted, prediction_error_pct=100.0 * (predicted - measured) / measured if measured else 0.0,
+        repeats=repeats)
+
+
+def contention_estimate(path: Any, node_ms: dict[str, float]) -> float:
+    """The planned call's time predicted from the kernels' times alone: SM sharing by resident blocks
+    (a kernel whose grid is unknown, a library GEMM, is taken to fill the machine), plus nothing for
+    launch gaps."""
+    sm_count = path.problem.device.sm_count
+    resident = path.resident_blocks()
+    blocks = {}
+    per_sm = {}
+    for name in path.plan.issue_order:
+        node = path.plan.node(name)
+        per_sm[name] = max(1, resident.get(name, 1))
+        blocks[name] = node.blocks if node.blocks is not None else sm_count * per_sm[name]
+    return contended_timeline(path.plan, node_ms, sm_count, blocks, per_sm).call_time
