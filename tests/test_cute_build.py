@@ -199,14 +199,18 @@ def test_kernel_problem_matches_blas(role, swap, nq):
 
 
 def test_launch_arguments_follow_the_abi_by_name():
-    """KernelProblem.args binds each value to the KERNEL_PARAMS entry of the same name."""
+    """KernelProblem.args binds each value to the KERNEL_PARAMS entry of the same name; aux
+    pointers fill the aux slots in order, the rest are 0."""
     prob = kernel_problem(gemm_spec("y", 6, 3), swap=False)
-    got = dict(zip((p.name for p in KERNEL_PARAMS), prob.args(11, 12, 13, aux=14, ld_aux=15, stride_aux=16,
+    got = dict(zip((p.name for p in KERNEL_PARAMS), prob.args(11, 12, 13, aux=(14, 15), face=16,
                                                              alpha=2.0, beta=0.5), strict=True))
-    assert got == {"a": 11, "b": 12, "c": 13, "aux": 14, "m": prob.m, "n": prob.n, "k": prob.k,
-                   "batch": prob.batch, "lda": prob.lda, "ldb": prob.ldb, "ldc": prob.ldc, "ld_aux": 15,
+    assert got == {"a": 11, "b": 12, "c": 13, "aux0": 14, "aux1": 15, "aux2": 0, "aux3": 0, "aux4": 0,
+                   "face": 16, "m": prob.m, "n": prob.n, "k": prob.k,
+                   "batch": prob.batch, "lda": prob.lda, "ldb": prob.ldb, "ldc": prob.ldc,
                    "stride_a": prob.stride_a, "stride_b": prob.stride_b, "stride_c": prob.stride_c,
-                   "stride_aux": 16, "alpha": 2.0, "beta": 0.5}
+                   "alpha": 2.0, "beta": 0.5}
+    with pytest.raises(ValueError, match="6 aux pointers; the kernel has 5 slots"):
+        prob.args(1, 2, 3, aux=(1, 2, 3, 4, 5, 6))
 
 
 def test_default_tiles_valid_for_all_orders():

@@ -63,6 +63,10 @@ class KernelSass:
     local_stores: int = 0  # STL instructions: spill stores when spill_bytes > 0
     local_loads: int = 0
     dmma_spellings: dict[str, int] = field(default_factory=dict)  # raw SASS opcode -> count
+    # global memory instructions by access width in bits ({"64": 8, "128": 4}): what an epilogue
+    # reads and writes (a fused GEMM that stores only its output has the plain GEMM's stores)
+    global_loads: dict[str, int] = field(default_factory=dict)
+    global_stores: dict[str, int] = field(default_factory=dict)
 
     @property
     def dmma_total(self) -> int:
@@ -154,6 +158,8 @@ class _Counts:
     dfma: int = 0
     stl: int = 0
     ldl: int = 0
+    ldg: dict[str, int] = field(default_factory=dict)
+    stg: dict[str, int] = field(default_factory=dict)
 
 
 def _function_lines(text: str) -> Iterator[tuple[str, str, str | None]]:
@@ -171,6 +177,12 @@ def _function_lines(text: str) -> Iterator[tuple[str, str, str | None]]:
             yield arch, name, None
         elif name is not None:
             yield arch, name, line
+
+
+def _access_bits(opcode: str) -> str:
+    """Access width of ``LDG.E.128``-style opcodes in bits ("32" when no width modifier is given)."""
+    widths = [m for m in opcode.split(".")[1:] if m in ("8", "16", "32", "64", "128", "U8", "S8", "U16", "S16")]
+    return widths[-1].lstrip("US") if widths else "32"
 
 
 def _parse_sass(text: str) -> dict[tuple[str, str], _Counts]:
@@ -195,6 +207,10 @@ def _parse_sass(text: str) -> dict[tuple[str, str], _Counts]:
             current.stl += 1
         elif base == "LDL":
             current.ldl += 1
+        elif base in ("LDG", "STG"):
+            bits = _access_bits(opcode)
+            target = current.ldg if base == "LDG" else current.stg
+            target[bits] = target.get(bits, 0) + 1
     return out
 
 
@@ -233,7 +249,8 @@ def parse_cuobjdump(text: str) -> dict[str, KernelSass]:
             name=name, arch=arch, dmma=dict(sorted(counts.dmma.items())), dfma=counts.dfma,
             registers=res.get("REG", 0), spill_bytes=res.get("STACK", 0) + res.get("LOCAL", 0),
             shared_bytes=res.get("SHARED", 0), local_stores=counts.stl, local_loads=counts.ldl,
-            dmma_spellings=dict(sorted(counts.spellings.items())))
+            dmma_spellings=dict(sorted(counts.spellings.items())),
+            global_loads=dict(sorted(counts.ldg.items())), global_stores=dict(sorted(counts.stg.items())))
     return result
 
 

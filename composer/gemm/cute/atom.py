@@ -98,8 +98,61 @@ def lds_f64(smem_addr: Any, offset: int = 0) -> Float64:
     return Float64(res)
 
 
+def stg_f64(gmem_addr: Any, x: Any) -> None:
+    """``st.global.f64``: 8 bytes at an 8-byte aligned global address."""
+    llvm.inline_asm(None, [Int64(gmem_addr).ir_value(), Float64(x).ir_value()], "st.global.f64 [$0], $1;", "l,d",
+                    has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
 def stg_f64x2(gmem_addr: Any, x0: Any, x1: Any) -> None:
     """``st.global.v2.f64``: 16 bytes at a 16-byte aligned global address."""
     llvm.inline_asm(None, [Int64(gmem_addr).ir_value(), Float64(x0).ir_value(), Float64(x1).ir_value()],
                     "st.global.v2.f64 [$0], {$1, $2};", "l,d,d", has_side_effects=True,
                     is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
+def ldg_f64(gmem_addr: Any) -> Float64:
+    """``ld.global.f64`` (coherent: the fold's y GEMM reads the array it writes, element by element)."""
+    f64 = Float64.mlir_type
+    res = llvm.inline_asm(f64, [Int64(gmem_addr).ir_value()], "ld.global.f64 $0, [$1];", "=d,l",
+                          has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+    return Float64(res)
+
+
+def ldg_f64x2(gmem_addr: Any) -> tuple[Float64, Float64]:
+    """``ld.global.v2.f64``: 16 bytes at a 16-byte aligned global address."""
+    f64 = Float64.mlir_type
+    res = llvm.inline_asm(llvm.StructType.get_literal([f64, f64]), [Int64(gmem_addr).ir_value()],
+                          "ld.global.v2.f64 {$0, $1}, [$2];", "=d,=d,l", has_side_effects=True,
+                          is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+    return Float64(llvm.extractvalue(f64, res, [0])), Float64(llvm.extractvalue(f64, res, [1]))
+
+
+def ldg_f64_if(gmem_addr: Any, predicate: Any) -> Float64:
+    """``@p ld.global.f64`` with 0 where ``predicate`` (an Int32, nonzero: load) is false: one
+    predicated load and no branch (the face values of the boundary nodes)."""
+    f64 = Float64.mlir_type
+    ptx = ("{ .reg .pred p; setp.ne.s32 p, $2, 0; mov.b64 $0, 0; @p ld.global.f64 $0, [$1]; }")
+    res = llvm.inline_asm(f64, [Int64(gmem_addr).ir_value(), Int32(predicate).ir_value()], ptx, "=d,l,r",
+                          has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+    return Float64(res)
+
+
+def ldg_f64x2_if(gmem_addr: Any, predicate: Any) -> tuple[Float64, Float64]:
+    """``@p ld.global.v2.f64`` (16-byte aligned) with zeros where ``predicate`` is false."""
+    f64 = Float64.mlir_type
+    ptx = ("{ .reg .pred p; setp.ne.s32 p, $3, 0; mov.b64 $0, 0; mov.b64 $1, 0; "
+           "@p ld.global.v2.f64 {$0, $1}, [$2]; }")
+    res = llvm.inline_asm(llvm.StructType.get_literal([f64, f64]),
+                          [Int64(gmem_addr).ir_value(), Int32(predicate).ir_value()], ptx, "=d,=d,l,r",
+                          has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+    return Float64(llvm.extractvalue(f64, res, [0])), Float64(llvm.extractvalue(f64, res, [1]))
+
+
+def fma_f64(a: Any, b: Any, c: Any) -> Float64:
+    """``fma.rn.f64``: ``a * b + c`` rounded once, as the tree's Fma node says."""
+    f64 = Float64.mlir_type
+    res = llvm.inline_asm(f64, [Float64(x).ir_value() for x in (a, b, c)], "fma.rn.f64 $0, $1, $2, $3;",
+                          "=d,d,d,d", has_side_effects=False, is_align_stack=False,
+                          asm_dialect=llvm.AsmDialect.AD_ATT)
+    return Float64(res)

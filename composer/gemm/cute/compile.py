@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from composer.gemm.cute.config import GemmConfig
+from composer.gemm.cute.config import GemmConfig, resolve_epilogue
+from composer.gemm.cute.epilogue import Epilogue
 from composer.runtime.elf import entry_points
 from composer.fileio import atomic_write_bytes
 
 _SOURCES = ("kernel.py", "atom.py", "epilogue.py", "swizzle.py", "config.py", "compile.py")
+#: The epilogue-tree modules the kernel traces (composer.epilogues): part of the source hash too.
+_TREE_SOURCES = ("tree.py", "index.py", "evaluate.py", "cute_emit.py")
 
 
 @dataclass(frozen=True)
@@ -48,8 +51,9 @@ def source_hash() -> str:
     """sha256 over this package's kernel sources: editing the kernel invalidates cached CUBINs."""
     h = hashlib.sha256()
     here = Path(__file__).parent
-    for name in _SOURCES:
-        h.update((here / name).read_bytes())
+    trees = here.parent.parent / "epilogues"
+    for path in [here / name for name in _SOURCES] + [trees / name for name in _TREE_SOURCES]:
+        h.update(path.read_bytes())
     return h.hexdigest()
 
 
@@ -59,18 +63,18 @@ def default_cache_dir() -> Path:
     return base / "cute"
 
 
-def cubin_key(cfg: GemmConfig, arch: str, name: str) -> str:
+def cubin_key(cfg: GemmConfig, arch: str, name: str, epilogue: Epilogue | None = None) -> str:
     payload = {"config": cfg.to_dict(), "arch": arch, "name": name, "dsl": dsl_version(),
-               "source": source_hash()}
+               "source": source_hash(), "epilogue": epilogue.key() if epilogue is not None else None}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
-def _dsl_compile(cfg: GemmConfig, arch: str, name: str) -> bytes:
+def _dsl_compile(cfg: GemmConfig, arch: str, name: str, epilogue: Epilogue | None) -> bytes:
     import cutlass.cute as cute
 
     from composer.gemm.cute.kernel import TensorOpDgemm, placeholder_args
 
-    gemm = TensorOpDgemm(cfg, arch, name)
+    gemm = TensorOpDgemm(cfg, arch, name, epilogue)
     with tempfile.TemporaryDirectory(prefix="composer-cute-") as tmp:
         compiled = cute.compile(gemm, placeholder_args(),
                                 options=f"--gpu-arch={arch} --keep-cubin --dump-dir={tmp}")
@@ -83,12 +87,14 @@ def _dsl_compile(cfg: GemmConfig, arch: str, name: str) -> bytes:
 
 
 def compile_config(cfg: GemmConfig, arch: str, name: str, cache_dir: Path | None = None,
-                   use_cache: bool = True) -> CuteCubin:
+                   use_cache: bool = True, epilogue: Epilogue | None = None) -> CuteCubin:
     """CUBIN of ``cfg`` for ``arch`` with entry ``<name>_0``; rejects shapes ``arch`` lacks and
-    invalid configurations before touching the cache or the DSL."""
+    invalid configurations before touching the cache or the DSL. ``epilogue``: the instance of a
+    specialized epilogue family (an epilogue tree; ``cfg.epilogue`` names its family)."""
     cfg.validate(arch)
+    resolve_epilogue(cfg, epilogue)
     version = dsl_version()
-    key = cubin_key(cfg, arch, name)
+    key = cubin_key(cfg, arch, name, epilogue)
     directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     path = directory / f"{key}.cubin"
     if use_cache and path.is_file():
@@ -100,7 +106,7 @@ def compile_config(cfg: GemmConfig, arch: str, name: str, cache_dir: Path | None
                 return CuteCubin(cfg, arch, meta["symbol"], data, version, from_cache=True)
         except (OSError, ValueError, KeyError):
             pass  # corrupt cache entry: rebuild below
-    data = _dsl_compile(cfg, arch, name)
+    data = _dsl_compile(cfg, arch, name, epilogue)
     symbols = entry_points(data)
     if len(symbols) != 1:
         raise RuntimeError(f"{cfg.tag} on {arch}: expected one kernel entry, found {symbols}")

@@ -14,25 +14,30 @@ shapes tile without padding.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.arch.mma import MmaShape, check_supported, mma_shape
 from composer.errors import ComposerError
-from composer.gemm.cute.epilogue import EPILOGUES
+from composer.gemm.cute.epilogue import EPILOGUE_NAMES, EPILOGUES, Epilogue
 from composer.gemm.cute.swizzle import stage_stride_clear
 from composer.gemm.roles import GemmSpec
 from composer.runtime.params import Param
 
 
-# The kernel's C ABI, in order. ``aux``/``ld_aux``/``stride_aux``/``alpha``/``beta`` belong to
-# the epilogue (unused by "store"): a fixed list keeps every variant launchable by one runtime
-# path and lets fused epilogues plug in without changing how kernels are launched.
+#: Auxiliary volume-array pointers in the ABI: the most an epilogue tree reads (the carrier
+#: without the fold reads the other two derivatives and Ex, Ey, Ez).
+AUX_SLOTS = 5
+
+# The kernel's C ABI, in order. ``aux0..aux4`` (volume arrays in C's layout: C's ldc and batch
+# stride), ``face`` (a face array, [e, f, b, a]) and ``alpha``/``beta`` belong to the epilogue
+# (unused by "store"): a fixed list keeps every variant launchable by one runtime path and lets
+# fused epilogues plug in without changing how kernels are launched.
 KERNEL_PARAMS: tuple[Param, ...] = tuple(Param(n, t) for n, t in (
-    ("a", "ptr"), ("b", "ptr"), ("c", "ptr"), ("aux", "ptr"),
+    ("a", "ptr"), ("b", "ptr"), ("c", "ptr"), *((f"aux{s}", "ptr") for s in range(AUX_SLOTS)), ("face", "ptr"),
     ("m", "i32"), ("n", "i32"), ("k", "i32"), ("batch", "i32"),
-    ("lda", "i64"), ("ldb", "i64"), ("ldc", "i64"), ("ld_aux", "i64"),
-    ("stride_a", "i64"), ("stride_b", "i64"), ("stride_c", "i64"), ("stride_aux", "i64"),
+    ("lda", "i64"), ("ldb", "i64"), ("ldc", "i64"),
+    ("stride_a", "i64"), ("stride_b", "i64"), ("stride_c", "i64"),
     ("alpha", "f64"), ("beta", "f64"),
 ))
 
@@ -156,8 +161,8 @@ class GemmConfig:
             if not stage_stride_clear(rows, self.bk, mn_major):
                 problems.append(f"the {operand} stage stride {rows * self.bk} doubles lies inside "
                                 "the swizzled address bits")
-        if self.epilogue not in EPILOGUES:
-            problems.append(f"epilogue {self.epilogue!r} not in {sorted(EPILOGUES)}")
+        if self.epilogue not in EPILOGUE_NAMES:
+            problems.append(f"epilogue {self.epilogue!r} not in {sorted(EPILOGUE_NAMES)}")
         if self.smem_bytes > limits.smem_per_block_optin:
             problems.append(f"shared memory {self.stages} stages x ({self.bm} + {self.bn}) x {self.bk} "
                             f"doubles = {self.smem_bytes} B exceeds the {limits.smem_per_block_optin} B "
@@ -185,6 +190,20 @@ class GemmConfig:
         return cls(**dict(raw))
 
 
+def resolve_epilogue(cfg: GemmConfig, epilogue: Epilogue | None = None) -> Epilogue:
+    """The epilogue instance a kernel of ``cfg`` runs: built from the config's name, or the given
+    one, which must be of the family the config names (a specialized family needs one)."""
+    if epilogue is None:
+        if cfg.epilogue not in EPILOGUES:
+            raise GemmConfigError(f"GEMM config {cfg.tag}: epilogue {cfg.epilogue!r} is specialized per "
+                                  "instance; pass the instance (e.g. an epilogue tree)")
+        return EPILOGUES[cfg.epilogue]()
+    if epilogue.name != cfg.epilogue:
+        raise GemmConfigError(f"GEMM config {cfg.tag} names epilogue {cfg.epilogue!r}, "
+                              f"given a {epilogue.name!r} epilogue")
+    return epilogue
+
+
 @dataclass(frozen=True)
 class KernelProblem:
     """Runtime arguments for one launch: sizes, leading dimensions, batch strides, operand names.
@@ -207,12 +226,16 @@ class KernelProblem:
     b_operand: str
     majors: tuple[str, str, str]
 
-    def args(self, a: int, b: int, c: int, aux: int = 0, ld_aux: int = 0, stride_aux: int = 0,
-             alpha: float = 1.0, beta: float = 0.0) -> tuple[Any, ...]:
-        """Arguments in KERNEL_PARAMS order: the operands and epilogue values given here, the
-        sizes, leading dimensions and strides from this problem (its fields carry the ABI's names)."""
-        given = {"a": a, "b": b, "c": c, "aux": aux, "ld_aux": ld_aux, "stride_aux": stride_aux,
-                 "alpha": alpha, "beta": beta}
+    def args(self, a: int, b: int, c: int, aux: Sequence[int] = (), face: int = 0, alpha: float = 1.0,
+             beta: float = 0.0) -> tuple[Any, ...]:
+        """Arguments in KERNEL_PARAMS order: the operands and epilogue values given here (``aux``
+        fills the aux slots in order, the rest are 0), the sizes, leading dimensions and strides
+        from this problem (its fields carry the ABI's names)."""
+        if len(aux) > AUX_SLOTS:
+            raise ValueError(f"{len(aux)} aux pointers; the kernel has {AUX_SLOTS} slots")
+        slots = [*aux, *([0] * (AUX_SLOTS - len(aux)))]
+        given = {"a": a, "b": b, "c": c, "face": face, "alpha": alpha, "beta": beta,
+                 **{f"aux{s}": ptr for s, ptr in enumerate(slots)}}
         return tuple(given[p.name] if p.name in given else getattr(self, p.name) for p in KERNEL_PARAMS)
 
     @property

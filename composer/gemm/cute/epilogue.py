@@ -1,16 +1,25 @@
 """Pluggable GEMM epilogues: what happens to each accumulator once the mainloop is done.
 
-An epilogue is traced inside the CuTe DSL kernel, once per accumulator register, with the
-element's (m, n) coordinates already bounds-checked. It receives an :class:`EpilogueContext`
-holding the kernel's C and ``aux`` pointers (batch offsets applied), their strides and the
-``alpha``/``beta`` scalars of the fixed kernel ABI, so new (fused) epilogues need no new launch
-code: register a class in EPILOGUES under a name and put that name in a GemmConfig.
+An epilogue is traced inside the CuTe DSL kernel, once per output *site*: one accumulator, or an
+n-adjacent pair the kernel may store as one 16-byte vector (C n-contiguous, ``pairs`` set). The
+kernel has already checked the site's bounds and computed its :class:`OutputSite` (in-batch
+coordinates and C offset); the :class:`EpilogueContext` holds the kernel's C pointer, the
+auxiliary pointers (volume arrays in C's layout, batch offsets applied), the face pointer, the
+batch index and the ``alpha``/``beta`` scalars of the fixed kernel ABI, so new (fused)
+epilogues need no new launch code.
+
+An epilogue splits into ``values`` (loads and arithmetic) and ``store``: on an interior tile the
+kernel computes every site's values before the first store, so the loads of all sites are free to
+overlap (no store between them that might alias), and stores them afterwards.
+
+``EPILOGUES`` holds the epilogues without parameters (a GemmConfig names one); ``"tree"`` is an
+epilogue visitor tree (``composer.epilogues``), an instance the kernel is given.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Sequence
 
 
 @dataclass
@@ -18,26 +27,51 @@ class EpilogueContext:
     """Device-side handles an epilogue may use (DSL values; built inside the kernel)."""
 
     c: Any  # cute.Pointer to C of this batch
-    aux: Any  # cute.Pointer to aux of this batch
+    aux: tuple[Any, ...]  # cute.Pointers to the aux arrays of this batch (C's ldc and batch stride)
+    face: Any  # cute.Pointer to the face array (not batch-offset: the epilogue finds its element)
+    batch: Any  # Int32 batch index
     c_stride_m: Any  # element strides of C(m, n)
     c_stride_n: Any
-    ld_aux: Any
     alpha: Any
     beta: Any
 
 
+@dataclass
+class OutputSite:
+    """One site: in-batch coordinates (Int32) of its first element and that element's offset from
+    ``ctx.c`` (Int64); a pair's second element is at (m, n + 1), offset + 1."""
+
+    m: Any
+    n: Any
+    offset: Any
+
+
 class Epilogue:
-    """Base: ``apply`` writes one accumulator (``apply_pair`` two, when ``pairs``)."""
+    """Base: ``values`` computes what ``store`` writes at a site of one or two elements."""
 
     name: ClassVar[str]
-    pairs: ClassVar[bool] = False  # has ``apply_pair`` (two n-adjacent elements, n even, ldc even)
+    pairs: ClassVar[bool] = False  # handles two-element sites (n even, C n-contiguous, ldc even)
 
-    def apply(self, ctx: EpilogueContext, m: Any, n: Any, acc: Any) -> None:
+    def values(self, ctx: EpilogueContext, site: OutputSite, acc: Sequence[Any]) -> list[Any]:
         raise NotImplementedError
 
-    def apply_pair(self, ctx: EpilogueContext, m: Any, n: Any, acc0: Any, acc1: Any) -> None:
-        """Elements (m, n) and (m, n+1) at once; the kernel calls it only when ``pairs`` is set."""
-        raise NotImplementedError
+    def store(self, ctx: EpilogueContext, site: OutputSite, values: Sequence[Any]) -> None:
+        """C at the site = ``values`` (one 16-byte store for a pair)."""
+        from composer.gemm.cute.atom import stg_f64, stg_f64x2
+
+        address = (ctx.c + site.offset).toint()
+        if len(values) == 2:
+            stg_f64x2(address, values[0], values[1])
+        else:
+            stg_f64(address, values[0])
+
+    def pair_condition(self, ctx: EpilogueContext) -> Any:
+        """A runtime condition pairs need beyond C's own alignment (None: none)."""
+        return None
+
+    def key(self) -> dict[str, Any]:
+        """What identifies the compiled epilogue (the CUBIN cache key and the build manifest)."""
+        return {"name": self.name}
 
 
 class StoreEpilogue(Epilogue):
@@ -46,15 +80,13 @@ class StoreEpilogue(Epilogue):
     name = "store"
     pairs = True
 
-    def apply(self, ctx: EpilogueContext, m: Any, n: Any, acc: Any) -> None:
-        ctx.c[m * ctx.c_stride_m + n * ctx.c_stride_n] = acc
-
-    def apply_pair(self, ctx: EpilogueContext, m: Any, n: Any, acc0: Any, acc1: Any) -> None:
-        """C[m, n], C[m, n+1] = acc0, acc1 as one 16-byte store (C n-contiguous, n and ldc even)."""
-        from composer.gemm.cute.atom import stg_f64x2
-
-        stg_f64x2((ctx.c + (m * ctx.c_stride_m + n)).toint(), acc0, acc1)
+    def values(self, ctx: EpilogueContext, site: OutputSite, acc: Sequence[Any]) -> list[Any]:
+        return list(acc)
 
 
-#: The epilogues a GemmConfig may name (GemmConfig.validate rejects any other name).
+#: The parameterless epilogues a GemmConfig may name, by name.
 EPILOGUES: dict[str, type[Epilogue]] = {cls.name: cls for cls in (StoreEpilogue,)}
+#: Epilogue families specialized per instance (the kernel is given the instance).
+SPECIALIZED = ("tree",)
+#: Every name a GemmConfig may give (GemmConfig.validate rejects any other).
+EPILOGUE_NAMES = (*EPILOGUES, *SPECIALIZED)

@@ -30,8 +30,8 @@ import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64
 
 from composer.gemm.cute.atom import a_coord, b_coord, cp_async, cp_async_full, d_coord, dmma, lds_f64
-from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig
-from composer.gemm.cute.epilogue import EPILOGUES, EpilogueContext
+from composer.gemm.cute.config import AUX_SLOTS, KERNEL_PARAMS, GemmConfig, resolve_epilogue
+from composer.gemm.cute.epilogue import Epilogue, EpilogueContext, OutputSite
 from composer.gemm.cute.swizzle import frag_plan, interior_steps, swizzle_bits, swizzled_offset
 
 #: The DSL type of each C type tag the ABI uses.
@@ -86,9 +86,12 @@ class TensorOpDgemm:
     (GemmConfigError, or UnsupportedShapeError for an MMA shape ``arch`` lacks) and precomputes,
     in plain Python, which fragment loads and cp.async copies share an address register.
     ``cute.compile(gemm, placeholder_args(), options=...)`` then traces ``__call__``.
+
+    ``epilogue`` is the epilogue instance for a specialized family (``cfg.epilogue == "tree"``:
+    an epilogue visitor tree); the parameterless ones (``"store"``) are built from the name.
     """
 
-    def __init__(self, cfg: GemmConfig, arch: str, name: str) -> None:
+    def __init__(self, cfg: GemmConfig, arch: str, name: str, epilogue: Epilogue | None = None) -> None:
         self.cfg = cfg.validate(arch)
         self.arch = arch
         self.name = name
@@ -102,7 +105,9 @@ class TensorOpDgemm:
         self.a_mn_major = cfg.a_major == "m"
         self.b_mn_major = cfg.b_major == "n"
         self.c_m_major = cfg.c_major == "m"
-        self.epilogue = EPILOGUES[cfg.epilogue]()
+        self.epilogue = resolve_epilogue(cfg, epilogue)
+        # pair sites: C n-contiguous puts a thread's registers (r, r+1) at adjacent columns 2t, 2t+1
+        self.pairs = not self.c_m_major and self.epilogue.pairs
 
         shape, bm, bn, bk = self.shape, self.bm, self.bn, self.bk
         lanes = [(w, ln // 4, ln % 4) for w in range(self.threads // 32) for ln in range(32)]
@@ -134,7 +139,8 @@ class TensorOpDgemm:
         tile_m = bid % n_tiles_m
         rest = bid // n_tiles_m
         tile_n = rest % n_tiles_n
-        ibatch = Int64(rest // n_tiles_n)
+        batch = rest // n_tiles_n
+        ibatch = Int64(batch)
         m0 = tile_m * self.bm
         n0 = tile_n * self.bn
         pa = args.a + ibatch * args.stride_a
@@ -194,7 +200,7 @@ class TensorOpDgemm:
                 self._mma_step(acc, *self._load_fragments(a_addr, b_addr, ks))
         cute.arch.cp_async_wait_group(0)
 
-        self._store_tile(args, acc, ibatch, m0, n0, row_a, warp, t)
+        self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
 
     # --- the mainloop's pieces ---------------------------------------------------------------
     # Plain Python methods are unrolled at trace time (every DSL value they use comes in as an
@@ -316,37 +322,80 @@ class TensorOpDgemm:
                     acc[(i, j, r)] = d[r]
 
     @cute.jit
-    def _store_tile(self, args: KernelArgs, acc: Any, ibatch: Int64, m0: Int32, n0: Int32, row_a: Int32,
-                    warp: Int32, t: Int32):
-        """The epilogue: every in-bounds accumulator through ``self.epilogue``."""
+    def _store_tile(self, args: KernelArgs, acc: Any, batch: Int32, ibatch: Int64, m0: Int32, n0: Int32,
+                    row_a: Int32, warp: Int32, t: Int32):
+        """The epilogue: every in-bounds accumulator through ``self.epilogue``.
+
+        Interior tiles (the common case) compute the values of every site before the first store
+        (no branch, no store between the loads of different sites); ragged tiles check each site.
+        """
         ctx = EpilogueContext(
-            c=args.c + ibatch * args.stride_c, aux=args.aux + ibatch * args.stride_aux,
+            c=args.c + ibatch * args.stride_c,
+            aux=tuple(getattr(args, f"aux{s}") + ibatch * args.stride_c for s in range(AUX_SLOTS)),
+            face=args.face, batch=batch,
             c_stride_m=Int64(1) if self.c_m_major else args.ldc,
             c_stride_n=args.ldc if self.c_m_major else Int64(1),
-            ld_aux=args.ld_aux, alpha=args.alpha, beta=args.beta)
-        if cutlass.const_expr(not self.c_m_major and self.epilogue.pairs):
-            # n-contiguous C: registers (r, r+1) are adjacent columns 2t, 2t+1: one 16-byte store
-            # when the leading dimension keeps the pair aligned (even ldc), scalar stores else
-            pair_ok = ((args.ldc % 2) == 0) & ((args.stride_c % 2) == 0) & ((args.c.toint() % 16) == 0)
-            for i in cutlass.range_constexpr(self.tiles_m):
-                for j in cutlass.range_constexpr(self.tiles_n):
-                    for r in cutlass.range_constexpr(0, self.shape.c_regs, 2):
-                        gm = m0 + row_a + i * self.shape.m + d_coord(r)[0]
-                        gn = n0 + (warp // self.warps_m) * self.wn + j * self.shape.n + 2 * t
-                        if gm < args.m:
-                            if pair_ok and gn + 1 < args.n:
-                                self.epilogue.apply_pair(ctx, Int64(gm), Int64(gn), acc[(i, j, r)],
-                                                         acc[(i, j, r + 1)])
-                            else:
-                                if gn < args.n:
-                                    self.epilogue.apply(ctx, Int64(gm), Int64(gn), acc[(i, j, r)])
-                                if gn + 1 < args.n:
-                                    self.epilogue.apply(ctx, Int64(gm), Int64(gn + 1), acc[(i, j, r + 1)])
+            alpha=args.alpha, beta=args.beta)
+        row0 = m0 + row_a
+        col0 = n0 + (warp // self.warps_m) * self.wn + 2 * t
+        interior = (m0 + self.bm <= args.m) & (n0 + self.bn <= args.n)
+        if cutlass.const_expr(self.pairs):
+            pair_ok = self._pair_condition(args, ctx)
+            if interior & pair_ok:
+                self._store_sites(ctx, acc, row0, col0, 2)
+            else:
+                self._store_ragged(args, ctx, acc, row0, col0, pair_ok)
         else:
-            for i in cutlass.range_constexpr(self.tiles_m):
-                for j in cutlass.range_constexpr(self.tiles_n):
-                    for r in cutlass.range_constexpr(self.shape.c_regs):
-                        gm = m0 + row_a + i * self.shape.m + d_coord(r)[0]
-                        gn = n0 + (warp // self.warps_m) * self.wn + j * self.shape.n + 2 * t + d_coord(r)[1]
-                        if gm < args.m and gn < args.n:
-                            self.epilogue.apply(ctx, Int64(gm), Int64(gn), acc[(i, j, r)])
+            if interior:
+                self._store_sites(ctx, acc, row0, col0, 1)
+            else:
+                self._store_ragged(args, ctx, acc, row0, col0, False)
+
+    def _pair_condition(self, args: KernelArgs, ctx: EpilogueContext) -> Any:
+        """Whether two-element sites are legal at run time: an even leading dimension and batch
+        stride keep every pair 16-byte aligned given an aligned C (and what the epilogue needs)."""
+        ok = ((args.ldc % 2) == 0) & ((args.stride_c % 2) == 0) & ((args.c.toint() % 16) == 0)
+        extra = self.epilogue.pair_condition(ctx)
+        return ok if extra is None else ok & extra
+
+    def _site(self, ctx: EpilogueContext, row0: Any, col0: Any, i: int, j: int, r: int) -> OutputSite:
+        """The site of accumulator register (i, j, r)."""
+        gm = row0 + i * self.shape.m + d_coord(r)[0]
+        gn = col0 + j * self.shape.n + d_coord(r)[1]
+        return OutputSite(gm, gn, Int64(gm) * ctx.c_stride_m + Int64(gn) * ctx.c_stride_n)
+
+    def _store_sites(self, ctx: EpilogueContext, acc: Any, row0: Any, col0: Any, width: int) -> None:
+        """Every site of an interior tile: all values first, then all stores."""
+        done = []
+        for i in range(self.tiles_m):
+            for j in range(self.tiles_n):
+                for r in range(0, self.shape.c_regs, width):
+                    site = self._site(ctx, row0, col0, i, j, r)
+                    done.append((site, self.epilogue.values(ctx, site, [acc[(i, j, r + w)] for w in range(width)])))
+        for site, values in done:
+            self.epilogue.store(ctx, site, values)
+
+    @cute.jit
+    def _store_ragged(self, args: KernelArgs, ctx: EpilogueContext, acc: Any, row0: Int32, col0: Int32,
+                      pair_ok: Any):
+        """A tile on the edge of C: each site checked; pairs where both elements are in bounds."""
+        step = 2 if self.pairs else 1
+        for i in cutlass.range_constexpr(self.tiles_m):
+            for j in cutlass.range_constexpr(self.tiles_n):
+                for r in cutlass.range_constexpr(0, self.shape.c_regs, step):
+                    site = self._site(ctx, row0, col0, i, j, r)
+                    if site.m < args.m:
+                        if cutlass.const_expr(self.pairs):
+                            if pair_ok and site.n + 1 < args.n:
+                                self._apply(ctx, site, [acc[(i, j, r)], acc[(i, j, r + 1)]])
+                            else:
+                                if site.n < args.n:
+                                    self._apply(ctx, site, [acc[(i, j, r)]])
+                                if site.n + 1 < args.n:
+                                    self._apply(ctx, self._site(ctx, row0, col0, i, j, r + 1), [acc[(i, j, r + 1)]])
+                        else:
+                            if site.n < args.n:
+                                self._apply(ctx, site, [acc[(i, j, r)]])
+
+    def _apply(self, ctx: EpilogueContext, site: OutputSite, acc: list) -> None:
+        self.epilogue.store(ctx, site, self.epilogue.values(ctx, site, acc))

@@ -1,0 +1,75 @@
+"""The GEMM kernels of a fused plan: each role's mainloop configuration (GEMM_CUTE's tiles) with the
+epilogue tree the plan gives it. Pure Python: the build plan, the path and the tests reason about
+them without the DSL; :meth:`FusedGemm.epilogue` builds the kernel's epilogue (DSL) when compiling.
+
+A role whose tree is the unweighted store is GEMM_CUTE's kernel unchanged (same configuration,
+same build job); every other role runs the same mainloop with ``epilogue = "tree"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from composer.epilogues.index import OutputIndex
+from composer.epilogues.paper import FusedPlan, store
+from composer.epilogues.tree import Store, aux_names, face_names, text, to_dict
+from composer.gemm.cute.config import GemmConfig
+from composer.gemm.cute.epilogue import Epilogue
+from composer.gemm.cute.tiles import role_kernel
+
+
+@dataclass(frozen=True)
+class FusedGemm:
+    """One role's kernel in a fused plan."""
+
+    role: str
+    swap: bool
+    config: GemmConfig
+    tree: Store
+    index: OutputIndex
+
+    @property
+    def plain(self) -> bool:
+        """Whether this is the unweighted store (GEMM_CUTE's kernel)."""
+        return self.tree == store()
+
+    @property
+    def aux_slots(self) -> tuple[str, ...]:
+        """Array names bound to the kernel's aux0, aux1, ... parameters, in order."""
+        return aux_names(self.tree)
+
+    @property
+    def face(self) -> str | None:
+        """The face array bound to the kernel's ``face`` parameter (None: unused)."""
+        return next(iter(face_names(self.tree)), None)
+
+    def epilogue(self) -> Epilogue | None:
+        """The kernel's epilogue instance (None for the plain store, which the config names)."""
+        if self.plain:
+            return None
+        from composer.epilogues.cute_emit import TreeEpilogue
+
+        return TreeEpilogue(self.tree, self.index)
+
+    def describe(self) -> dict[str, Any]:
+        """What the build manifest records about the epilogue."""
+        return {"text": text(self.tree), "tree": to_dict(self.tree), "aux_slots": list(self.aux_slots),
+                "face": self.face, "index": {"role": self.index.role, "swap": self.index.swap, "nq": self.index.nq}}
+
+
+def fused_gemms(plan: FusedPlan, mma: str, tiles: Mapping[str, Mapping[str, Any]] | None = None,
+                carrier_tile: Mapping[str, Any] | None = None) -> dict[str, FusedGemm]:
+    """Each role's kernel: GEMM_CUTE's tile for it (``tiles[role]`` overrides, as the build reads
+    them), the carrier's replaced field by field by ``carrier_tile``; roles in ``plan.roles`` order."""
+    out: dict[str, FusedGemm] = {}
+    for role in plan.roles:
+        overrides = dict((tiles or {}).get(role) or {})
+        if role == plan.carrier:
+            overrides.update(carrier_tile or {})
+        rk = role_kernel(role, plan.nq, 1, mma, overrides)
+        tree = plan.trees[role]
+        cfg = rk.config if tree == store() else replace(rk.config, epilogue="tree").validate()
+        out[role] = FusedGemm(role, rk.swap, cfg, tree, OutputIndex(role, rk.swap, plan.nq))
+    return out

@@ -1,0 +1,77 @@
+"""CPU tests of the epilogue trees emitted into the CuTe DSL GEMM kernel: the carrier and fold
+kernels cross-compile for sm_80 (8x8x4), sm_90 (16x8x4) and sm_100 (16x8x4), issue exactly the
+plain store kernel's DMMAs (the mainloop is untouched), store exactly what the plain kernel stores
+(the carrier writes dqdt only, never its own derivative), and use 16-byte loads and stores where
+the layout pairs two nodes of a row. Compiles are cached on disk, so a re-run costs seconds."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl not installed")
+
+from composer.arch.mma import expected_sass  # noqa: E402
+from composer.arch.sass import inspect_cubin  # noqa: E402
+from composer.epilogues.kernels import fused_gemms  # noqa: E402
+from composer.epilogues.paper import fused_plan, store  # noqa: E402
+from composer.gemm.cute.compile import compile_config  # noqa: E402
+from composer.gemm.cute.config import GemmConfigError  # noqa: E402
+
+BUILDS = [("sm_80", "8x8x4"), ("sm_90", "16x8x4"), ("sm_100", "16x8x4")]
+#: (nq, carrier, fold, carrier tile): low-order carriers on the transposed problem (16-byte pairs),
+#: the fold's three kernels at Nq = 128 (x weighted) and the y kernel of the Nq = 64 form.
+PLANS = [
+    (16, "x", False, {}),
+    (32, "y", False, {"swap": True}),
+    (8, "z", False, {}),
+    (128, "z", True, {}),
+    (64, "z", True, {}),
+]
+
+
+def kernel_pair(gemm, arch, tag):
+    """SASS of the fused kernel and of the plain store kernel of the same mainloop configuration."""
+    from dataclasses import replace
+
+    fused = compile_config(gemm.config, arch, f"t_{tag}", epilogue=gemm.epilogue())
+    plain = compile_config(replace(gemm.config, epilogue="store"), arch, f"t_{tag}_store")
+    (k,) = inspect_cubin(fused.cubin).values()
+    (base,) = inspect_cubin(plain.cubin).values()
+    return k, base
+
+
+@pytest.mark.parametrize("arch,mma", BUILDS)
+@pytest.mark.parametrize("nq,carrier,fold,carrier_tile", PLANS, ids=lambda v: str(v))
+def test_fused_kernels_keep_the_mainloop_and_store_only_their_output(arch, mma, nq, carrier, fold, carrier_tile):
+    plan = fused_plan(carrier, fold, nq)
+    gemms = fused_gemms(plan, mma, carrier_tile=carrier_tile)
+    want, factor = expected_sass(mma, arch)
+    for role, gemm in gemms.items():
+        if gemm.plain:
+            continue
+        k, base = kernel_pair(gemm, arch, f"{nq}_{carrier}{int(fold)}_{role}")
+        assert k.dmma == base.dmma == {want: factor * gemm.config.mma_per_ktile}, (role, k.dmma, base.dmma)
+        assert k.global_stores == base.global_stores, (role, k.global_stores, base.global_stores)
+        assert base.dfma == 0 and k.registers <= 255  # the fused kernel's DFMAs are its epilogue's arithmetic
+        loads = sum(k.global_loads.values())
+        assert loads > sum(base.global_loads.values()), "the epilogue reads its aux and face arrays"
+        if gemm.index.pairs_share_row:
+            assert k.global_loads.get("128", 0) > 0 and k.global_stores.get("128", 0) > 0
+        if role == carrier:
+            assert gemm.face == "fstar" and plan.outputs[role] == "dqdt"
+
+
+def test_plain_roles_are_gemm_cutes_kernels():
+    from composer.gemm.cute.tiles import role_kernel
+
+    gemms = fused_gemms(fused_plan("z", False, 64), "16x8x4", tiles={"x": {"stages": 2}})
+    assert gemms["x"].plain and gemms["x"].config == role_kernel("x", 64, 1, "16x8x4", {"stages": 2}).config
+    assert gemms["x"].epilogue() is None and gemms["z"].config.epilogue == "tree"
+    assert gemms["z"].tree != store() and gemms["z"].aux_slots == ("Ez", "Ey", "dy", "Ex", "dx")
+
+
+def test_tree_config_needs_its_tree(tmp_path):
+    gemm = fused_gemms(fused_plan("z", False, 8), "8x8x4")["z"]
+    with pytest.raises(GemmConfigError, match="specialized per instance"):
+        compile_config(gemm.config, "sm_90", "t_missing", cache_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []
