@@ -32,13 +32,13 @@ def test_every_path_class_is_registered_once_and_resolves() -> None:
                     if issubclass(obj, Path) and not inspect.isabstract(obj) and "name" in vars(obj)}
     assert defined == set(PATHS)
     names = path_names()
-    assert names == [cls.name for cls in PATHS] and len(set(names)) == len(names) == 7
+    assert names == [cls.name for cls in PATHS] and len(set(names)) == len(names) == 8
     for cls in PATHS:
         assert path_class(cls.name) is cls and path_class(cls.name.lower()) is cls
 
 
 def test_unknown_path_names_the_known_ones() -> None:
-    with pytest.raises(UnknownPathError, match="unknown path 'CUBLAS'; available paths: GEMM, GEMM_CUTE, EINSUM"):
+    with pytest.raises(UnknownPathError, match="unknown path 'CUBLAS'; available paths: GEMM, GEMM_CUTE, GEMM_FUSED, EINSUM"):
         path_class("CUBLAS")
     assert issubclass(UnknownPathError, ComposerError) and issubclass(UnknownPathError, ValueError)
 
@@ -72,10 +72,10 @@ def test_every_path_declares_capabilities_options_and_memory() -> None:
 
 
 def test_capability_selection() -> None:
-    assert [cls.name for cls in paths_with(needs_build=True)] == ["GEMM_CUTE"]
-    assert [cls.name for cls in paths_with(reads_mma=True)] == ["GEMM_CUTE"]
+    assert [cls.name for cls in paths_with(needs_build=True)] == ["GEMM_CUTE", "GEMM_FUSED"]
+    assert [cls.name for cls in paths_with(reads_mma=True)] == ["GEMM_CUTE", "GEMM_FUSED"]
     assert [cls.name for cls in paths_with(supports_graph=False)] == ["EINSUM"]
-    assert [cls.name for cls in paths_with(family="library")] == ["GEMM", "GEMM_CUTE"]
+    assert [cls.name for cls in paths_with(family="library")] == ["GEMM", "GEMM_CUTE", "GEMM_FUSED"]
     with pytest.raises(ValueError, match="no capability"):
         paths_with(fast=True)
 
@@ -141,8 +141,8 @@ def test_bench_and_build_defaults_come_from_capabilities() -> None:
     from composer.cli.bench import DEFAULT_PATHS as BENCH_DEFAULT
 
     assert BENCH_DEFAULT == ("GEMM", "FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
-    assert BUILD_DEFAULT == ("GEMM_CUTE",)
-    assert BUILDABLE_PATHS == ("GEMM", "GEMM_CUTE", "FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
+    assert BUILD_DEFAULT == ("GEMM_CUTE", "GEMM_FUSED")
+    assert BUILDABLE_PATHS == ("GEMM", "GEMM_CUTE", "GEMM_FUSED", "FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
 
 
 def test_build_checks_the_mma_shape_only_for_paths_that_read_it() -> None:

@@ -73,12 +73,23 @@ def _stale_reason(job: BuildJob, entry: KernelEntry | None, out: Path, compiler:
     return ""
 
 
+def _tree_epilogue(described: dict):
+    """The kernel epilogue of a job's recorded epilogue tree (``FusedGemm.describe``)."""
+    from composer.epilogues.cute_emit import TreeEpilogue
+    from composer.epilogues.index import OutputIndex
+    from composer.epilogues.tree import from_dict
+
+    return TreeEpilogue(from_dict(described["tree"]), OutputIndex(**described["index"]))
+
+
 def _compile_cute(job: BuildJob, out: Path) -> dict:
     from composer.gemm.cute.compile import compile_config
     from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig
 
     cfg = GemmConfig.from_dict(job.spec["config"])
-    built = compile_config(cfg, job.arch, job.name)
+    described = job.spec.get("epilogue")
+    epilogue = _tree_epilogue(described) if described else None
+    built = compile_config(cfg, job.arch, job.name, epilogue=epilogue)
     cubin = f"{job.name}.cubin"
     atomic_write_bytes(out / cubin, built.cubin)
     return {
@@ -88,7 +99,8 @@ def _compile_cute(job: BuildJob, out: Path) -> dict:
         "grid_rule": {"x": cfg.grid_rule()}, "arch": job.arch,
         "config": {"kind": "cute_gemm", "order": job.order, "role": job.spec["role"],
                    "swap": job.spec["swap"], "gemm": cfg.to_dict(), "mma": cfg.mma,
-                   "mma_per_ktile": cfg.mma_per_ktile},
+                   "mma_per_ktile": cfg.mma_per_ktile, "epilogue": described or "store",
+                   **({"fused": job.spec["fused"]} if "fused" in job.spec else {})},
     }
 
 

@@ -1,7 +1,8 @@
 """What ``composer build`` must compile for a configuration (orders x paths x arch x MMA shape).
 
 A plan is a list of jobs, each producing one CUBIN with one kernel: CuTe DSL GEMMs (per order
-and role, from the schedule's ``[paths.GEMM_CUTE]`` table or the default tiles), the NVRTC
+and role, from the schedule's ``[paths.GEMM_CUTE]`` table or the default tiles; for GEMM_FUSED
+also the carrier and fold GEMMs with their epilogue trees, per ``[paths.GEMM_FUSED]``), the NVRTC
 support kernels the library paths launch (per order) and, for the fused paths, every kernel of
 the variant's schedule at the order (face kernel and volume kernels, NVRTC). Every job has a
 ``key`` over everything that determines its CUBIN, so a rebuild recompiles exactly the jobs whose
@@ -18,7 +19,7 @@ from typing import Any
 from composer.config.schedules import available_orders, load_schedule
 from composer.errors import ComposerError
 from composer.arch.mma import check_supported, mma_shape
-from composer.gemm.cute.tiles import role_kernel
+from composer.gemm.cute.tiles import role_kernel, role_overrides
 from composer.gemm.roles import ROLES
 from composer.paths.registry import PATHS, path_class, paths_with
 
@@ -57,12 +58,30 @@ def cute_jobs(order: int, arch: str, mma: str) -> list[BuildJob]:
     nq = order + 1
     jobs = []
     for role in ROLES:
-        overrides = tiles.get(mma, {}).get(role) if isinstance(tiles.get(mma), dict) else None
-        overrides = overrides if overrides is not None else tiles.get(role, {})
-        rk = role_kernel(role, nq, 1, mma, overrides)
+        rk = role_kernel(role, nq, 1, mma, role_overrides(tiles, role, mma))
         name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}"
         jobs.append(BuildJob(name, "cute", arch, order,
                              {"role": role, "swap": rk.swap, "config": rk.config.to_dict()}))
+    return jobs
+
+
+def cute_tree_jobs(order: int, arch: str, mma: str) -> list[BuildJob]:
+    """GEMM_FUSED's GEMMs with epilogue trees at ``order`` (the carrier; x and y when they fold),
+    from the schedule's settings (``composer.epilogues.settings``) with the build's ``mma``. Its
+    plain-store GEMMs are GEMM_CUTE's, built by :func:`cute_jobs`. The spec records the tree."""
+    from composer.epilogues.settings import fused_settings
+
+    check_supported(mma, arch)
+    settings = fused_settings(order, load_schedule(order).paths, {"mma": mma})
+    jobs = []
+    for role, gemm in settings.gemms().items():
+        if gemm.plain:
+            continue
+        variant = ("carry_fold" if settings.fold else "carry") if role == settings.carrier else "fold"
+        name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_{variant}"
+        jobs.append(BuildJob(name, "cute", arch, order, {
+            "role": role, "swap": gemm.swap, "config": gemm.config.to_dict(), "epilogue": gemm.describe(),
+            "fused": {"carrier": settings.carrier, "fold": settings.fold}}))
     return jobs
 
 
@@ -117,6 +136,8 @@ def plan(arch: str, mma: str, orders: list[int] | None = None,
     for order in orders:
         if "cute" in kinds:
             jobs += cute_jobs(order, arch, mma)
+        if "cute_tree" in kinds:
+            jobs += cute_tree_jobs(order, arch, mma)
         if "support" in kinds:
             jobs += support_jobs(order, arch)
         for cls in fused:

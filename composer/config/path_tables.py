@@ -104,11 +104,51 @@ def _role_tiles(table: Table, role: str, mma: str | None, context: PathContext) 
         raise table.error("", f"with mma {mma}: {exc}") from None
 
 
+def _gemm_fused(table: Table, context: PathContext) -> None:
+    """``carrier`` (x, y or z), ``fold`` (bool; only with carrier z), ``mma``, ``library`` (role ->
+    library, over GEMM_CUTE's; a GEMM with a fused epilogue must stay ``cute``) and ``carrier_tile``
+    (the carrier's tile fields over GEMM_CUTE's tile for that role), checked by the resolver the
+    path and the build use (``composer.epilogues.settings``); the carrier's kernel configuration is
+    checked by ``GemmConfig.validate`` when an MMA shape is named (else the build's ``--mma``
+    decides, and only the types are checked here)."""
+    from composer.epilogues.settings import FusedSettingsError, fused_settings
+    from composer.gemm.cute.sweep import LIBRARIES
+    from composer.gemm.cute.tiles import TILE_KEYS
+    from composer.gemm.roles import ROLES
+
+    table.optional("carrier", one_of(ROLES))
+    table.optional("fold", boolean)
+    mma = table.optional("mma", one_of(SHAPES))
+    library = table.optional_table("library")
+    if library is not None:
+        for role in ROLES:
+            library.optional(role, one_of(LIBRARIES))
+        library.reject_unknown()
+    tile = table.optional_table("carrier_tile")
+    if tile is not None:
+        for key in TILE_KEYS:
+            tile.optional(key, boolean if key == "swap" else positive_int)
+        tile.reject_unknown()
+    table.reject_unknown()
+    try:
+        settings = fused_settings(context.order, context.paths)
+    except FusedSettingsError as exc:
+        raise table.error(exc.key, exc.message) from None
+    if mma is None and context.paths.get("GEMM_CUTE", {}).get("mma") is None:
+        return
+    try:
+        settings.gemms()
+    except ValueError as exc:
+        key = "carrier_tile" if tile is not None else ""
+        raise table.error(key, f"with mma {settings.mma}, carrier {settings.carrier}: {exc}") from None
+
+
 #: Path name -> the check of its ``[paths.NAME]`` table; the only place path names are listed for
 #: schedules (``composer.paths`` names the runnable paths; the two lists should be one).
 PATH_TABLES: dict[str, TableCheck] = {
     "GEMM": _no_settings,
     "GEMM_CUTE": _gemm_cute,
+    "GEMM_FUSED": _gemm_fused,
     "EINSUM": _no_settings,
     "FUSED": _fused,
     "FUSED_TC": _fused,

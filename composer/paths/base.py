@@ -39,9 +39,10 @@ Launcher = Callable[[Stream], None]
 #: around the support kernels, "fused" the element-local kernels of a ``[paths.FUSED*]`` schedule
 #: table, "baseline" the operator as a plain CuPy program.
 FAMILIES = ("library", "fused", "baseline")
-#: What ``composer build`` compiles for a path (``build_kinds``): the CuTe DSL GEMMs, the NVRTC
-#: support kernels of the library paths, the kernels of a fused schedule table.
-BUILD_KINDS = ("cute", "support", "fused")
+#: What ``composer build`` compiles for a path (``build_kinds``): the CuTe DSL GEMMs, the CuTe DSL
+#: GEMMs with epilogue trees (GEMM_FUSED's carrier and fold), the NVRTC support kernels of the
+#: library paths, the kernels of a fused schedule table.
+BUILD_KINDS = ("cute", "cute_tree", "support", "fused")
 #: The class attributes ``registry.paths_with`` selects on.
 CAPABILITIES = ("family", "build_kinds", "needs_build", "reads_mma", "min_sm", "supports_graph")
 

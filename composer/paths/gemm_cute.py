@@ -17,7 +17,8 @@ from composer.arch.mma import mma_shape
 from composer.config.schedules import load_schedule
 from composer.errors import ComposerError
 from composer.gemm.cute.config import GemmConfig, kernel_problem
-from composer.gemm.cute.sweep import LIBRARIES
+from composer.gemm.cute.sweep import DEFAULT_LIBRARY, LIBRARIES
+from composer.gemm.cute.tiles import DEFAULT_MMA
 from composer.gemm.roles import ROLES
 from composer.paths.base import PathOption, directory_option
 from composer.paths.library import LibraryPath
@@ -25,8 +26,6 @@ from composer.runtime import Stream
 from composer.runtime.manifest import KernelEntry, read_manifest, requested_build_dir
 from composer.runtime.module import Kernel, Module
 
-DEFAULT_MMA = "16x8x4"
-DEFAULT_LIBRARY = {"x": "cute", "y": "cute", "z": "cute"}
 
 
 def library_option(value: str | Mapping[str, str]) -> dict[str, str]:
@@ -59,13 +58,25 @@ def resolve_settings(order: int, options: Mapping[str, Any]) -> tuple[str, dict[
     return mma, library
 
 
-def find_gemm_entry(entries: list[KernelEntry], order: int, role: str, mma: str, arch: str) -> KernelEntry:
-    """The manifest entry of the ``role`` GEMM for ``order`` and ``mma`` built for ``arch``."""
+def entry_epilogue(entry: KernelEntry) -> str:
+    """The epilogue a CuTe GEMM entry was built with: "store", or the text of its epilogue tree."""
+    epilogue = entry.config.get("epilogue", "store")
+    return epilogue["text"] if isinstance(epilogue, Mapping) else str(epilogue)
+
+
+def find_gemm_entry(entries: list[KernelEntry], order: int, role: str, mma: str, arch: str,
+                    epilogue: str = "store") -> KernelEntry:
+    """The manifest entry of the ``role`` GEMM for ``order`` and ``mma`` built for ``arch`` with
+    ``epilogue`` ("store", or an epilogue tree's text)."""
     for e in entries:
         c = e.config
         if c.get("kind") == "cute_gemm" and c.get("order") == order and c.get("role") == role \
-                and c.get("mma") == mma and e.arch == arch:
+                and c.get("mma") == mma and e.arch == arch and entry_epilogue(e) == epilogue:
             return e
+    if epilogue != "store":
+        raise ComposerError(f"no CuTe GEMM for p={order} role {role} mma {mma} on {arch} with the epilogue "
+                            f"{epilogue} in the build manifest; run: composer build --arch {arch} --mma {mma} "
+                            f"--orders {order} --paths GEMM_FUSED")
     raise ComposerError(f"no CuTe GEMM for p={order} role {role} mma {mma} on {arch} in the build "
                         f"manifest; run: composer build --arch {arch} --mma {mma} --orders {order}")
 
@@ -101,9 +112,18 @@ class GemmCutePath(LibraryPath):
                                                   "(default: $COMPOSER_BUILD_DIR, else build/<arch>)"),
     })
 
+    def gemm_settings(self) -> tuple[str, dict[str, str]]:
+        """(mma, role -> library) of this instance."""
+        return resolve_settings(self.problem.order, self.options)
+
+    def gemm_entry(self, entries: list[KernelEntry], role: str) -> KernelEntry:
+        """The manifest entry of the CuTe kernel that runs ``role``."""
+        pb = self.problem
+        return find_gemm_entry(entries, pb.order, role, self.mma, pb.device.arch)
+
     def setup_gemms(self) -> None:
         pb = self.problem
-        self.mma, self.library = resolve_settings(pb.order, self.options)
+        self.mma, self.library = self.gemm_settings()
         self.kernels: dict[str, tuple[Kernel, GemmConfig, Any]] = {}
         self.blas: dict[str, Any] = {}
         entries: list[KernelEntry] = []
@@ -116,7 +136,7 @@ class GemmCutePath(LibraryPath):
 
                 self.blas[role] = CublasGemm(int(self.gemm_streams[role].handle))
                 continue
-            entry = find_gemm_entry(entries, pb.order, role, self.mma, pb.device.arch)
+            entry = self.gemm_entry(entries, role)
             cfg = entry_gemm_config(entry)
             prob = kernel_problem(self.specs[role], bool(entry.config["swap"]))
             if prob.majors != (cfg.a_major, cfg.b_major, cfg.c_major):
@@ -129,13 +149,16 @@ class GemmCutePath(LibraryPath):
             self._modules = getattr(self, "_modules", []) + [module]
 
     def run_gemm(self, role: str, stream: Stream) -> None:
+        self.launch_gemm(role, stream, self.derivative[role].ptr)
+
+    def launch_gemm(self, role: str, stream: Stream, out: int, aux: tuple[int, ...] = (), face: int = 0) -> None:
+        """Enqueue the ``role`` GEMM writing ``out`` (its epilogue reading ``aux`` and ``face``)."""
         operands = {"D": self.problem.diff.ptr, "flux": self.flux[role].ptr}
-        out = self.derivative[role].ptr
         if role in self.blas:
             self.blas[role].run(self.specs[role], operands, out)
             return
         kernel, cfg, prob = self.kernels[role]
-        args = prob.args(operands[prob.a_operand], operands[prob.b_operand], out)
+        args = prob.args(operands[prob.a_operand], operands[prob.b_operand], out, aux, face)
         kernel.launch(cfg.grid(prob.m, prob.n, prob.batch), args=args, stream=stream)
 
     def close(self) -> None:

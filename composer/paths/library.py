@@ -48,24 +48,33 @@ class LibraryPath(Path):
         return unfused_workspace(order, grid)
 
     @classmethod
-    def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
-        nq, ne = order + 1, num_elements
-        vol, face = volume_bytes(nq, ne), face_bytes(nq, ne)
+    def flux_nodes(cls, nq: int, ne: int, machine: Machine) -> tuple[KernelNode, KernelNode]:
+        """The volume flux (the three GEMM operands) and the face flux (fstar) kernels."""
+        vol = volume_bytes(nq, ne)
 
         def support(family: str) -> dict[str, Any]:
             grid, block = launch_shape(family, nq, ne, DEFAULT_BLOCK, machine.sm_count)
             return {"grid": grid, "block": block}
 
+        return (KernelNode("volume_flux", "volume_flux", ("q", "u", "v", "w"), ("flux_x", "flux_y", "flux_z"),
+                           cost=roof_seconds(machine, nbytes=7 * vol), **support("volume_flux")),
+                KernelNode("surface_flux", "face_flux", FACE_FLUX_READS, ("fstar",),
+                           cost=face_flux_cost(machine, nq, ne), **support("surface_flux")))
+
+    @classmethod
+    def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
+        nq, ne = order + 1, num_elements
+        vol, face = volume_bytes(nq, ne), face_bytes(nq, ne)
+        volume_flux, surface_flux = cls.flux_nodes(nq, ne, machine)
+        grid, block = launch_shape("separable_lift", nq, ne, DEFAULT_BLOCK, machine.sm_count)
         gemm_flop = 2 * nq * ne * nq**3
         return [
-            KernelNode("volume_flux", "volume_flux", ("q", "u", "v", "w"), ("flux_x", "flux_y", "flux_z"),
-                       cost=roof_seconds(machine, nbytes=7 * vol), **support("volume_flux")),
+            volume_flux,
             *(KernelNode(f"gemm_{r}", "gemm", ("D", f"flux_{r}"), (f"d{r}",),
                          cost=roof_seconds(machine, gemm_flop, 2 * vol)) for r in ROLES),
-            KernelNode("surface_flux", "face_flux", FACE_FLUX_READS, ("fstar",),
-                       cost=face_flux_cost(machine, nq, ne), **support("surface_flux")),
+            surface_flux,
             KernelNode("lift", "lift", ("dx", "dy", "dz", "Ex", "Ey", "Ez", "fstar"), (OUTPUT,),
-                       cost=roof_seconds(machine, nbytes=7 * vol + face), **support("separable_lift")),
+                       cost=roof_seconds(machine, nbytes=7 * vol + face), grid=grid, block=block),
         ]
 
     def __init__(self, problem: DeviceProblem, **options: Any) -> None:
@@ -74,11 +83,16 @@ class LibraryPath(Path):
         self.support = SupportKernels.load(pb.nq, pb.device)
         self.specs: dict[str, GemmSpec] = {r: gemm_spec(r, pb.nq, pb.num_elements) for r in ROLES}
         self.flux = {r: pb.allocate(f"{self.name}.flux_{r}", pb.volume_bytes) for r in ROLES}
-        self.derivative = {r: pb.allocate(f"{self.name}.d{r}", pb.volume_bytes) for r in ROLES}
+        self.allocate_gemm_outputs()
         self.fstar = pb.allocate(f"{self.name}.fstar", 8 * pb.num_elements * 6 * pb.nq**2)
         self.schedule()
         self.gemm_streams = {r: self.streams[self.plan.stream_of[f"gemm_{r}"]] for r in ROLES}
         self.setup_gemms()
+
+    def allocate_gemm_outputs(self) -> None:
+        """The arrays the GEMMs write: one derivative per role (``workspace_items`` counts them)."""
+        pb = self.problem
+        self.derivative = {r: pb.allocate(f"{self.name}.d{r}", pb.volume_bytes) for r in ROLES}
 
     @abstractmethod
     def setup_gemms(self) -> None:
@@ -93,16 +107,23 @@ class LibraryPath(Path):
                 for node, kernel in (("volume_flux", self.support.volume_flux), ("surface_flux", self.support.surface_flux),
                                      ("lift", self.support.separable_lift))}
 
-    def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
+    def flux_launches(self, q_ptr: int) -> dict[str, Launcher]:
+        """The volume flux and the face flux of a call reading ``q_ptr``."""
         pb, ne = self.problem, self.problem.num_elements
         u, v, w = pb.ptr("u"), pb.ptr("v"), pb.ptr("w")
-        launches: dict[str, Launcher] = {
+        return {
             "volume_flux": lambda s: launch_volume_flux(
                 self.support.volume_flux, q_ptr, u, v, w, self.flux["x"].ptr, self.flux["y"].ptr,
                 self.flux["z"].ptr, ne, s),
             "surface_flux": lambda s: launch_surface_flux(
                 self.support.surface_flux, q_ptr, u, v, w, pb.vmap_m.ptr, pb.vmap_p.ptr, pb.ptr("nx"),
                 pb.ptr("ny"), pb.ptr("nz"), pb.ptr("F"), self.fstar.ptr, ne, s),
+        }
+
+    def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
+        pb, ne = self.problem, self.problem.num_elements
+        launches: dict[str, Launcher] = {
+            **self.flux_launches(q_ptr),
             "lift": lambda s: launch_separable_lift(
                 self.support.separable_lift, self.derivative["x"].ptr, self.derivative["y"].ptr,
                 self.derivative["z"].ptr, pb.ptr("Ex"), pb.ptr("Ey"), pb.ptr("Ez"), self.fstar.ptr, dqdt_ptr,

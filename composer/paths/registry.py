@@ -18,11 +18,13 @@ from composer.paths.einsum import EinsumPath
 from composer.paths.fused import FusedDfmaPath, FusedPath, FusedTc16Path, FusedTcPath
 from composer.paths.gemm import GemmPath
 from composer.paths.gemm_cute import GemmCutePath
+from composer.paths.gemm_fused import GemmFusedPath
 
 #: The paths in the order listings show them (the library baseline first).
 PATHS: tuple[type[Path], ...] = (
     GemmPath,
     GemmCutePath,
+    GemmFusedPath,
     EinsumPath,
     FusedPath,
     FusedTcPath,

@@ -21,6 +21,8 @@ from composer.fileio import atomic_write_text
 from composer.gemm.roles import ROLES
 
 LIBRARIES = ("cute", "cublas")
+#: Who runs each role when neither an option nor the schedule says: our CuTe GEMM.
+DEFAULT_LIBRARY: dict[str, str] = {"x": "cute", "y": "cute", "z": "cute"}
 Assignment = tuple[tuple[str, str], ...]  # (("x", "cute"), ("y", "cublas"), ("z", "cute"))
 
 

@@ -16,6 +16,8 @@ from composer.arch.mma import mma_shape
 from composer.gemm.roles import GemmSpec, gemm_spec
 
 TILE_KEYS = ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "swap")
+#: The MMA shape of the CuTe GEMMs when neither an option nor the schedule names one.
+DEFAULT_MMA = "16x8x4"
 
 
 def _pow2_at_least(x: int, lo: int, hi: int) -> int:
@@ -66,6 +68,16 @@ def _heuristic(role: str, nq: int, mma: str) -> dict[str, Any]:
         return dict(bm=128, bn=mn, bk=min(mn, 16), warps_m=4, warps_n=max(1, mn // 32), stages=3,
                     swap=False)
     raise ValueError(f"unknown role {role!r}")
+
+
+def role_overrides(tiles: Mapping[str, Any] | None, role: str, mma: str) -> dict[str, Any]:
+    """The tile overrides a ``[paths.GEMM_CUTE.tiles]`` table gives ``role`` built with ``mma``:
+    ``tiles.<mma>.<role>`` when present, else ``tiles.<role>``, else none."""
+    tiles = tiles or {}
+    per_shape = tiles.get(mma)
+    if isinstance(per_shape, Mapping) and per_shape.get(role) is not None:
+        return dict(per_shape[role])
+    return dict(tiles.get(role) or {})
 
 
 def role_kernel(role: str, nq: int, num_elements: int, mma: str,

@@ -1,0 +1,106 @@
+"""GEMM_FUSED's per-order settings: which GEMM carries, whether the fold is on, the carrier's tile,
+the MMA shape and who runs each GEMM, from the schedule's ``[paths.GEMM_FUSED]`` table, GEMM_CUTE's
+table and the path's options.
+
+One resolver serves the schedule check at load (``composer.config.path_tables``), the build plan
+and the path, so a setting means the same everywhere. Precedence, per setting: the option, then
+``[paths.GEMM_FUSED]``, then (mma, library, tiles) ``[paths.GEMM_CUTE]`` (GEMM_FUSED shares its
+mainloops, tiles and library assignment), then the defaults: carrier z, the fold from Nq = 64
+(paper S14.3) when z carries.
+
+Library: every GEMM with a fused epilogue (the carrier; x and y when they fold) runs the CuTe
+kernel, since cuBLAS has no epilogue; the others follow GEMM_CUTE's assignment. Naming cuBLAS for
+a fused GEMM in GEMM_FUSED's own ``library`` (table or option) is an error, as is a fold with a
+carrier other than z.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from composer.epilogues.kernels import FusedGemm, fused_gemms
+from composer.epilogues.paper import FOLD_BOTH_IN_Y_NQ, FusedPlan, fused_plan
+from composer.errors import ComposerError
+from composer.gemm.cute.sweep import DEFAULT_LIBRARY
+from composer.gemm.cute.tiles import DEFAULT_MMA, role_overrides
+from composer.gemm.roles import ROLES
+
+DEFAULT_CARRIER = "z"
+#: Settings a ``[paths.GEMM_FUSED]`` table may hold (``library`` overrides GEMM_CUTE's per role).
+TABLE_KEYS = ("carrier", "fold", "carrier_tile", "mma", "library")
+
+
+class FusedSettingsError(ComposerError, ValueError):
+    """A GEMM_FUSED setting that cannot run. ``source`` is "schedule" or "option", ``key`` the
+    dotted key inside ``[paths.GEMM_FUSED]`` (or the option's name)."""
+
+    def __init__(self, source: str, key: str, message: str) -> None:
+        super().__init__(f"{key}: {message}")
+        self.source, self.key, self.message = source, key, message
+
+
+def default_fold(nq: int, carrier: str) -> bool:
+    """The paper's fold: from Nq = 64 on, with the z GEMM carrying."""
+    return carrier == "z" and nq >= FOLD_BOTH_IN_Y_NQ
+
+
+@dataclass(frozen=True)
+class FusedSettings:
+    order: int
+    mma: str
+    carrier: str
+    fold: bool
+    library: Mapping[str, str]
+    tiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # GEMM_CUTE's, for mma
+    carrier_tile: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def plan(self) -> FusedPlan:
+        return fused_plan(self.carrier, self.fold, self.order + 1)
+
+    def gemms(self) -> dict[str, FusedGemm]:
+        """Each role's kernel (GEMM_CUTE's tile, the carrier's overridden by ``carrier_tile``)."""
+        return fused_gemms(self.plan, self.mma, self.tiles, self.carrier_tile)
+
+
+def _pick(key: str, options: Mapping[str, Any], fused: Mapping[str, Any]) -> tuple[Any, str]:
+    """(value, source) of ``key`` from the options, else GEMM_FUSED's table (None if neither)."""
+    if options.get(key) is not None:
+        return options[key], "option"
+    return fused.get(key), "schedule"
+
+
+def fused_settings(order: int, paths: Mapping[str, Mapping[str, Any]],
+                   options: Mapping[str, Any] | None = None) -> FusedSettings:
+    """The settings of order ``order`` from a schedule's ``[paths]`` tables and parsed options
+    (``carrier``, ``fold``, ``mma``, ``library`` as role -> library)."""
+    options = options or {}
+    fused = paths.get("GEMM_FUSED", {})
+    cute = paths.get("GEMM_CUTE", {})
+    carrier, carrier_from = _pick("carrier", options, fused)
+    carrier = carrier or DEFAULT_CARRIER
+    if carrier not in ROLES:
+        raise FusedSettingsError(carrier_from, "carrier", f"expected one of {', '.join(ROLES)}, got {carrier!r}")
+    fold, fold_from = _pick("fold", options, fused)
+    fold = default_fold(order + 1, carrier) if fold is None else bool(fold)
+    if fold and carrier != "z":  # only when asked for: the default fold needs carrier z
+        raise FusedSettingsError(fold_from, "fold", f"the fold needs the z GEMM to carry (x and y feed it), "
+                                                 f"carrier is {carrier}")
+    mma = str(options.get("mma") or fused.get("mma") or cute.get("mma") or DEFAULT_MMA)
+    plan = fused_plan(carrier, fold, order + 1)
+    library = {**DEFAULT_LIBRARY, **cute.get("library", {})}
+    for assignment, source in ((fused.get("library") or {}, "schedule"), (options.get("library") or {}, "option")):
+        for role, lib in assignment.items():
+            if plan.fused(role) and lib != "cute":
+                what = "the carrier" if role == carrier else "a folding GEMM"
+                raise FusedSettingsError(source, f"library.{role}", f"{role} is {what} of GEMM_FUSED and must be a "
+                                                                    f"CuTe GEMM ({lib} has no epilogue)")
+            library[role] = lib
+    for role in ROLES:
+        if plan.fused(role):
+            library[role] = "cute"
+    tiles_table = cute.get("tiles", {})
+    tiles = {role: role_overrides(tiles_table, role, mma) for role in ROLES}
+    return FusedSettings(order, mma, carrier, fold, library, tiles, dict(fused.get("carrier_tile") or {}))

@@ -1,0 +1,165 @@
+"""Path GEMM_FUSED: GEMM_CUTE's mainloops, tiles, shapes and library assignment, with the
+lift-and-assembly work moved into the epilogue of one CuTe GEMM, the carrier (paper §3.5, S14.3).
+
+The carrier never writes its own derivative: its epilogue tree reads the other derivatives, the
+metric weights and the face flux and writes dqdt, so the separate lift kernel and one volume
+array disappear. With the fold (carrier z) the x and y epilogues build the weighted partial sum in
+one array, which the carrier reads instead of two derivatives and three weights. Which GEMM
+carries, the fold, the carrier's tile and the MMA shape are per-order schedule data
+(``[paths.GEMM_FUSED]``, resolved by :mod:`composer.epilogues.settings`); the options
+``carrier=``/``fold=``/``mma=``/``library=`` override them.
+
+The kernels are declared to the scheduler with the arrays the trees read, so the chain follows
+from the data flow: x -> y -> z with the fold, the two non-carriers concurrent without it, the
+face flux beside them feeding the carrier. Every CuTe kernel comes from a ``composer build``
+directory (``composer build --paths GEMM_FUSED``), the fused ones matched by their tree.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from composer import counts
+from composer.arch.machines import Machine
+from composer.arch.mma import check_supported
+from composer.config.schedules import load_schedule
+from composer.epilogues.kernels import FusedGemm
+from composer.epilogues.settings import FusedSettings, FusedSettingsError, fused_settings
+from composer.epilogues.tree import text
+from composer.errors import ComposerError
+from composer.gemm.roles import ROLES
+from composer.paths.base import Launcher, PathOption
+from composer.paths.gemm_cute import GemmCutePath, find_gemm_entry
+from composer.paths.library import unfused_workspace
+from composer.paths.program import face_bytes, roof_seconds, volume_bytes
+from composer.runtime.manifest import KernelEntry
+from composer.sched import KernelNode
+
+
+def carrier_option(value: str) -> str:
+    role = str(value).strip().lower()
+    if role not in ROLES:
+        raise ValueError(f"expected one of {', '.join(ROLES)}, got {value!r}")
+    return role
+
+
+def bool_option(value: bool | str) -> bool:
+    """A boolean given as an option (a bool, or true/false/1/0/yes/no)."""
+    if isinstance(value, bool):
+        return value
+    text_value = str(value).strip().lower()
+    if text_value in ("true", "1", "yes", "on"):
+        return True
+    if text_value in ("false", "0", "no", "off"):
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def schedule_paths(order: int) -> dict[str, Any]:
+    """The schedule's ``[paths]`` tables at ``order`` ({} where no schedule exists)."""
+    try:
+        return dict(load_schedule(order).paths)
+    except ComposerError:
+        return {}
+
+
+def settings_for(order: int, options: Mapping[str, Any] | None = None) -> FusedSettings:
+    """GEMM_FUSED's settings at ``order`` from the schedule and parsed options; a setting that
+    cannot run is a ComposerError naming the schedule key or the option."""
+    try:
+        return fused_settings(order, schedule_paths(order), options)
+    except FusedSettingsError as exc:
+        where = (f"option {exc.key.split('.')[0]}" if exc.source == "option"
+                 else f"schedule p{order:04d}.toml: paths.GEMM_FUSED.{exc.key}")
+        raise ComposerError(f"path GEMM_FUSED at p={order}: {where}: {exc.message}") from None
+
+
+class GemmFusedPath(GemmCutePath):
+    name = "GEMM_FUSED"
+    build_kinds = frozenset({"cute", "cute_tree", "support"})
+    options = MappingProxyType({
+        **GemmCutePath.options,
+        "carrier": PathOption(carrier_option, "which GEMM carries the lift and assembly: x, y or z "
+                                              "(default: the schedule's, else z)"),
+        "fold": PathOption(bool_option, "fold the metric weights into the x and y epilogues (carrier z only; "
+                                        "default: the schedule's, else from Nq = 64)"),
+    })
+
+    @classmethod
+    def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
+        """GEMM's workspace less the carrier's derivative (and, with the fold, less the second of
+        the two non-carrier arrays: x and y accumulate into one)."""
+        plan = settings_for(order).plan
+        fluxes, _, fstar = unfused_workspace(order, grid)
+        outputs = plan.intermediates
+        note = ("partial = Ex Gx + Ey Gy, written by x, updated in place by y, read by the z carrier"
+                if plan.fold else f"{', '.join(outputs)}: the non-carriers' results, read by the {plan.carrier} carrier")
+        return (fluxes, counts.MemoryItem("GEMM outputs", len(outputs), counts.volume_array_bytes(order, grid), note),
+                fstar)
+
+    @classmethod
+    def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
+        nq, ne = order + 1, num_elements
+        plan = settings_for(order, options).plan
+        vol, face = volume_bytes(nq, ne), face_bytes(nq, ne)
+        volume_flux, surface_flux = cls.flux_nodes(nq, ne, machine)
+        gemm_flop = 2 * nq * ne * nq**3
+
+        def gemm(role: str) -> KernelNode:
+            reads = plan.reads(role)
+            kind = "carrier" if role == plan.carrier else ("gemm_fold" if plan.fused(role) else "gemm")
+            nbytes = vol * (2 + sum(r != "fstar" for r in reads)) + (face if "fstar" in reads else 0)
+            return KernelNode(f"gemm_{role}", kind, ("D", f"flux_{role}", *reads), (plan.outputs[role],),
+                              cost=roof_seconds(machine, gemm_flop, nbytes))
+
+        *others, carrier = plan.roles
+        return [volume_flux, *(gemm(r) for r in others), surface_flux, gemm(carrier)]
+
+    # --- a device instance --------------------------------------------------------------------
+
+    def allocate_gemm_outputs(self) -> None:
+        """The non-carriers' outputs only (``workspace_items`` counts the same arrays)."""
+        pb = self.problem
+        self.settings = settings_for(pb.order, self.options)
+        self.fused_plan = self.settings.plan
+        self.fused_gemms: dict[str, FusedGemm] = self.settings.gemms()
+        self.outputs = {name: pb.allocate(f"{self.name}.{name}", pb.volume_bytes)
+                        for name in self.fused_plan.intermediates}
+
+    def gemm_settings(self) -> tuple[str, dict[str, str]]:
+        try:
+            check_supported(self.settings.mma, self.problem.device.arch)
+        except ValueError as exc:
+            raise ComposerError(f"path GEMM_FUSED at p={self.problem.order}: {exc}") from None
+        return self.settings.mma, dict(self.settings.library)
+
+    def gemm_entry(self, entries: list[KernelEntry], role: str) -> KernelEntry:
+        gemm = self.fused_gemms[role]
+        if gemm.plain:
+            return super().gemm_entry(entries, role)
+        pb = self.problem
+        entry = find_gemm_entry(entries, pb.order, role, self.mma, pb.device.arch, text(gemm.tree))
+        recorded = entry.config["epilogue"]
+        if tuple(recorded.get("aux_slots", ())) != gemm.aux_slots or recorded.get("face") != gemm.face:
+            raise ComposerError(f"{entry.symbol}: built with aux slots {recorded.get('aux_slots')} and face "
+                                f"{recorded.get('face')}, the tree needs {list(gemm.aux_slots)} and {gemm.face}; "
+                                f"rebuild: composer build --paths GEMM_FUSED --orders {pb.order}")
+        return entry
+
+    def resident_blocks(self) -> dict[str, int]:
+        return {node: blocks for node, blocks in super().resident_blocks().items() if node != "lift"}
+
+    def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
+        pb, plan = self.problem, self.fused_plan
+        arrays = {**{name: pb.ptr(name) for name in ("Ex", "Ey", "Ez")}, "fstar": self.fstar.ptr, "dqdt": dqdt_ptr,
+                  **{name: buffer.ptr for name, buffer in self.outputs.items()}}
+        launches: dict[str, Launcher] = self.flux_launches(q_ptr)
+        for role in ROLES:
+            gemm = self.fused_gemms[role]
+            out = arrays[plan.outputs[role]]
+            aux = tuple(arrays[name] for name in gemm.aux_slots)
+            face = arrays[gemm.face] if gemm.face else 0
+            launches[f"gemm_{role}"] = (lambda s, role=role, out=out, aux=aux, face=face:
+                                        self.launch_gemm(role, s, out, aux, face))
+        return launches

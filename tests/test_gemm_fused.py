@@ -1,0 +1,166 @@
+"""CPU tests of the GEMM_FUSED path: its settings (schedule table checked at load, options), the
+kernels it declares to the scheduler, its memory estimate and what ``composer build`` compiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from composer import counts
+from composer.arch.machines import get_machine
+from composer.arch.mma import UnsupportedShapeError
+from composer.build import plan
+from composer.config.schedules import load_schedule_file
+from composer.epilogues.settings import FusedSettingsError, default_fold, fused_settings
+from composer.errors import ComposerError, ConfigError
+from composer.paths.gemm_fused import settings_for
+from composer.paths.program import PROBLEM_INPUTS
+from composer.paths.registry import path_class
+from composer.sched import build_graph
+
+P511 = (Path(__file__).resolve().parents[1] / "schedules" / "p0511.toml").read_text()
+MACHINE = get_machine("h200")
+GEMM_FUSED = path_class("GEMM_FUSED")
+
+
+def schedule_with(tmp_path: Path, table: str):
+    path = tmp_path / "p0511.toml"
+    path.write_text(P511 + "\n[paths.GEMM_FUSED]\n" + table + "\n")
+    return path
+
+
+BAD_TABLES = {
+    "fold with carrier x": ('carrier = "x"\nfold = true',
+                            "paths.GEMM_FUSED.fold: the fold needs the z GEMM to carry (x and y feed it), carrier is x"),
+    "cuBLAS carrier": ('library = { z = "cublas" }',
+                       "paths.GEMM_FUSED.library.z: z is the carrier of GEMM_FUSED and must be a CuTe GEMM "
+                       "(cublas has no epilogue)"),
+    "cuBLAS folding GEMM": ('fold = true\nlibrary = { y = "cublas" }',
+                            "paths.GEMM_FUSED.library.y: y is a folding GEMM of GEMM_FUSED and must be a CuTe GEMM "
+                            "(cublas has no epilogue)"),
+    "unknown carrier": ('carrier = "w"', "paths.GEMM_FUSED.carrier: expected one of 'x', 'y', 'z', got 'w'"),
+    "fold not a bool": ('fold = "yes"', "paths.GEMM_FUSED.fold: expected a boolean (true or false), got 'yes'"),
+    "unknown key": ("tile = 3", "paths.GEMM_FUSED.tile: unknown key (allowed here: carrier, carrier_tile, fold, "
+                                "library, mma)"),
+    "unknown tile key": ("carrier_tile = { bz = 3 }",
+                         "paths.GEMM_FUSED.carrier_tile.bz: unknown key (allowed here: bk, bm, bn, stages, swap, "
+                         "warps_m, warps_n)"),
+    "bad carrier tile": ('mma = "16x8x4"\ncarrier_tile = { bm = 96 }',
+                         "paths.GEMM_FUSED.carrier_tile: with mma 16x8x4, carrier z: GEMM config "
+                         "m16_8_4_t96x64x16_w4x2_s3_mkm_v2_store: bm=96 must be a power of two"),
+    "unknown shape": ('mma = "16x8x2"',
+                      "paths.GEMM_FUSED.mma: expected one of '16x8x16', '16x8x4', '16x8x8', '8x8x4', got '16x8x2'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TABLES))
+def test_bad_gemm_fused_table_is_a_config_error(tmp_path, case):
+    table, message = BAD_TABLES[case]
+    path = schedule_with(tmp_path, table)
+    with pytest.raises(ConfigError) as info:
+        load_schedule_file(path)
+    assert str(info.value) == f"{path}: {message}"
+
+
+def test_good_table_loads(tmp_path):
+    table = 'carrier = "x"\nfold = false\nmma = "16x8x4"\ncarrier_tile = { bm = 64, swap = true }'
+    schedule = load_schedule_file(schedule_with(tmp_path, table))
+    settings = fused_settings(511, schedule.paths)
+    assert (settings.carrier, settings.fold, settings.mma) == ("x", False, "16x8x4")
+    gemms = settings.gemms()
+    assert gemms["x"].swap and gemms["x"].config.bm == 64 and gemms["x"].config.epilogue == "tree"
+    # the shipped p511 runs all three GEMMs on cuBLAS in GEMM_CUTE: the carrier alone becomes CuTe
+    assert settings.library == {"x": "cute", "y": "cublas", "z": "cublas"}
+    assert gemms["y"].plain and gemms["z"].plain
+
+
+@pytest.mark.parametrize("order", [7, 31, 63, 127, 511, 767])
+def test_defaults_carry_in_z_and_fold_from_nq_64(order):
+    settings = fused_settings(order, {})
+    assert settings.carrier == "z" and settings.fold == (order + 1 >= 64) == default_fold(order + 1, "z")
+    assert settings.library == {"x": "cute", "y": "cute", "z": "cute"}
+    assert not default_fold(order + 1, "x")
+
+
+def test_gemm_cute_library_is_kept_for_plain_gemms():
+    paths = {"GEMM_CUTE": {"library": {"x": "cublas", "y": "cublas", "z": "cublas"}, "mma": "8x8x4"}}
+    s = fused_settings(7, paths, {"carrier": "y"})
+    assert s.library == {"x": "cublas", "y": "cute", "z": "cublas"} and s.mma == "8x8x4"
+    s = fused_settings(63, paths)  # the fold at Nq = 64: x stores unweighted, so cuBLAS may run it
+    assert s.fold and s.library == {"x": "cublas", "y": "cute", "z": "cute"}
+    s = fused_settings(127, paths)  # above: x applies Ex itself
+    assert s.library == {"x": "cute", "y": "cute", "z": "cute"}
+    assert fused_settings(127, paths, {"mma": "16x8x8"}).mma == "16x8x8"
+
+
+def test_options_that_cannot_run_name_the_option():
+    with pytest.raises(ComposerError, match=r"path GEMM_FUSED at p=7: option fold: the fold needs the z GEMM"):
+        settings_for(7, {"carrier": "x", "fold": True})
+    with pytest.raises(ComposerError, match=r"option library: z is the carrier of GEMM_FUSED and must be a CuTe"):
+        settings_for(7, {"library": {"z": "cublas"}})
+    with pytest.raises(FusedSettingsError) as info:
+        fused_settings(7, {}, {"carrier": "x", "fold": True})
+    assert info.value.source == "option" and info.value.key == "fold"
+    parsed = GEMM_FUSED.parse_options({"carrier": "Y", "fold": "false", "library": "x=cublas"})
+    assert parsed == {"carrier": "y", "fold": False, "library": {"x": "cublas"}}
+    with pytest.raises(ComposerError, match="option carrier='w'"):
+        GEMM_FUSED.parse_options({"carrier": "w"})
+
+
+def _graph(order, **options):
+    return build_graph(GEMM_FUSED.program(order, 4096, MACHINE, **options), PROBLEM_INPUTS)
+
+
+@pytest.mark.parametrize("order", [63, 127, 767])
+def test_the_fold_is_one_chain_beside_the_face_flux(order):
+    g = nx.transitive_reduction(_graph(order))
+    assert set(g.edges) == {("volume_flux", "gemm_x"), ("gemm_x", "gemm_y"), ("gemm_y", "gemm_z"),
+                            ("surface_flux", "gemm_z")}
+    nodes = {n.name: n for n in GEMM_FUSED.program(order, 4096, MACHINE)}
+    assert "lift" not in nodes and nodes["gemm_z"].role == "carrier" and nodes["gemm_z"].writes == ("dqdt",)
+    assert set(nodes["gemm_z"].reads) == {"D", "flux_z", "Ez", "partial", "fstar"}
+
+
+@pytest.mark.parametrize("carrier", ["x", "y", "z"])
+def test_without_the_fold_the_non_carriers_run_concurrently(carrier):
+    others = [f"gemm_{r}" for r in "xyz" if r != carrier]
+    g = _graph(255, carrier=carrier, fold=False)
+    reduced = nx.transitive_reduction(g)
+    assert set(reduced.edges) == ({("volume_flux", o) for o in others} | {(o, f"gemm_{carrier}") for o in others}
+                                  | {("surface_flux", f"gemm_{carrier}")})
+    launch = GEMM_FUSED.launch_plan(255, 4096, MACHINE, carrier=carrier, fold=False)
+    assert len({launch.stream_of[o] for o in others}) == 2 and launch.issue_order[-1] == f"gemm_{carrier}"
+    carrier_node = g.nodes[f"gemm_{carrier}"]["node"]
+    assert set(carrier_node.reads) == {"D", f"flux_{carrier}", "Ex", "Ey", "Ez", "fstar",
+                                       *(f"d{r}" for r in "xyz" if r != carrier)}
+
+
+@pytest.mark.parametrize("order", [7, 127])
+def test_memory_is_one_volume_array_fewer_than_gemm_and_two_with_the_fold(order):
+    grid = (2, 3, 1)
+    vol = counts.volume_array_bytes(order, grid)
+    fewer = path_class("GEMM").device_bytes(order, grid) - GEMM_FUSED.device_bytes(order, grid)
+    assert fewer == (2 if settings_for(order).fold else 1) * vol
+    items = {i.name: i for i in GEMM_FUSED.memory_estimate(order, grid).items}
+    assert items["GEMM outputs"].count == len(settings_for(order).plan.intermediates)
+    assert "lift" not in str(items)
+
+
+def test_build_plan_adds_the_tree_kernels_and_checks_the_shape():
+    jobs = plan("sm_90", "16x8x4", [7, 127], ["GEMM_FUSED"])
+    trees = {j.name: j.spec for j in jobs if "epilogue" in j.spec}
+    assert sorted(trees) == ["dgemm_p0007_z_m16_8_4_carry", "dgemm_p0127_x_m16_8_4_fold",
+                             "dgemm_p0127_y_m16_8_4_fold", "dgemm_p0127_z_m16_8_4_carry_fold"]
+    assert trees["dgemm_p0127_z_m16_8_4_carry_fold"]["epilogue"]["text"] == \
+        "store(neg(add(fma(aux(Ez), acc, aux(partial)), face(fstar))))"
+    assert trees["dgemm_p0007_z_m16_8_4_carry"]["fused"] == {"carrier": "z", "fold": False}
+    plain = [j.name for j in jobs if j.kind == "cute" and "epilogue" not in j.spec]
+    assert plain == [j.name for j in plan("sm_90", "16x8x4", [7, 127], ["GEMM_CUTE"]) if j.kind == "cute"]
+    both = plan("sm_90", "16x8x4", [7], ["GEMM_CUTE", "GEMM_FUSED"])
+    assert len(both) == len({j.name for j in both}) == 8
+    with pytest.raises(UnsupportedShapeError, match="mma 16x8x4 .* needs sm_90 or newer; sm_80 has only 8x8x4"):
+        plan("sm_80", "16x8x4", [7], ["GEMM_FUSED"])
+    assert [j.name for j in plan("sm_80", "8x8x4", [7], ["GEMM_FUSED"]) if "epilogue" in j.spec] == \
+        ["dgemm_p0007_z_m8_8_4_carry"]
