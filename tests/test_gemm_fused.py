@@ -164,3 +164,53 @@ def test_build_plan_adds_the_tree_kernels_and_checks_the_shape():
         plan("sm_80", "16x8x4", [7], ["GEMM_FUSED"])
     assert [j.name for j in plan("sm_80", "8x8x4", [7], ["GEMM_FUSED"]) if "epilogue" in j.spec] == \
         ["dgemm_p0007_z_m8_8_4_carry"]
+
+
+def test_build_can_compile_every_legal_variant():
+    jobs = plan("sm_90", "16x8x4", [127], ["GEMM_FUSED"], fused_variants="all")
+    trees = {j.name: j.spec["fused"] for j in jobs if "epilogue" in j.spec}
+    assert sorted(trees) == sorted(f"dgemm_p0127_{n}" for n in (
+        "x_m16_8_4_carry", "y_m16_8_4_carry", "z_m16_8_4_carry", "x_m16_8_4_fold", "y_m16_8_4_fold",
+        "z_m16_8_4_carry_fold"))
+    assert trees["dgemm_p0127_x_m16_8_4_carry"] == {"carrier": "x", "fold": False}
+    with pytest.raises(ValueError, match="GEMM_FUSED variants 'some'"):
+        plan("sm_90", "16x8x4", [127], ["GEMM_FUSED"], fused_variants="some")
+
+
+def test_the_carrier_tile_is_the_table_carriers():
+    paths = {"GEMM_FUSED": {"carrier": "y", "carrier_tile": {"stages": 3}}}
+    assert fused_settings(31, paths).carrier_tile == {"stages": 3}
+    assert fused_settings(31, paths, {"carrier": "x"}).carrier_tile == {}
+    assert fused_settings(31, paths, {"carrier": "x"}).gemms()["x"].config.stages == \
+        fused_settings(31, {}, {"carrier": "x"}).gemms()["x"].config.stages
+
+
+@pytest.mark.parametrize("order,grid", [(7, (2, 1, 3)), (15, (1, 2, 1))])
+@pytest.mark.parametrize("carrier,fold", [("x", False), ("y", False), ("z", False), ("z", True)])
+def test_the_paths_gemm_chain_computes_the_reference(order, grid, carrier, fold):
+    """The kernels GEMM_FUSED launches (settings -> each role's tree, output index, transposition and
+    aux slot binding), emulated in NumPy in launch order over the arrays the path allocates, give
+    reference_tendency on the point-varying input."""
+    import numpy as np
+
+    from composer import dg
+    from composer.epilogues.numpy_eval import emulate_epilogue
+    from composer.gemm.cute.config import kernel_problem
+    from composer.gemm.roles import emulate, gemm_spec
+
+    settings = settings_for(order, {"carrier": carrier, "fold": fold})
+    mesh = dg.Mesh(order, grid)
+    fields = dg.make_fields(order, grid, varying=True)
+    d = dg.diff_matrix(order)
+    flux = {r: fields["q"] * fields[v] for r, v in zip("xyz", "uvw")}
+    arrays = {**{k: fields[k] for k in ("Ex", "Ey", "Ez")}, "fstar": dg.numerical_flux(fields, mesh)}
+    for role in settings.plan.roles:
+        gemm = settings.gemms()[role]
+        spec = gemm_spec(role, mesh.nq, mesh.num_elements)
+        prob = kernel_problem(spec, gemm.swap)
+        bound = {name: arrays[name] for name in (*gemm.aux_slots, *([gemm.face] if gemm.face else []))}
+        width = 2 if gemm.index.pairs_share_row and not gemm.plain else 1
+        arrays[settings.plan.outputs[role]] = emulate_epilogue(gemm.tree, gemm.index, prob,
+                                                               emulate(spec, d, flux[role]), bound, width=width)
+    ref = dg.reference_tendency(fields, order, grid)
+    assert np.max(np.abs(arrays["dqdt"] - ref)) / np.max(np.abs(ref)) <= 1e-13

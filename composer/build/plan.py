@@ -65,24 +65,40 @@ def cute_jobs(order: int, arch: str, mma: str) -> list[BuildJob]:
     return jobs
 
 
-def cute_tree_jobs(order: int, arch: str, mma: str) -> list[BuildJob]:
+#: ``composer build``'s choice of GEMM_FUSED variants: the schedule's carrier and fold, or every
+#: legal one (each carrier without the fold, and z with it: what a carrier sweep times).
+FUSED_VARIANTS = ("schedule", "all")
+
+
+def cute_tree_jobs(order: int, arch: str, mma: str, variants: str = "schedule") -> list[BuildJob]:
     """GEMM_FUSED's GEMMs with epilogue trees at ``order`` (the carrier; x and y when they fold),
-    from the schedule's settings (``composer.epilogues.settings``) with the build's ``mma``. Its
-    plain-store GEMMs are GEMM_CUTE's, built by :func:`cute_jobs`. The spec records the tree."""
+    from the schedule's settings (``composer.epilogues.settings``) with the build's ``mma``, or for
+    every legal carrier and fold (``variants="all"``, each as the path resolves it when given that
+    carrier and fold as options). Its plain-store GEMMs are GEMM_CUTE's, built by
+    :func:`cute_jobs`. The spec records the tree."""
     from composer.epilogues.settings import fused_settings
 
+    if variants not in FUSED_VARIANTS:
+        raise ValueError(f"GEMM_FUSED variants {variants!r}: expected one of {FUSED_VARIANTS}")
     check_supported(mma, arch)
-    settings = fused_settings(order, load_schedule(order).paths, {"mma": mma})
-    jobs = []
-    for role, gemm in settings.gemms().items():
-        if gemm.plain:
-            continue
-        variant = ("carry_fold" if settings.fold else "carry") if role == settings.carrier else "fold"
-        name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_{variant}"
-        jobs.append(BuildJob(name, "cute", arch, order, {
-            "role": role, "swap": gemm.swap, "config": gemm.config.to_dict(), "epilogue": gemm.describe(),
-            "fused": {"carrier": settings.carrier, "fold": settings.fold}}))
-    return jobs
+    paths = load_schedule(order).paths
+    scheduled = fused_settings(order, paths, {"mma": mma})
+    chosen = [scheduled]
+    if variants == "all":
+        for carrier, fold in [*((r, False) for r in ROLES), ("z", True)]:
+            if (carrier, fold) != (scheduled.carrier, scheduled.fold):
+                chosen.append(fused_settings(order, paths, {"mma": mma, "carrier": carrier, "fold": fold}))
+    jobs: dict[str, BuildJob] = {}
+    for settings in chosen:
+        for role, gemm in settings.gemms().items():
+            if gemm.plain:
+                continue
+            variant = ("carry_fold" if settings.fold else "carry") if role == settings.carrier else "fold"
+            name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_{variant}"
+            jobs.setdefault(name, BuildJob(name, "cute", arch, order, {
+                "role": role, "swap": gemm.swap, "config": gemm.config.to_dict(), "epilogue": gemm.describe(),
+                "fused": {"carrier": settings.carrier, "fold": settings.fold}}))
+    return list(jobs.values())
 
 
 def support_jobs(order: int, arch: str) -> list[BuildJob]:
@@ -116,9 +132,10 @@ def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
 
 
 def plan(arch: str, mma: str, orders: list[int] | None = None,
-         paths: list[str] | None = None) -> list[BuildJob]:
+         paths: list[str] | None = None, fused_variants: str = "schedule") -> list[BuildJob]:
     """All jobs for the configuration; orders default to every scheduled order. The MMA shape is
-    checked against the arch only when a requested path reads it (``reads_mma``)."""
+    checked against the arch only when a requested path reads it (``reads_mma``). ``fused_variants``:
+    GEMM_FUSED's carrier and fold as scheduled, or every legal one (``"all"``)."""
     mma_shape(mma)
     orders = orders or available_orders()
     paths = [p.upper() for p in (paths or DEFAULT_PATHS)]
@@ -137,7 +154,7 @@ def plan(arch: str, mma: str, orders: list[int] | None = None,
         if "cute" in kinds:
             jobs += cute_jobs(order, arch, mma)
         if "cute_tree" in kinds:
-            jobs += cute_tree_jobs(order, arch, mma)
+            jobs += cute_tree_jobs(order, arch, mma, fused_variants)
         if "support" in kinds:
             jobs += support_jobs(order, arch)
         for cls in fused:

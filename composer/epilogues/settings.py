@@ -6,7 +6,8 @@ One resolver serves the schedule check at load (``composer.config.path_tables``)
 and the path, so a setting means the same everywhere. Precedence, per setting: the option, then
 ``[paths.GEMM_FUSED]``, then (mma, library, tiles) ``[paths.GEMM_CUTE]`` (GEMM_FUSED shares its
 mainloops, tiles and library assignment), then the defaults: carrier z, the fold from Nq = 64
-(paper S14.3) when z carries.
+(paper S14.3) when z carries. ``carrier_tile`` is the tile of the table's carrier: a carrier
+chosen by option runs GEMM_CUTE's tile for its role.
 
 Library: every GEMM with a fused epilogue (the carrier; x and y when they fold) runs the CuTe
 kernel, since cuBLAS has no epilogue; the others follow GEMM_CUTE's assignment. Naming cuBLAS for
@@ -103,4 +104,7 @@ def fused_settings(order: int, paths: Mapping[str, Mapping[str, Any]],
             library[role] = "cute"
     tiles_table = cute.get("tiles", {})
     tiles = {role: role_overrides(tiles_table, role, mma) for role in ROLES}
-    return FusedSettings(order, mma, carrier, fold, library, tiles, dict(fused.get("carrier_tile") or {}))
+    # the table's carrier tile is its carrier's: another carrier (an option) keeps GEMM_CUTE's tile
+    own = carrier == (fused.get("carrier") or DEFAULT_CARRIER)
+    carrier_tile = dict(fused.get("carrier_tile") or {}) if own else {}
+    return FusedSettings(order, mma, carrier, fold, library, tiles, carrier_tile)

@@ -1,0 +1,139 @@
+"""GPU tests of GEMM_FUSED and its epilogue-tree kernels, run from CUBINs cross-compiled on a CPU.
+
+Build first, where nvidia-cutlass-dsl is installed, every carrier and fold variant:
+``python3 -c "from composer.build import build, plan; build(plan('sm_90', '16x8x4',
+[7, 15, 31, 63, 127, 255, 511, 575, 767], ['GEMM_CUTE', 'GEMM_FUSED'], fused_variants='all'),
+'build/sm_90_gf')"`` (``composer build --paths GEMM_FUSED`` builds the scheduled variant only),
+carry the directory to the GPU host and set ``COMPOSER_BUILD_DIR=build/sm_90_gf``.
+
+- every tree kernel in the build against the NumPy emulation of its epilogue
+  (``composer.epilogues.numpy_eval``) on random operands, at ragged sizes (Nq = 8 against 16-row
+  tiles, Nq = 576 against 128-wide ones, Ne = 3 elements), the fold's y GEMM in place as the path
+  runs it;
+- GEMM_FUSED against the NumPy reference on the point-varying input at every order 7 ... 767 on
+  small non-cubic grids, for every carrier and fold variant in the build, and at the Table S29
+  (benchmark) sizes of a few orders: max|diff| / max|ref| <= 1e-12.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from composer import dg
+from composer.epilogues.index import OutputIndex
+from composer.epilogues.numpy_eval import emulate_epilogue
+from composer.epilogues.paper import fused_plan
+from composer.epilogues.tree import from_dict
+from composer.gemm.cute.config import GemmConfig, kernel_problem
+from composer.gemm.roles import emulate, gemm_spec
+
+pytestmark = pytest.mark.gpu
+
+ORDERS = (7, 15, 31, 63, 127, 255, 511, 575, 767)
+#: Largest Nq whose kernels are compared element by element (the host emulation costs 2 Nq^4 FLOP).
+MAX_CHECKED_NQ = 576
+TOLERANCE = 1e-12
+
+
+def build_dir() -> Path:
+    return Path(os.environ.get("COMPOSER_BUILD_DIR", "build/sm_90"))
+
+
+def tree_entries():
+    from composer.runtime.manifest import read_manifest
+
+    d = build_dir()
+    if not (d / "manifest.json").is_file():
+        pytest.skip(f"no build manifest in {d}; run composer build and set COMPOSER_BUILD_DIR")
+    return [e for e in read_manifest(d / "manifest.json")
+            if e.config.get("kind") == "cute_gemm" and isinstance(e.config.get("epilogue"), dict)]
+
+
+def validation_grid(order: int) -> tuple[int, int, int]:
+    """A small non-cubic grid: six elements up to Nq = 64, two above (p = 767: 7.3 GB per array)."""
+    return (3, 2, 1) if order <= 63 else (2, 1, 1)
+
+
+def test_every_tree_kernel_matches_its_numpy_emulation():
+    from composer.runtime import DeviceBuffer
+    from composer.runtime.device import ensure_context
+    from composer.runtime.module import Module
+
+    dev = ensure_context(None)
+    entries = [e for e in tree_entries() if e.arch == dev.arch and e.config["order"] + 1 <= MAX_CHECKED_NQ]
+    if not entries:
+        pytest.skip(f"no epilogue-tree GEMMs built for {dev.arch}")
+    rng = np.random.default_rng(11)
+    for e in entries:
+        nq, role = e.config["order"] + 1, e.config["role"]
+        ne = 3 if nq <= 128 else 1
+        described = e.config["epilogue"]
+        tree = from_dict(described["tree"])
+        index = OutputIndex(**described["index"])
+        cfg = GemmConfig.from_dict(e.config["gemm"])
+        spec = gemm_spec(role, nq, ne)
+        prob = kernel_problem(spec, e.config["swap"])
+        diff = rng.standard_normal((nq, nq))
+        flux = rng.standard_normal((ne, nq, nq, nq))
+        arrays = {name: rng.standard_normal(flux.shape) for name in described["aux_slots"]}
+        if described["face"]:
+            arrays[described["face"]] = rng.standard_normal((ne, 6, nq, nq))
+        fused = e.config["fused"]
+        output = fused_plan(fused["carrier"], fused["fold"], nq).outputs[role]
+        want = emulate_epilogue(tree, index, prob, emulate(spec, diff, flux), arrays, {"alpha": 1.0, "beta": 0.0})
+        bufs = {name: DeviceBuffer.from_numpy(a, device=dev) for name, a in arrays.items()}
+        # the fold's y GEMM updates its partial sum in place, as the path launches it
+        out = bufs[output] if output in bufs else DeviceBuffer(flux.nbytes, dev)
+        operands = {"D": DeviceBuffer.from_numpy(diff, device=dev), "flux": DeviceBuffer.from_numpy(flux, device=dev)}
+        kernel = Module.from_manifest_entry(e, device=dev).entry_kernel()
+        args = prob.args(operands[prob.a_operand].ptr, operands[prob.b_operand].ptr, out.ptr,
+                         tuple(bufs[n].ptr for n in described["aux_slots"]),
+                         bufs[described["face"]].ptr if described["face"] else 0)
+        kernel.launch(cfg.grid(prob.m, prob.n, prob.batch), args=args)
+        dev.synchronize()
+        got = out.to_numpy(flux.shape, np.float64)
+        err = np.max(np.abs(got - want)) / np.max(np.abs(want))
+        assert err <= 1e-14, f"{e.symbol} ({described['text']}): relative error {err:.3e}"
+        for b in {id(b): b for b in (*bufs.values(), *operands.values(), out)}.values():
+            b.free()
+
+
+def _variants(order: int) -> list[tuple[str, bool]]:
+    """The (carrier, fold) variants the build holds at ``order`` (a complete set of tree kernels)."""
+    entries = [e for e in tree_entries() if e.config["order"] == order]
+    found = {(e.config["fused"]["carrier"], e.config["fused"]["fold"]) for e in entries}
+    if not found:
+        pytest.skip(f"p={order} not built for GEMM_FUSED")
+    return sorted(found)
+
+
+def _validate(order: int, grid, carrier: str | None = None, fold: bool | None = None) -> float:
+    from composer.bench.runner import validate_path
+    from composer.runtime.device import ensure_context
+
+    dev = ensure_context(None)
+    entries = [e for e in tree_entries() if e.config["order"] == order and e.arch == dev.arch]
+    if not entries:
+        pytest.skip(f"p={order} not built for {dev.arch}")
+    fields = dg.make_fields(order, grid, varying=True)
+    reference = (fields, dg.reference_tendency(fields, order, grid))
+    options = {"mma": entries[0].config["mma"], "build_dir": str(build_dir()), "carrier": carrier, "fold": fold}
+    return validate_path("GEMM_FUSED", order, grid, dev, reference, options)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_gemm_fused_validates_at_every_order(order):
+    for carrier, fold in _variants(order):
+        err = _validate(order, validation_grid(order), carrier, fold)
+        assert err <= TOLERANCE, f"p={order} carrier {carrier} fold {fold}: {err:.3e}"
+
+
+@pytest.mark.parametrize("order", [7, 127, 511])
+def test_gemm_fused_validates_at_the_table_s29_size(order):
+    from composer.config.schedules import load_schedule
+
+    assert _validate(order, load_schedule(order).benchmark.grid) <= TOLERANCE
