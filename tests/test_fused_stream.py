@@ -315,7 +315,7 @@ def test_product_operand_halves_the_a_loads(variant: str) -> None:
     # the session-4 p = 511 pipeline (8-value panels, 4 stages, scalar fragment loads)
     factors = dataclasses.replace(fused_config(variant, 511), k_panel=8, stages=4, fragments="scalar")
     product = dataclasses.replace(factors, a_operand="product")
-    assert _fits(product) or variant == "FUSED_DFMA"
+    assert _fits(product)
     loops = []
     for cfg in (factors, product):
         kernel = build(cfg, "sm_90").kernels[1]
