@@ -8,7 +8,7 @@ import pytest
 from composer.arch.machines import get_machine, load_machines
 from composer.config.schedules import available_orders, load_schedule, load_schedule_file
 from composer.errors import ComposerError, ConfigError
-from composer.paths.base import path_names
+from composer.paths.registry import path_names
 
 # Table S29: p -> (n, dt, nstep, warmup, timed stages); the grid is n x n x n.
 TABLE_S29 = {
