@@ -19,6 +19,15 @@ from rich.table import Table
 PIPE_WIDTH = 4096
 
 
+class PipeConsole(Console):
+    """A rich console that lets a closed pipe reach ``composer.cli.main`` as BrokenPipeError (which
+    ends the command with status 0); rich's own handler exits with status 1."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError("the reader of the output went away")
+
+
 def console(stderr: bool = False) -> Console:
     """A console on stdout (or stderr) that renders whole cells whether or not it is a terminal.
 
@@ -27,7 +36,7 @@ def console(stderr: bool = False) -> Console:
     """
     stream = sys.stderr if stderr else sys.stdout
     is_terminal = bool(getattr(stream, "isatty", lambda: False)())
-    return Console(stderr=stderr, width=None if is_terminal else PIPE_WIDTH)
+    return PipeConsole(stderr=stderr, width=None if is_terminal else PIPE_WIDTH)
 
 
 def table(columns: Sequence[str], *, title: str | None = None, caption: str | None = None,
