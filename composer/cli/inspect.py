@@ -40,7 +40,9 @@ def register(subparsers: Any) -> None:
 def collect(target: Path, expect: str | None, allow_spills: bool = True, loops: bool = False
             ) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows (one per kernel) and problems for a CUBIN file or a build directory; with ``loops``
-    each row also carries its kernel's hot loop (``hot_loop``, None without a DMMA/DFMA loop)."""
+    each row also carries its kernel's hot loop (``hot_loop``, None without a DMMA/DFMA loop).
+    Without ``allow_spills`` every kernel with local memory is a problem, whether or not its DMMA
+    shape is checked."""
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
 
@@ -62,14 +64,18 @@ def collect(target: Path, expect: str | None, allow_spills: bool = True, loops: 
             if mma and _issues_dmma(entry.config):
                 per = {entry.symbol: entry.config["mma_per_ktile"]} if "mma_per_ktile" in entry.config \
                     and not expect else None
-                problems += check_expected(kernels, mma, mma_per_kernel=per, allow_spills=allow_spills)
+                problems += check_expected(kernels, mma, mma_per_kernel=per)
     elif target.is_file():
         kernels, hot = read(target)
         rows = [_row(k, target.name, None, None, hot, key) for key, k in kernels.items()]
         if expect:
-            problems = check_expected(kernels, expect, allow_spills=allow_spills)
+            problems = check_expected(kernels, expect)
     else:
         raise ComposerError(f"{target}: no such build directory or CUBIN")
+    if not allow_spills:
+        problems += [f"{r['name']} ({r['arch']}): {r['spill_bytes']} bytes of local memory per thread "
+                     f"({r['local_stores']} STL, {r['local_loads']} LDL): register spills"
+                     for r in rows if r["spill_bytes"]]
     return rows, problems
 
 
