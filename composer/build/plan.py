@@ -3,9 +3,9 @@
 A plan is a list of jobs, each producing one CUBIN with one kernel: CuTe DSL GEMMs (per order
 and role, from the schedule's ``[paths.GEMM_CUTE]`` table or the default tiles, in the MMA shape
 GEMM_CUTE loads at run time unless one is given), the NVRTC support kernels the library paths
-launch (per order) and, for the fused paths, every kernel of the variant's schedule at the order (face kernel and volume kernels, NVRTC). Every job has a
-``key`` over everything that determines its CUBIN, so a rebuild recompiles exactly the jobs whose
-key changed.
+launch (per order) and, for the fused paths, every kernel of the variant's schedule at the order
+(face kernel and volume kernels, NVRTC). Every job has a ``key`` over everything that determines
+its CUBIN, so a rebuild recompiles exactly the jobs whose key changed.
 """
 
 from __future__ import annotations
