@@ -32,6 +32,12 @@ class ConfigError(ComposerError, ValueError):
     """
 
 
+class RunFailure(ComposerError):
+    """A step of a run failed on the device or in a compiler (a CUDA call, a kernel launch, a
+    compile, a device allocation), as opposed to a request that is wrong: a benchmark sweep records
+    it against the run and goes on, where any other ComposerError stops the sweep."""
+
+
 class CheckFailed(ComposerError):
     """A check ran to the end and its verdict is a failure (a validation criterion, a SASS
     expectation). The command has printed its report; the message says which criteria failed."""

@@ -409,3 +409,32 @@ def test_build_mma_is_not_checked_for_paths_that_do_not_read_it(capsys, tmp_path
     assert status == 0, err
     assert "--mma applies to GEMM_CUTE only" in err
     assert json.loads(out)["built"] == ["fused_p7_k0_xyz"]
+
+
+# --- the sweep keeps going past a failed run, not past a wrong request ---------------------------
+
+
+@pytest.mark.parametrize("kind", ["run failure", "wrong request"])
+def test_bench_records_a_run_failure_and_stops_on_a_wrong_request(tmp_path, kind) -> None:
+    """CudaError became a ComposerError; the sweep still records it against the run (RunFailure)."""
+    from composer.bench.results import decode_line
+    from composer.runtime import CudaError
+    from tests.test_bench_runner_cpu import FAILING_JOB, FakeMeasure, stored_lines, sweep
+
+    failure = (CudaError(700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access", "cuStreamSynchronize")
+               if kind == "run failure" else ComposerError("a request the sweep cannot serve"))
+
+    class Failing(FakeMeasure):
+        def __call__(self, schedule, path, fields, device, round_index, *rest):
+            if (path, schedule.order, round_index) == FAILING_JOB:
+                raise failure
+            return super().__call__(schedule, path, fields, device, round_index, *rest)
+
+    out = tmp_path / "sweep"
+    if kind == "wrong request":
+        with pytest.raises(ComposerError, match="cannot serve"):
+            sweep(out, Failing(), orders=(FAILING_JOB[1],))
+        return
+    sweep(out, Failing(), orders=(FAILING_JOB[1],))
+    errors = [record.error for record in map(decode_line, stored_lines(out)) if record.error]
+    assert errors == ["CudaError: cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (700): an illegal memory access"]

@@ -1,7 +1,8 @@
 """Exception types of the runtime layer and ``check``, the one place CUDA status codes become exceptions.
 
-All derive from composer.errors.ComposerError (so the CLI reports them in one line) and keep their
-builtin base (RuntimeError, MemoryError, ValueError) for callers that catch those.
+All derive from composer.errors.ComposerError (so the CLI reports them in one line; the failures of
+a run itself through RunFailure) and keep their builtin base (RuntimeError, MemoryError,
+ValueError) for callers that catch those.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from composer.errors import ComposerError
+from composer.errors import ComposerError, RunFailure
 
 from . import _bindings
 
@@ -18,7 +19,7 @@ NO_GPU_HINT = ("this command needs an NVIDIA GPU with a CUDA driver; without one
                "NVRTC without a GPU)")
 
 
-class CudaError(ComposerError, RuntimeError):
+class CudaError(RunFailure, RuntimeError):
     """A CUDA driver or NVRTC call returned an error status."""
 
     def __init__(self, code: Any, name: str, message: str, api: str = "") -> None:
@@ -35,7 +36,7 @@ class NoGpuError(ComposerError, RuntimeError):
     hint = NO_GPU_HINT
 
 
-class OutOfDeviceMemory(ComposerError, MemoryError):
+class OutOfDeviceMemory(RunFailure, MemoryError):
     """A device allocation would not fit into the currently free device memory."""
 
     def __init__(self, requested: int, free: int, total: int | None = None) -> None:
@@ -49,7 +50,7 @@ class OutOfDeviceMemory(ComposerError, MemoryError):
         )
 
 
-class CompileError(ComposerError, RuntimeError):
+class CompileError(RunFailure, RuntimeError):
     """NVRTC rejected a source; the message carries the compile log and the offending source lines."""
 
     def __init__(self, name: str, arch: str, log: str, excerpt: str = "") -> None:
@@ -66,7 +67,7 @@ class ManifestError(ComposerError, ValueError):
     """A kernel manifest is malformed, or a cubin it describes is missing or stale."""
 
 
-class LaunchError(ComposerError, ValueError):
+class LaunchError(RunFailure, ValueError):
     """Kernel arguments or launch geometry do not match the kernel's declared parameters."""
 
 
