@@ -30,7 +30,7 @@ from composer.bench.results import ResultStore, write_results_markdown
 from composer.bench.stats import summarize
 from composer.arch.machines import Machine
 from composer.config.schedules import Schedule, load_schedule
-from composer.errors import ComposerError
+from composer.errors import ComposerError, RunFailure
 from composer.kernels.support import SupportKernels
 from composer.paths.registry import path_class
 from composer.paths.problem import DeviceProblem, check_fits
@@ -202,9 +202,9 @@ def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | 
                                      sampler, validated.get((job.path, order)), plan.options.get(job.path, {}))
                     store.append(record)
                     progress.finish(job, True, f"{record.stage_wall_s * 1e6:.1f} us/stage")
-                except ComposerError:
-                    raise
-                except Exception as exc:  # a failed run is recorded, the sweep goes on
+                except Exception as exc:  # a failed run is recorded, the sweep goes on; a wrong request stops it
+                    if isinstance(exc, ComposerError) and not isinstance(exc, RunFailure):
+                        raise
                     store.append(failed_record(job, schedule, f"{type(exc).__name__}: {exc}", plan.graph))
                     progress.finish(job, False, traceback.format_exception_only(exc)[-1].strip())
             del fields

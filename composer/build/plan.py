@@ -1,11 +1,11 @@
 """What ``composer build`` must compile for a configuration (orders x paths x arch x MMA shape).
 
 A plan is a list of jobs, each producing one CUBIN with one kernel: CuTe DSL GEMMs (per order
-and role, from the schedule's ``[paths.GEMM_CUTE]`` table or the default tiles), the NVRTC
-support kernels the library paths launch (per order) and, for the fused paths, every kernel of
-the variant's schedule at the order (face kernel and volume kernels, NVRTC). Every job has a
-``key`` over everything that determines its CUBIN, so a rebuild recompiles exactly the jobs whose
-key changed.
+and role, from the schedule's ``[paths.GEMM_CUTE]`` table or the default tiles, in the MMA shape
+GEMM_CUTE loads at run time unless one is given), the NVRTC support kernels the library paths
+launch (per order) and, for the fused paths, every kernel of the variant's schedule at the order
+(face kernel and volume kernels, NVRTC). Every job has a ``key`` over everything that determines
+its CUBIN, so a rebuild recompiles exactly the jobs whose key changed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from composer.config.schedules import available_orders, load_schedule
 from composer.errors import ComposerError
-from composer.arch.mma import check_supported, mma_shape
+from composer.arch.mma import UnsupportedShapeError, arch_number, check_supported, mma_shape
 from composer.gemm.cute.tiles import role_kernel
 from composer.gemm.roles import ROLES
 from composer.paths.registry import PATHS, path_class, paths_with
@@ -26,6 +26,10 @@ from composer.paths.registry import PATHS, path_class, paths_with
 DEFAULT_PATHS = tuple(cls.name for cls in paths_with(needs_build=True))
 #: Every path `composer build` has kernels for.
 BUILDABLE_PATHS = tuple(cls.name for cls in PATHS if cls.build_kinds)
+
+
+class PlanError(ComposerError, ValueError):
+    """A build configuration that cannot be planned: an unknown path or target, or nothing to build."""
 
 
 @dataclass(frozen=True)
@@ -49,9 +53,26 @@ def gemm_cute_table(order: int) -> dict[str, Any]:
     return dict(load_schedule(order).paths.get("GEMM_CUTE", {}))
 
 
-def cute_jobs(order: int, arch: str, mma: str) -> list[BuildJob]:
-    """The three role GEMMs of ``order`` for ``mma`` on ``arch`` (raises for shapes arch lacks)."""
-    check_supported(mma, arch)
+def gemm_cute_mma(order: int) -> str:
+    """The MMA shape GEMM_CUTE runs at ``order`` without an ``mma`` option (its schedule's, else the
+    path's default): what ``composer build`` compiles when no ``--mma`` is given."""
+    from composer.paths.gemm_cute import resolve_settings
+
+    return resolve_settings(order, {})[0]
+
+
+def cute_jobs(order: int, arch: str, mma: str | None = None) -> list[BuildJob]:
+    """The three role GEMMs of ``order`` for ``mma`` (default: ``gemm_cute_mma(order)``) on ``arch``;
+    raises UnsupportedShapeError for a shape ``arch`` lacks."""
+    given = mma is not None
+    mma = mma if given else gemm_cute_mma(order)
+    try:
+        check_supported(mma, arch)
+    except UnsupportedShapeError as exc:
+        if given:
+            raise
+        raise UnsupportedShapeError(f"order {order}: GEMM_CUTE runs mma {mma} (its schedule's "
+                                    f"[paths.GEMM_CUTE] mma, else the default): {exc}") from None
     table = gemm_cute_table(order)
     tiles = table.get("tiles", {})
     nq = order + 1
@@ -96,22 +117,47 @@ def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
     return jobs
 
 
-def plan(arch: str, mma: str, orders: list[int] | None = None,
+def compiler_targets(kind: str) -> list[str]:
+    """The SASS targets the compiler of a job ``kind`` accepts, as the compiler itself reports them:
+    the CuTe DSL's for "cute", NVRTC's supported architectures for "support" and "fused"."""
+    if kind == "cute":
+        from cutlass.base_dsl.enums import Arch
+
+        return [a.name for a in Arch]
+    from composer.runtime.nvrtc import supported_archs
+
+    return [f"sm_{n}" for n in supported_archs()]
+
+
+def check_target(arch: str, kinds: set[str]) -> None:
+    """Raise PlanError unless every compiler the job ``kinds`` need can target ``arch``
+    (``sm_91`` is spelled like a target but none exists; the compilers would fail mid-build)."""
+    number = arch_number(arch)
+    for kind in sorted(kinds):
+        targets = compiler_targets(kind)
+        # NVRTC lists bare numbers and accepts the a/f feature suffixes on them; the DSL lists all
+        if arch not in targets and (kind == "cute" or f"sm_{number}" not in targets):
+            compiler = "the CuTe DSL" if kind == "cute" else "NVRTC"
+            raise PlanError(f"{compiler} cannot compile for {arch}; its targets: {', '.join(targets)}")
+
+
+def plan(arch: str, mma: str | None = None, orders: list[int] | None = None,
          paths: list[str] | None = None) -> list[BuildJob]:
-    """All jobs for the configuration; orders default to every scheduled order. The MMA shape is
-    checked against the arch only when a requested path reads it (``reads_mma``)."""
-    mma_shape(mma)
+    """All jobs for the configuration; orders default to every scheduled order. ``mma`` is the
+    shape of the paths that read one (``reads_mma``: GEMM_CUTE; default: each order's,
+    ``gemm_cute_mma``); it is checked against the arch only when a requested path reads it."""
     orders = orders or available_orders()
     paths = [p.upper() for p in (paths or DEFAULT_PATHS)]
     unknown = [p for p in paths if p not in BUILDABLE_PATHS]
     if unknown:
-        raise ValueError(f"composer build has no kernels for {unknown}; paths with kernels: {list(BUILDABLE_PATHS)}")
+        raise PlanError(f"composer build has no kernels for {unknown}; paths with kernels: {list(BUILDABLE_PATHS)}")
     classes = [path_class(p) for p in paths]
-    if any(cls.reads_mma for cls in classes):
-        check_supported(mma, arch)
+    kinds = {kind for cls in classes for kind in cls.build_kinds}
+    check_target(arch, kinds)
+    if mma is not None and any(cls.reads_mma for cls in classes):
+        check_supported(mma_shape(mma), arch)
     for cls in classes:
         cls.check_arch(arch)
-    kinds = {kind for cls in classes for kind in cls.build_kinds}
     fused = [cls for cls in classes if "fused" in cls.build_kinds]
     jobs: list[BuildJob] = []
     for order in orders:
@@ -123,8 +169,8 @@ def plan(arch: str, mma: str, orders: list[int] | None = None,
             jobs += fused_jobs(order, arch, cls.name)
     for cls in fused:
         if not any(j.kind == "fused" and j.spec.get("variant") == cls.name for j in jobs):
-            raise ValueError(f"path {cls.name} implements none of the orders {orders}; "
-                             f"it supports {sorted(cls.orders or ())}")
+            raise PlanError(f"path {cls.name} implements none of the orders {orders}; "
+                            f"it supports {sorted(cls.orders or ())}")
     # the face kernel of an order is the same kernel for every fused variant: build it once
     faces: dict[str, str] = {}
     kept = []
@@ -138,5 +184,5 @@ def plan(arch: str, mma: str, orders: list[int] | None = None,
     names = [j.name for j in jobs]
     dups = {n for n in names if names.count(n) > 1}
     if dups:
-        raise ValueError(f"build plan has duplicate kernels {sorted(dups)}")
+        raise PlanError(f"build plan has duplicate kernels {sorted(dups)}")
     return jobs
