@@ -80,6 +80,9 @@ class FakePath:
     def resident_blocks(self) -> dict:
         return {}
 
+    def launch_blocks(self) -> dict:
+        return {}
+
 
 def test_overlap_figures_from_known_durations() -> None:
     path = FakePath()
