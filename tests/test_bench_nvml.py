@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 import types
+from pathlib import Path
 
 import pytest
 
@@ -151,12 +154,30 @@ def test_summary_of_samples_and_roundtrip():
 
 
 # -- provenance ----------------------------------------------------------------------------
+def _expected_commit() -> str | None:
+    """``$COMPOSER_GIT_COMMIT`` (a copied working tree names its commit), else git's HEAD of this
+    checkout; None where there is neither (no git, or a copy without .git)."""
+    named = os.environ.get("COMPOSER_GIT_COMMIT")
+    if named:
+        return named
+    repo = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
+    except OSError:
+        return None
+    return head.stdout.strip() if head.returncode == 0 else None
+
+
 def test_provenance_never_raises_and_is_json(tmp_path):
     p = collect_provenance()
     json.dumps(p, default=str)
     assert p["date_utc"].endswith("+00:00") and p["python"]
     assert "numpy" in p["packages"] and "nvidia-ml-py" in p["packages"]
-    assert p["git"] is None or "commit" in p["git"]
+    commit = _expected_commit()
+    if commit is None:
+        assert p["git"] is None and "git" in p["errors"]
+    else:
+        assert p["git"]["commit"] == commit
     # no GPU here: NVML and the CUDA driver are missing and reported, not raised
     if p["nvml"] is None:
         assert "nvml" in p["errors"]

@@ -47,7 +47,7 @@ def test_info_grid_and_machine(capsys):
     [
         (["info", "--order", "8"], "available orders: 7, 15"),
         (["info", "--order", "7", "--machine", "nope"], "unknown machine"),
-        (["info", "--order", "7", "--reserve", "2"], "reserve_fraction"),
+        (["info", "--order", "7", "--reserve", "2"], "argument --reserve: expected a fraction in [0, 1)"),
     ],
 )
 def test_errors_are_one_line(capsys, argv, fragment):

@@ -8,6 +8,7 @@ import pytest
 from composer.arch.machines import get_machine, load_machines
 from composer.config.schedules import available_orders, load_schedule, load_schedule_file
 from composer.errors import ComposerError, ConfigError
+from composer.paths.registry import path_names
 
 # Table S29: p -> (n, dt, nstep, warmup, timed stages); the grid is n x n x n.
 TABLE_S29 = {
@@ -65,7 +66,7 @@ def test_shipped_schedule_matches_table_s29(order):
     v = s.validation
     assert v.grid == b.grid and v.nstep == 1 and v.tolerance == 1e-12
     assert v.integration_nstep >= 1 and v.integration_dt > 0
-    assert isinstance(s.paths, dict)
+    assert set(s.paths) <= set(path_names()), sorted(s.paths)  # every [paths.*] table names a path
 
 
 def _write(tmp_path, text, name="p0007.toml"):

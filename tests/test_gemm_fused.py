@@ -156,8 +156,10 @@ def test_build_plan_adds_the_tree_kernels_and_checks_the_shape():
     assert trees["dgemm_p0127_z_m16_8_4_carry_fold"]["epilogue"]["text"] == \
         "store(neg(add(fma(aux(Ez), acc, aux(partial)), face(fstar))))"
     assert trees["dgemm_p0007_z_m16_8_4_carry"]["fused"] == {"carrier": "z", "fold": False}
-    plain = [j.name for j in jobs if j.kind == "cute" and "epilogue" not in j.spec]
-    assert plain == [j.name for j in plan("sm_90", "16x8x4", [7, 127], ["GEMM_CUTE"]) if j.kind == "cute"]
+    # the plain GEMMs it runs on CuTe are GEMM_CUTE's jobs (p = 7: x and y; p = 127 folds all three)
+    plain = {j.name: j.key for j in jobs if j.kind == "cute" and "epilogue" not in j.spec}
+    cute = {j.name: j.key for j in plan("sm_90", "16x8x4", [7, 127], ["GEMM_CUTE"]) if j.kind == "cute"}
+    assert plain == {n: k for n, k in cute.items() if n in ("dgemm_p0007_x_m16_8_4", "dgemm_p0007_y_m16_8_4")}
     both = plan("sm_90", "16x8x4", [7], ["GEMM_CUTE", "GEMM_FUSED"])
     assert len(both) == len({j.name for j in both}) == 8
     with pytest.raises(UnsupportedShapeError, match="mma 16x8x4 .* needs sm_90 or newer; sm_80 has only 8x8x4"):

@@ -81,13 +81,13 @@ def test_capability_selection() -> None:
 
 
 def test_unknown_option_key_is_refused_naming_the_known_keys() -> None:
-    known = "its options: build_dir, library, mma"
+    known = "its options: build_dir, library, max_streams, mma"
     with pytest.raises(ComposerError, match=f"path GEMM_CUTE has no option 'mmma'; {known}") as err:
         validate_options("GEMM_CUTE", {"mmma": "8x8x4"})
     assert "\n" not in str(err.value)
-    with pytest.raises(ComposerError, match="path GEMM has no option 'mma'; its options: none"):
+    with pytest.raises(ComposerError, match="path GEMM has no option 'mma'; its options: max_streams$"):
         validate_options("gemm", {"mma": "8x8x4"})
-    with pytest.raises(ComposerError, match="its options: build_dir, cache_dir, config"):
+    with pytest.raises(ComposerError, match="its options: build_dir, cache_dir, config, max_streams"):
         validate_options("FUSED_TC16", {"tile": "2"})
 
 
@@ -132,7 +132,7 @@ def test_bench_cli_refuses_a_mistyped_option_before_the_gpu(capsys: pytest.Captu
 
     assert main(["bench", "--paths", "GEMM_CUTE", "--orders", "7", "--option", "GEMM_CUTE.mmma=8x8x4"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: path GEMM_CUTE has no option 'mmma'") and "build_dir, library, mma" in err
+    assert err.startswith("error: path GEMM_CUTE has no option 'mmma'") and "build_dir, library, max_streams, mma" in err
 
 
 def test_bench_and_build_defaults_come_from_capabilities() -> None:
@@ -177,7 +177,8 @@ def test_counts_raise_for_a_malformed_fused_table(tmp_path: FsPath, monkeypatch:
         counts.device_memory_estimate(31, 8, "FUSED_TC")
     with pytest.raises(ConfigError):  # FUSED_DFMA runs FUSED_TC's table
         counts.device_memory_estimate(31, 8, "FUSED_DFMA")
-    counts.device_memory_estimate(31, 8, "FUSED")  # its own table is intact
+    with pytest.raises(ConfigError, match=r"p0031\.toml: paths\.FUSED_TC\.flux"):  # the file is checked whole at load
+        counts.device_memory_estimate(31, 8, "FUSED")
 
 
 def test_counts_without_a_fused_table_follow_the_paper_rule(tmp_path: FsPath, monkeypatch: pytest.MonkeyPatch) -> None:

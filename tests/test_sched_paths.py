@@ -86,3 +86,38 @@ def test_max_streams_is_a_declared_option_of_every_path() -> None:
         assert cls.parse_options({"max_streams": "2"}) == {"max_streams": 2}
         with pytest.raises(Exception, match="max_streams"):
             cls.parse_options({"max_streams": "0"})
+
+
+@pytest.mark.parametrize("order", [7, 63, 511])
+def test_graph_cli_json_for_every_path(order: int, capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    import json
+
+    from composer.cli.main import main
+
+    names = [n for n in path_names() if path_class(n).orders is None or order in path_class(n).orders]
+    dot = tmp_path / "plan.dot"
+    assert main(["graph", "--path", ",".join(names), "--order", str(order), "--grid", "2,3,1", "--json",
+                 "--dot", str(dot)]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["order"] == order and document["grid"] == [2, 3, 1]
+    assert [r["path"] for r in document["paths"]] == names
+    for report in document["paths"]:
+        assert {"nodes", "edges", "streams", "critical_path", "events"} <= set(report)
+        names_in_plan = [n["name"] for n in report["nodes"]]
+        assert all({"name", "role", "reads", "writes", "stream"} <= set(n) for n in report["nodes"])
+        assert all(a in names_in_plan and b in names_in_plan for a, b in report["edges"])
+        assert report["critical_path"][-1] == names_in_plan[-1]
+        assert max(n["stream"] for n in report["nodes"]) + 1 == report["streams"]
+        assert (tmp_path / f"plan.{report['path']}.dot").read_text().startswith("digraph")
+
+
+def test_graph_cli_bad_input_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from composer.cli.main import main
+
+    assert main(["graph", "--path", "GEMM_FUSE", "--order", "7"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unknown path" in err and "Traceback" not in err
+    assert main(["graph", "--path", "FUSED", "--order", "511"]) == 2
+    assert "does not implement order 511" in capsys.readouterr().err
+    assert main(["graph", "--path", "GEMM", "--order", "7", "--max-streams", "0"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -90,7 +90,8 @@ BAD_TABLES = {
         _edited(_edited(P511, "[paths.GEMM_CUTE.tiles.x]", "[paths.GEMM_CUTE.tiles.8x8x4.x]"),
                 "warps_n = 4", "warps_n = 32"),
         "paths.GEMM_CUTE.tiles.8x8x4.x: with mma 8x8x4: GEMM config m8_8_4_t128x128x32_w2x32_s3_kkm_v2_store: "
-        "warp tile 64x4 is not a multiple of the mma 8x8; 2048 threads per block exceed 1024"),
+        "warp tile 64x4 (bm/warps_m x bn/warps_n) is not a multiple of the mma 8x8; 2048 threads per block "
+        "exceed 1024 (sm_90)"),
     "settings for a path that takes none": (
         P511 + "\n[paths.GEMM]\ntiles = [64, 64]\n",
         "paths.GEMM.tiles: unknown key (allowed here: none)"),

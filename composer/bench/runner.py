@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +30,7 @@ from composer.bench.results import ResultStore, write_results_markdown
 from composer.bench.stats import summarize
 from composer.arch.machines import Machine
 from composer.config.schedules import Schedule, load_schedule
-from composer.errors import ComposerError
+from composer.errors import ComposerError, RunFailure
 from composer.kernels.support import SupportKernels
 from composer.paths.registry import path_class
 from composer.paths.problem import DeviceProblem, check_fits
@@ -134,11 +134,27 @@ def failed_record(job: Job, schedule: Schedule, message: str, graph: bool) -> Ru
                      options={"graph": graph}, error=message)
 
 
-def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | None = None) -> str:
-    """Run (or resume) the interleaved sweep; returns the Markdown summary table."""
+#: ``run_once``'s signature: (schedule, path, fields, device, round_index, graph, sampler,
+#: validation_error, options) -> RunRecord, the timed run of one job.
+MeasureRun = Callable[[Schedule, str, dict[str, np.ndarray], Device, int, bool, ClockSampler, float | None, dict],
+                      RunRecord]
+#: ``validate_path``'s signature: (path, order, grid, device, (fields, reference), options) -> error.
+ValidateCell = Callable[[str, int, tuple[int, int, int], Device, tuple[dict[str, np.ndarray], np.ndarray], dict],
+                        float]
+
+
+def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | None = None, *,
+              measure: MeasureRun = run_once, validate: ValidateCell = validate_path,
+              schedule_for: Callable[[int], Schedule] = load_schedule) -> str:
+    """Run (or resume) the interleaved sweep; returns the Markdown summary table.
+
+    ``measure``, ``validate`` and ``schedule_for`` are the GPU-side seams, the real ones by
+    default: tests/test_bench_runner_cpu.py drives the sweep on the CPU with a fake device,
+    deterministic fake timings and schedules shrunk to one element.
+    """
     device = device or Device()
     paths = [path_class(p).name for p in plan.paths]
-    schedules = {order: load_schedule(order) for order in plan.orders}
+    schedules = {order: schedule_for(order) for order in plan.orders}
     skipped = unsupported_cells(paths, plan.orders)
     for order, schedule in schedules.items():  # fail fast, before any GPU work
         for path in paths:
@@ -171,7 +187,7 @@ def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | 
                 varying = dg.make_fields(order, grid, varying=True)
                 reference = (varying, dg.reference_tendency(varying, order, grid))
                 for path in sorted({j.path for j in order_jobs}):
-                    err = validate_path(path, order, grid, device, reference, plan.options.get(path, {}))
+                    err = validate(path, order, grid, device, reference, plan.options.get(path, {}))
                     validated[(path, order)] = err
                     if not err <= schedule.validation.tolerance:
                         raise ComposerError(f"{path} p={order} failed validation: max|diff|/max|ref| = "
@@ -182,13 +198,13 @@ def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | 
             for job in order_jobs:
                 progress.start(job)
                 try:
-                    record = run_once(schedule, job.path, fields, device, job.round_index, plan.graph,
-                                      sampler, validated.get((job.path, order)), plan.options.get(job.path, {}))
+                    record = measure(schedule, job.path, fields, device, job.round_index, plan.graph,
+                                     sampler, validated.get((job.path, order)), plan.options.get(job.path, {}))
                     store.append(record)
                     progress.finish(job, True, f"{record.stage_wall_s * 1e6:.1f} us/stage")
-                except ComposerError:
-                    raise
-                except Exception as exc:  # a failed run is recorded, the sweep goes on
+                except Exception as exc:  # a failed run is recorded, the sweep goes on; a wrong request stops it
+                    if isinstance(exc, ComposerError) and not isinstance(exc, RunFailure):
+                        raise
                     store.append(failed_record(job, schedule, f"{type(exc).__name__}: {exc}", plan.graph))
                     progress.finish(job, False, traceback.format_exception_only(exc)[-1].strip())
             del fields

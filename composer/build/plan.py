@@ -1,12 +1,12 @@
 """What ``composer build`` must compile for a configuration (orders x paths x arch x MMA shape).
 
 A plan is a list of jobs, each producing one CUBIN with one kernel: CuTe DSL GEMMs (per order
-and role, from the schedule's ``[paths.GEMM_CUTE]`` table or the default tiles; for GEMM_FUSED
-also the carrier and fold GEMMs with their epilogue trees, per ``[paths.GEMM_FUSED]``), the NVRTC
-support kernels the library paths launch (per order) and, for the fused paths, every kernel of
-the variant's schedule at the order (face kernel and volume kernels, NVRTC). Every job has a
-``key`` over everything that determines its CUBIN, so a rebuild recompiles exactly the jobs whose
-key changed.
+and role, from the schedule's ``[paths.GEMM_CUTE]`` table or the default tiles, in the MMA shape
+GEMM_CUTE loads at run time unless one is given; for GEMM_FUSED the GEMMs it launches, the carrier
+and fold GEMMs with their epilogue trees, per ``[paths.GEMM_FUSED]``), the NVRTC support kernels
+the library paths launch (per order) and, for the fused paths, every kernel of the variant's
+schedule at the order (face kernel and volume kernels, NVRTC). Every job has a ``key`` over everything that determines
+its CUBIN, so a rebuild recompiles exactly the jobs whose key changed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from composer.config.schedules import available_orders, load_schedule
 from composer.errors import ComposerError
-from composer.arch.mma import check_supported, mma_shape
+from composer.arch.mma import UnsupportedShapeError, arch_number, check_supported, mma_shape
 from composer.gemm.cute.tiles import role_kernel, role_overrides
 from composer.gemm.roles import ROLES
 from composer.paths.registry import PATHS, path_class, paths_with
@@ -27,6 +27,10 @@ from composer.paths.registry import PATHS, path_class, paths_with
 DEFAULT_PATHS = tuple(cls.name for cls in paths_with(needs_build=True))
 #: Every path `composer build` has kernels for.
 BUILDABLE_PATHS = tuple(cls.name for cls in PATHS if cls.build_kinds)
+
+
+class PlanError(ComposerError, ValueError):
+    """A build configuration that cannot be planned: an unknown path or target, or nothing to build."""
 
 
 @dataclass(frozen=True)
@@ -50,9 +54,26 @@ def gemm_cute_table(order: int) -> dict[str, Any]:
     return dict(load_schedule(order).paths.get("GEMM_CUTE", {}))
 
 
-def cute_jobs(order: int, arch: str, mma: str) -> list[BuildJob]:
-    """The three role GEMMs of ``order`` for ``mma`` on ``arch`` (raises for shapes arch lacks)."""
-    check_supported(mma, arch)
+def gemm_cute_mma(order: int) -> str:
+    """The MMA shape GEMM_CUTE runs at ``order`` without an ``mma`` option (its schedule's, else the
+    path's default): what ``composer build`` compiles when no ``--mma`` is given."""
+    from composer.paths.gemm_cute import resolve_settings
+
+    return resolve_settings(order, {})[0]
+
+
+def cute_jobs(order: int, arch: str, mma: str | None = None) -> list[BuildJob]:
+    """The three role GEMMs of ``order`` for ``mma`` (default: ``gemm_cute_mma(order)``) on ``arch``;
+    raises UnsupportedShapeError for a shape ``arch`` lacks."""
+    given = mma is not None
+    mma = mma if given else gemm_cute_mma(order)
+    try:
+        check_supported(mma, arch)
+    except UnsupportedShapeError as exc:
+        if given:
+            raise
+        raise UnsupportedShapeError(f"order {order}: GEMM_CUTE runs mma {mma} (its schedule's "
+                                    f"[paths.GEMM_CUTE] mma, else the default): {exc}") from None
     table = gemm_cute_table(order)
     tiles = table.get("tiles", {})
     nq = order + 1
@@ -70,34 +91,40 @@ def cute_jobs(order: int, arch: str, mma: str) -> list[BuildJob]:
 FUSED_VARIANTS = ("schedule", "all")
 
 
-def cute_tree_jobs(order: int, arch: str, mma: str, variants: str = "schedule") -> list[BuildJob]:
-    """GEMM_FUSED's GEMMs with epilogue trees at ``order`` (the carrier; x and y when they fold),
-    from the schedule's settings (``composer.epilogues.settings``) with the build's ``mma``, or for
-    every legal carrier and fold (``variants="all"``, each as the path resolves it when given that
-    carrier and fold as options). Its plain-store GEMMs are GEMM_CUTE's, built by
-    :func:`cute_jobs`. The spec records the tree."""
+def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str = "schedule") -> list[BuildJob]:
+    """The CuTe GEMMs GEMM_FUSED launches at ``order``: the carrier's and (with the fold) x's and
+    y's with their epilogue trees, and the plain-store GEMMs it runs on CuTe (GEMM_CUTE's kernels,
+    the same jobs as :func:`cute_jobs`), from the settings the path resolves
+    (``composer.epilogues.settings``; ``mma`` default: GEMM_FUSED's, else GEMM_CUTE's shape), for
+    the schedule's carrier and fold or every legal one (``variants="all"``, each as the path
+    resolves it given that carrier and fold as options). A tree job's spec records the tree."""
     from composer.epilogues.settings import fused_settings
 
     if variants not in FUSED_VARIANTS:
-        raise ValueError(f"GEMM_FUSED variants {variants!r}: expected one of {FUSED_VARIANTS}")
-    check_supported(mma, arch)
+        raise PlanError(f"GEMM_FUSED variants {variants!r}: expected one of {FUSED_VARIANTS}")
     paths = load_schedule(order).paths
-    scheduled = fused_settings(order, paths, {"mma": mma})
+    given = {"mma": mma} if mma is not None else {}
+    scheduled = fused_settings(order, paths, given)
+    check_supported(scheduled.mma, arch)
     chosen = [scheduled]
     if variants == "all":
         for carrier, fold in [*((r, False) for r in ROLES), ("z", True)]:
             if (carrier, fold) != (scheduled.carrier, scheduled.fold):
-                chosen.append(fused_settings(order, paths, {"mma": mma, "carrier": carrier, "fold": fold}))
+                chosen.append(fused_settings(order, paths, {**given, "carrier": carrier, "fold": fold}))
+    shape = scheduled.mma.replace("x", "_")
     jobs: dict[str, BuildJob] = {}
     for settings in chosen:
         for role, gemm in settings.gemms().items():
+            spec = {"role": role, "swap": gemm.swap, "config": gemm.config.to_dict()}
             if gemm.plain:
+                if settings.library[role] == "cute":
+                    jobs.setdefault(f"dgemm_p{order:04d}_{role}_m{shape}",
+                                    BuildJob(f"dgemm_p{order:04d}_{role}_m{shape}", "cute", arch, order, spec))
                 continue
             variant = ("carry_fold" if settings.fold else "carry") if role == settings.carrier else "fold"
-            name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_{variant}"
+            name = f"dgemm_p{order:04d}_{role}_m{shape}_{variant}"
             jobs.setdefault(name, BuildJob(name, "cute", arch, order, {
-                "role": role, "swap": gemm.swap, "config": gemm.config.to_dict(), "epilogue": gemm.describe(),
-                "fused": {"carrier": settings.carrier, "fold": settings.fold}}))
+                **spec, "epilogue": gemm.describe(), "fused": {"carrier": settings.carrier, "fold": settings.fold}}))
     return list(jobs.values())
 
 
@@ -131,50 +158,76 @@ def fused_jobs(order: int, arch: str, variant: str) -> list[BuildJob]:
     return jobs
 
 
-def plan(arch: str, mma: str, orders: list[int] | None = None,
+def compiler_targets(kind: str) -> list[str]:
+    """The SASS targets the compiler of a job ``kind`` accepts, as the compiler itself reports them:
+    the CuTe DSL's for "cute", NVRTC's supported architectures for "support" and "fused"."""
+    if kind in ("cute", "cute_tree"):
+        from cutlass.base_dsl.enums import Arch
+
+        return [a.name for a in Arch]
+    from composer.runtime.nvrtc import supported_archs
+
+    return [f"sm_{n}" for n in supported_archs()]
+
+
+def check_target(arch: str, kinds: set[str]) -> None:
+    """Raise PlanError unless every compiler the job ``kinds`` need can target ``arch``
+    (``sm_91`` is spelled like a target but none exists; the compilers would fail mid-build)."""
+    number = arch_number(arch)
+    for kind in sorted(kinds):
+        targets = compiler_targets(kind)
+        # NVRTC lists bare numbers and accepts the a/f feature suffixes on them; the DSL lists all
+        if arch not in targets and (kind in ("cute", "cute_tree") or f"sm_{number}" not in targets):
+            compiler = "the CuTe DSL" if kind in ("cute", "cute_tree") else "NVRTC"
+            raise PlanError(f"{compiler} cannot compile for {arch}; its targets: {', '.join(targets)}")
+
+
+def plan(arch: str, mma: str | None = None, orders: list[int] | None = None,
          paths: list[str] | None = None, fused_variants: str = "schedule") -> list[BuildJob]:
-    """All jobs for the configuration; orders default to every scheduled order. The MMA shape is
-    checked against the arch only when a requested path reads it (``reads_mma``). ``fused_variants``:
-    GEMM_FUSED's carrier and fold as scheduled, or every legal one (``"all"``)."""
-    mma_shape(mma)
+    """All jobs for the configuration; orders default to every scheduled order. ``mma`` is the
+    shape of the paths that read one (``reads_mma``: GEMM_CUTE, GEMM_FUSED; default: each order's,
+    ``gemm_cute_mma``, and GEMM_FUSED's own); it is checked against the arch only when a requested
+    path reads it. ``fused_variants``: GEMM_FUSED's carrier and fold as scheduled, or every legal
+    one (``"all"``)."""
     orders = orders or available_orders()
     paths = [p.upper() for p in (paths or DEFAULT_PATHS)]
     unknown = [p for p in paths if p not in BUILDABLE_PATHS]
     if unknown:
-        raise ValueError(f"composer build has no kernels for {unknown}; paths with kernels: {list(BUILDABLE_PATHS)}")
+        raise PlanError(f"composer build has no kernels for {unknown}; paths with kernels: {list(BUILDABLE_PATHS)}")
     classes = [path_class(p) for p in paths]
-    if any(cls.reads_mma for cls in classes):
-        check_supported(mma, arch)
+    kinds = {kind for cls in classes for kind in cls.build_kinds}
+    check_target(arch, kinds)
+    if mma is not None and any(cls.reads_mma for cls in classes):
+        check_supported(mma_shape(mma), arch)
     for cls in classes:
         cls.check_arch(arch)
-    kinds = {kind for cls in classes for kind in cls.build_kinds}
     fused = [cls for cls in classes if "fused" in cls.build_kinds]
     jobs: list[BuildJob] = []
     for order in orders:
         if "cute" in kinds:
             jobs += cute_jobs(order, arch, mma)
         if "cute_tree" in kinds:
-            jobs += cute_tree_jobs(order, arch, mma, fused_variants)
+            jobs += gemm_fused_jobs(order, arch, mma, fused_variants)
         if "support" in kinds:
             jobs += support_jobs(order, arch)
         for cls in fused:
             jobs += fused_jobs(order, arch, cls.name)
     for cls in fused:
         if not any(j.kind == "fused" and j.spec.get("variant") == cls.name for j in jobs):
-            raise ValueError(f"path {cls.name} implements none of the orders {orders}; "
-                             f"it supports {sorted(cls.orders or ())}")
-    # the face kernel of an order is the same kernel for every fused variant: build it once
-    faces: dict[str, str] = {}
+            raise PlanError(f"path {cls.name} implements none of the orders {orders}; "
+                            f"it supports {sorted(cls.orders or ())}")
+    # the face kernel of an order is the same kernel for every fused variant, and GEMM_FUSED's
+    # plain GEMMs are GEMM_CUTE's: an identical job (same name and key) is built once
+    seen: set[tuple[str, str]] = set()
     kept = []
     for job in jobs:
-        if job.kind == "fused" and job.spec["kernel"] == "face":
-            if faces.get(job.name) == job.spec["source_sha"]:
-                continue
-            faces[job.name] = job.spec["source_sha"]
+        if (job.name, job.key) in seen:
+            continue
+        seen.add((job.name, job.key))
         kept.append(job)
     jobs = kept
     names = [j.name for j in jobs]
     dups = {n for n in names if names.count(n) > 1}
     if dups:
-        raise ValueError(f"build plan has duplicate kernels {sorted(dups)}")
+        raise PlanError(f"build plan has duplicate kernels {sorted(dups)}")
     return jobs

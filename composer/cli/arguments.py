@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 
 
@@ -15,6 +16,66 @@ def csv_list(kind: type) -> Callable[[str], list]:
             raise argparse.ArgumentTypeError(
                 f"expected a comma-separated list of {kind.__name__} values, got {text!r}") from None
     return parse
+
+
+def positive_int(text: str) -> int:
+    """argparse type for counts (steps, rounds, orders, workers): an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _finite_float(text: str, what: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type for time steps, budgets and timeouts: a finite float > 0 (no NaN, no inf)."""
+    value = _finite_float(text, "a finite number > 0")
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """argparse type for margins that may be zero: a finite float >= 0."""
+    value = _finite_float(text, "a finite number >= 0")
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """argparse type for a share of something: a float in [0, 1)."""
+    value = _finite_float(text, "a fraction in [0, 1)")
+    if not 0.0 <= value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1), got {text!r}")
+    return value
+
+
+def parse_grid(text: str) -> tuple[int, int, int]:
+    """argparse type for an element grid: ``N`` (cubic) or ``NX,NY,NZ``, positive integers."""
+    try:
+        values = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected N or NX,NY,NZ, got {text!r}") from None
+    if len(values) == 1:
+        values *= 3
+    if len(values) != 3 or min(values) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected N or NX,NY,NZ of positive integers, got {text!r}"
+        )
+    return (values[0], values[1], values[2])
 
 
 def path_option(text: str) -> tuple[str, str, str]:

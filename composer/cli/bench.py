@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
 from composer.arch.machines import DEFAULT_MACHINE
-from composer.cli.arguments import csv_list, options_by_path, path_option
+from composer.cli.arguments import csv_list, options_by_path, path_option, positive_int
 from composer.config.schedules import available_orders
 from composer.errors import ComposerError
 from composer.paths.registry import paths_with, requested_path_options
@@ -18,11 +20,6 @@ from composer.paths.registry import paths_with, requested_path_options
 DEFAULT_PATHS = tuple(cls.name for cls in paths_with(needs_build=False) if cls.family != "baseline")
 DEFAULT_ORDERS = (7, 15, 31, 63, 127, 255)
 DEFAULT_ROUNDS = 3
-NO_GPU_MESSAGE = (
-    "composer bench needs an NVIDIA GPU with a CUDA driver ({reason}). Without a GPU these work: "
-    "composer info (counts, memory fit, roofline bounds), composer validate --backend numpy "
-    "(the NumPy reference), and the CPU test suite; kernels compile through NVRTC without a GPU."
-)
 
 
 def register(subparsers: Any) -> None:
@@ -35,9 +32,9 @@ def register(subparsers: Any) -> None:
         "summaries, provenance) go to --out; an interrupted sweep resumes there.")
     parser.add_argument("--paths", type=csv_list(str), default=list(DEFAULT_PATHS),
                         help=f"comma-separated paths (default: {','.join(DEFAULT_PATHS)})")
-    parser.add_argument("--orders", type=csv_list(int), default=list(DEFAULT_ORDERS),
+    parser.add_argument("--orders", type=csv_list(positive_int), default=list(DEFAULT_ORDERS),
                         help=f"comma-separated orders (default: {','.join(map(str, DEFAULT_ORDERS))})")
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="interleaved rounds (default: 3)")
+    parser.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS, help="interleaved rounds (default: 3)")
     parser.add_argument("--graph", action="store_true", help="replay each RK stage as a CUDA graph (off in the paper)")
     parser.add_argument("--no-validate", dest="validate", action="store_false",
                         help="skip the field check before timing (timings then do not count)")
@@ -47,27 +44,31 @@ def register(subparsers: Any) -> None:
                         metavar="PATH.KEY=VALUE", help="a path option, repeatable (e.g. GEMM_CUTE.mma=8x8x4)")
     parser.add_argument("--machine", default=DEFAULT_MACHINE,
                         help=f"machine entry for the roof fractions (default: {DEFAULT_MACHINE})")
+    parser.add_argument("--json", action="store_true",
+                        help="print the summary (OUT/summary.json) instead of the Markdown table; "
+                             "progress and notes go to stderr")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from composer.bench.runner import BenchPlan, run_sweep
     from composer.arch.machines import get_machine
-    from composer.runtime import Device, NoGpuError
+    from composer.bench.results import ResultStore
+    from composer.bench.runner import BenchPlan, run_sweep
+    from composer.runtime import Device
 
     unknown = sorted(set(args.orders) - set(available_orders()))
     if unknown:
         raise ComposerError(f"no schedule for orders {unknown}; available: {available_orders()}")
-    if args.rounds < 1:
-        raise ComposerError(f"--rounds must be >= 1, got {args.rounds}")
     options = requested_path_options(options_by_path(args.options), args.paths)
     machine = get_machine(args.machine)
-    try:
-        device = Device()
-    except NoGpuError as exc:
-        raise ComposerError(NO_GPU_MESSAGE.format(reason=exc)) from None
+    device = Device()  # NoGpuError says what works without a GPU
     plan = BenchPlan(paths=args.paths, orders=args.orders, rounds=args.rounds, graph=args.graph,
                      validate=args.validate, out_dir=args.out, baseline=args.baseline,
                      options=options)
-    print(run_sweep(plan, machine, device))
+    if not args.json:
+        print(run_sweep(plan, machine, device))
+        return 0
+    with contextlib.redirect_stdout(sys.stderr):  # the sweep's notes must not mix into the JSON
+        run_sweep(plan, machine, device)
+    print((Path(args.out) / ResultStore.SUMMARY_JSON).read_text(), end="")
     return 0

@@ -10,8 +10,9 @@ from typing import Any
 
 from composer.build import build, plan
 from composer.build.plan import BUILDABLE_PATHS, DEFAULT_PATHS
+from composer.cli.arguments import csv_list, positive_int
 from composer.errors import ComposerError
-from composer.cli.arguments import csv_list
+from composer.paths.registry import paths_with
 
 
 def register(subparsers: Any) -> None:
@@ -21,9 +22,11 @@ def register(subparsers: Any) -> None:
         "(CUBINs and manifest.json) without a GPU. Up-to-date kernels are reused; missing, corrupt "
         "or stale ones are rebuilt.")
     parser.add_argument("--arch", required=True, metavar="sm_XX", help="target, e.g. sm_80, sm_90, sm_100")
-    parser.add_argument("--mma", default="8x8x4", metavar="SHAPE",
-                        help="FP64 MMA shape: 8x8x4 (all), 16x8x4, 16x8x8, 16x8x16 (sm_90+)")
-    parser.add_argument("--orders", type=csv_list(int), default=None, metavar="P[,P...]",
+    parser.add_argument("--mma", default=None, metavar="SHAPE",
+                        help="FP64 MMA shape of the GEMM_CUTE kernels: 8x8x4 (all), 16x8x4, 16x8x8, "
+                             "16x8x16 (sm_90+); default: the shape each order's schedule runs "
+                             "GEMM_CUTE with (the fused paths take theirs from their schedules)")
+    parser.add_argument("--orders", type=csv_list(positive_int), default=None, metavar="P[,P...]",
                         help="orders to build (default: every scheduled order)")
     parser.add_argument("--paths", default=",".join(DEFAULT_PATHS), metavar="NAME[,NAME...]",
                         help=f"paths whose kernels to build: {', '.join(BUILDABLE_PATHS)} "
@@ -36,8 +39,12 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("build") / args.arch
-    jobs = plan(args.arch, args.mma, args.orders, [p for p in args.paths.split(",") if p])
+    paths = [p for p in args.paths.split(",") if p]
+    readers = [cls.name for cls in paths_with(reads_mma=True)]
+    if args.mma is not None and not any(p.upper() in readers for p in paths):
+        print(f"note: --mma applies to {', '.join(readers)} only; ignored for {','.join(paths)}", file=sys.stderr)
     try:
+        jobs = plan(args.arch, args.mma, args.orders, paths)
         report = build(jobs, out, force=args.force,
                        log=None if args.json else lambda msg: print(msg, file=sys.stderr))
     except ImportError as exc:

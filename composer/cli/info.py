@@ -8,10 +8,11 @@ import json
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from composer import counts
 from composer.arch.machines import DEFAULT_MACHINE, Machine, get_machine
+from composer.cli import output
+from composer.cli.arguments import fraction, parse_grid, positive_int
 from composer.config.schedules import available_orders, load_schedule, schedule_file_name
 from composer.paths.registry import PATHS, paths_with
 
@@ -27,7 +28,7 @@ def register(subparsers: Any) -> None:
         "HBM bandwidth).",
     )
     parser.add_argument(
-        "--order", "-p", type=int, required=True, metavar="P", help="polynomial order p"
+        "--order", "-p", type=positive_int, required=True, metavar="P", help="polynomial order p"
     )
     parser.add_argument(
         "--machine",
@@ -50,28 +51,13 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--reserve",
-        type=float,
+        type=fraction,
         default=DEFAULT_RESERVE,
         metavar="FRACTION",
         help=f"fraction of device memory kept free in the fit check (default: {DEFAULT_RESERVE})",
     )
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.set_defaults(func=run)
-
-
-def parse_grid(text: str) -> counts.Grid:
-    """``N`` (cubic) or ``NX,NY,NZ``."""
-    try:
-        values = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected N or NX,NY,NZ, got {text!r}") from None
-    if len(values) == 1:
-        values *= 3
-    if len(values) != 3 or min(values) < 1:
-        raise argparse.ArgumentTypeError(
-            f"expected N or NX,NY,NZ of positive integers, got {text!r}"
-        )
-    return (values[0], values[1], values[2])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        render(report, Console())
+        render(report, output.console())
     return 0
 
 
@@ -191,11 +177,10 @@ def render(report: dict[str, Any], console: Console) -> None:
     m, per, roof = report["machine"], report["per_call"], report["roofline"]
     grid = "x".join(str(n) for n in report["grid"])
 
-    problem = Table(
-        title=f"p = {report['order']} (Nq = {report['nq']}), grid {grid} ({report['grid_source']})"
+    problem = output.table(
+        ("quantity", "value"), right={"value"},
+        title=f"p = {report['order']} (Nq = {report['nq']}), grid {grid} ({report['grid_source']})",
     )
-    problem.add_column("quantity")
-    problem.add_column("value", justify="right")
     problem.add_row("elements Ne", f"{report['elements']:,}")
     problem.add_row("volume points Nq^3 Ne", f"{report['points']:,}")
     problem.add_row("FLOP per tendency call", f"{per['flop']:,} ({per['flop'] / 1e9:,.3f} GFLOP)")
@@ -209,9 +194,8 @@ def render(report: dict[str, Any], console: Console) -> None:
     problem.add_row("intensity (FLOP/unique byte)", f"{per['intensity_flop_per_byte']:.3f}")
     console.print(problem)
 
-    bound = Table(title=f"roofline per tendency call on {m['name']}", caption=m["description"])
-    bound.add_column("bound")
-    bound.add_column("time", justify="right")
+    bound = output.table(("bound", "time"), right={"time"},
+                         title=f"roofline per tendency call on {m['name']}", caption=m["description"])
     bound.add_row(
         f"FP64 TC peak {m['fp64_tc_peak_flops'] / 1e12:.1f} TFLOP/s", _seconds(roof["t_compute_s"])
     )
@@ -222,14 +206,12 @@ def render(report: dict[str, Any], console: Console) -> None:
     bound.add_row(f"roof ({roof['bound']} bound)", _seconds(roof["roof_s"]), style="bold")
     console.print(bound)
 
-    memory = Table(
+    memory = output.table(
+        ("path", "estimate", "fits"), right={"estimate"},
         title=f"device memory per path on {m['name']}",
         caption=f"usable {_bytes(m['usable_bytes'])} of {_bytes(m['memory_bytes'])} "
         f"({m['reserve_fraction']:.0%} reserved)",
     )
-    memory.add_column("path")
-    memory.add_column("estimate", justify="right")
-    memory.add_column("fits")
     for row in report["memory"]:
         memory.add_row(
             row["path"], _bytes(row["total_bytes"]), "yes" if row["fits"] else "[red]no[/red]"
@@ -237,16 +219,12 @@ def render(report: dict[str, Any], console: Console) -> None:
     console.print(memory)
 
     if report.get("fused"):
-        fused = Table(title=f"fused schedules: DRAM bytes of their kernels on {m['name']}",
-                      caption="byte floor = the kernels' bytes / HBM bandwidth; L2->smem = operand bytes "
-                              "copied into shared memory per contraction FLOP (composer.fused.traffic)")
-        fused.add_column("path")
-        fused.add_column("flux")
-        fused.add_column("kernels (bytes)")
-        fused.add_column("total", justify="right")
-        fused.add_column("x unique", justify="right")
-        fused.add_column("byte floor", justify="right")
-        fused.add_column("L2->smem B/FLOP", justify="right")
+        numbers = ("total", "x unique", "byte floor", "L2->smem B/FLOP")
+        fused = output.table(("path", "flux", "kernels (bytes)", *numbers), right=numbers,
+                             title=f"fused schedules: DRAM bytes of their kernels on {m['name']}",
+                             caption="byte floor = the kernels' bytes / HBM bandwidth; L2->smem = operand "
+                                     "bytes copied into shared memory per contraction FLOP "
+                                     "(composer.fused.traffic)")
         for row in report["fused"]:
             kernels = ", ".join(f"{k['name']} {_bytes(k['bytes'])}" for k in row["kernels"])
             operand = [b for b in row["operand_bytes_per_flop"] if b is not None]

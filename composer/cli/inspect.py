@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
-from composer.errors import ComposerError
+from composer.cli import output
+from composer.errors import CheckFailed, ComposerError
 from composer.arch.hotloop import HotLoop, hot_loop
 from composer.arch.sass import KernelSass, check_expected, disassemble, function_sass, parse_cuobjdump
 from composer.runtime.manifest import read_manifest
@@ -40,7 +40,9 @@ def register(subparsers: Any) -> None:
 def collect(target: Path, expect: str | None, allow_spills: bool = True, loops: bool = False
             ) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows (one per kernel) and problems for a CUBIN file or a build directory; with ``loops``
-    each row also carries its kernel's hot loop (``hot_loop``, None without a DMMA/DFMA loop)."""
+    each row also carries its kernel's hot loop (``hot_loop``, None without a DMMA/DFMA loop).
+    Without ``allow_spills`` every kernel with local memory is a problem, whether or not its DMMA
+    shape is checked."""
     rows: list[dict[str, Any]] = []
     problems: list[str] = []
 
@@ -62,14 +64,18 @@ def collect(target: Path, expect: str | None, allow_spills: bool = True, loops: 
             if mma and _issues_dmma(entry.config):
                 per = {entry.symbol: entry.config["mma_per_ktile"]} if "mma_per_ktile" in entry.config \
                     and not expect else None
-                problems += check_expected(kernels, mma, mma_per_kernel=per, allow_spills=allow_spills)
+                problems += check_expected(kernels, mma, mma_per_kernel=per)
     elif target.is_file():
         kernels, hot = read(target)
         rows = [_row(k, target.name, None, None, hot, key) for key, k in kernels.items()]
         if expect:
-            problems = check_expected(kernels, expect, allow_spills=allow_spills)
+            problems = check_expected(kernels, expect)
     else:
         raise ComposerError(f"{target}: no such build directory or CUBIN")
+    if not allow_spills:
+        problems += [f"{r['name']} ({r['arch']}): {r['spill_bytes']} bytes of local memory per thread "
+                     f"({r['local_stores']} STL, {r['local_loads']} LDL): register spills"
+                     for r in rows if r["spill_bytes"]]
     return rows, problems
 
 
@@ -96,23 +102,31 @@ def _row(k: KernelSass, cubin: str, dynamic_smem: int | None, mma: str | None,
     return row
 
 
+def spilling(rows: list[dict[str, Any]]) -> list[str]:
+    """``name (N B/thread)`` of every kernel with local memory (where ptxas spills registers)."""
+    return [f"{r['name']} ({r['spill_bytes']} B/thread)" for r in rows if r["spill_bytes"]]
+
+
 def run(args: argparse.Namespace) -> int:
     rows, problems = collect(Path(args.target), args.expect, not args.no_spills, args.hot_loop)
+    spills = spilling(rows)
     if args.json:
-        print(json.dumps({"kernels": rows, "problems": problems}, indent=2))
+        print(json.dumps({"kernels": rows, "problems": problems,
+                          "spills": [r["name"] for r in rows if r["spill_bytes"]]}, indent=2))
     else:
-        render(rows, problems, Console())
-    return 1 if problems else 0
+        render(rows, problems, spills, output.console())
+    if problems:
+        raise CheckFailed(f"{len(problems)} problem{'s' if len(problems) > 1 else ''}: {problems[0]}"
+                          + (" (and more above)" if len(problems) > 1 else ""))
+    return 0
 
 
-def render(rows: list[dict[str, Any]], problems: list[str], console: Console) -> None:
-    table = Table(title="SASS per kernel")
+def render(rows: list[dict[str, Any]], problems: list[str], spills: list[str], console: Console) -> None:
     loops = any("hot_loop" in r for r in rows)
     columns = ["kernel", "arch", "DMMA", "DFMA", "regs", "local B", "smem B", "dyn smem B"]
     if loops:
         columns += ["loop instr", "per MMA", "LDS", "LDGSTS", "nested"]
-    for col in columns:
-        table.add_column(col, justify="left" if col in ("kernel", "DMMA") else "right")
+    table = output.table(columns, title="SASS per kernel", right=set(columns) - {"kernel", "DMMA"})
     for r in rows:
         dmma = ", ".join(f"{n} x {s}" for s, n in r["dmma"].items()) or "-"
         cells = [r["name"], r["arch"], dmma, str(r["dfma"]), str(r["registers"]), str(r["spill_bytes"]),
@@ -125,6 +139,11 @@ def render(rows: list[dict[str, Any]], problems: list[str], console: Console) ->
         table.add_row(*cells)
     console.print(table)
     for p in problems:
-        console.print(f"[red]FAIL[/red] {p}")
+        console.print(f"[red]FAIL[/red] {p}", soft_wrap=True)
+    if spills:
+        console.print(f"{len(spills)} of {len(rows)} kernels spill to local memory: {', '.join(spills)}",
+                      soft_wrap=True)
+    else:
+        console.print(f"no kernel spills to local memory ({len(rows)} kernel{'' if len(rows) == 1 else 's'})")
     if not problems:
         console.print("[green]all checks passed[/green]")

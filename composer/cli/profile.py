@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from composer.fileio import atomic_write_text
-from composer.cli.arguments import csv_list
+from composer.cli import output
+from composer.cli.arguments import csv_list, parse_grid, positive_float, positive_int
 from composer.errors import ComposerError
 from composer.profile.ncu import SECTIONS, available_sections, find_ncu, ncu_command, parse_raw_csv, summarize
 
@@ -28,11 +28,13 @@ def register(subparsers: Any) -> None:
         "DRAM traffic, unit and pipe utilization, occupancy and top stall reasons, naming the binding "
         "resource. Raw CSV per pair and a JSON summary go to --out; finished pairs are skipped on a rerun.")
     parser.add_argument("--paths", type=csv_list(str), required=True, help="comma-separated paths")
-    parser.add_argument("--orders", type=csv_list(int), required=True, help="comma-separated orders")
-    parser.add_argument("--grid", type=csv_list(int), default=None,
-                        help="element grid NEX,NEY,NEZ (default: each schedule's benchmark grid)")
+    parser.add_argument("--orders", type=csv_list(positive_int), required=True, help="comma-separated orders")
+    parser.add_argument("--grid", type=parse_grid, default=None, metavar="N|NX,NY,NZ",
+                        help="element grid (default: each schedule's benchmark grid)")
     parser.add_argument("--out", type=Path, default=Path("results/profile"), help="output directory")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds per (path, order)")
+    parser.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per (path, order)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the summary of the requested pairs as JSON (progress stays on stderr)")
     parser.set_defaults(func=run)
 
 
@@ -44,19 +46,20 @@ def _sections(ncu: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from composer.paths.registry import path_class
+    from composer.runtime import NoGpuError, device_count
 
-    if args.grid is not None and len(args.grid) != 3:
-        raise ComposerError("--grid needs three integers NEX,NEY,NEZ")
     for name in args.paths:
         cls = path_class(name)
         for order in args.orders:
             cls.check_order(order)
     ncu = find_ncu()
+    if device_count() == 0:  # raises NoGpuError without a driver
+        raise NoGpuError("NVIDIA driver present but no CUDA device found")
     sections = _sections(ncu)
     args.out.mkdir(parents=True, exist_ok=True)
     summary_path = args.out / SUMMARY
-    summary: dict[str, Any] = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    console = Console(stderr=True)
+    summary = _read_summary(summary_path)
+    console = output.console(stderr=True)
     for order in args.orders:
         for name in args.paths:
             key = f"{name}@p{order}"
@@ -67,16 +70,37 @@ def run(args: argparse.Namespace) -> int:
             target = [sys.executable, "-m", "composer.profile.target", name, str(order),
                       *(str(g) for g in (args.grid or []))]
             console.print(f"profiling {key} ...")
-            proc = subprocess.run(ncu_command(ncu, sections, log, target), capture_output=True,
-                                  text=True, timeout=args.timeout)
+            try:
+                proc = subprocess.run(ncu_command(ncu, sections, log, target), capture_output=True,
+                                      text=True, timeout=args.timeout)
+            except subprocess.TimeoutExpired:
+                raise ComposerError(f"ncu on {key} ran past --timeout {args.timeout:g} s; "
+                                    "give it more with --timeout") from None
             if proc.returncode != 0 or not log.exists():
                 raise ComposerError(f"ncu failed for {key} (exit {proc.returncode}): "
                                     f"{(proc.stderr or proc.stdout)[-2000:]}")
             kernels = [summarize(row).as_dict() for row in parse_raw_csv(log.read_text())]
             summary[key] = {"path": name, "order": order, "sections": sections, "kernels": kernels}
             atomic_write_text(summary_path, json.dumps(summary, indent=1))
-            _print(console, key, kernels)
+            if not args.json:
+                _print(console, key, kernels)
+    if args.json:
+        keys = [f"{name}@p{order}" for order in args.orders for name in args.paths]
+        print(json.dumps({key: summary[key] for key in keys}, indent=1))
     return 0
+
+
+def _read_summary(path: Path) -> dict[str, Any]:
+    """The summary of earlier runs ({} when there is none); a clear error when it is corrupt."""
+    if not path.exists():
+        return {}
+    try:
+        summary = json.loads(path.read_text())
+    except ValueError as exc:
+        raise ComposerError(f"{path}: not valid JSON ({exc}); remove it to profile afresh") from None
+    if not isinstance(summary, dict):
+        raise ComposerError(f"{path}: expected a JSON object; remove it to profile afresh")
+    return summary
 
 
 def _fmt(x: float | None, spec: str = ".0f") -> str:
@@ -84,12 +108,11 @@ def _fmt(x: float | None, spec: str = ".0f") -> str:
 
 
 def _print(console: Console, key: str, kernels: list[dict[str, Any]]) -> None:
-    table = Table(title=key)
-    for col in ("kernel", "µs", "DRAM TB/s", "regs", "occ %", "units %", "pipes %", "binding"):
-        table.add_column(col)
+    table = output.table(("kernel", "µs", "DRAM TB/s", "regs", "occ %", "units %", "pipes %", "binding"),
+                         title=key, right=("µs", "DRAM TB/s", "regs", "occ %"))
     for k in kernels:
         units = " ".join(f"{n} {v:.0f}" for n, v in k["units_pct"].items())
         pipes = " ".join(f"{n} {v:.0f}" for n, v in list(k["pipes_pct"].items())[:2])
-        table.add_row(k["kernel"][:40], _fmt(k["duration_us"], ".1f"), _fmt(k["dram_tbps"], ".2f"),
+        table.add_row(k["kernel"], _fmt(k["duration_us"], ".1f"), _fmt(k["dram_tbps"], ".2f"),
                       _fmt(k["registers"]), _fmt(k["occupancy_achieved_pct"]), units, pipes, k["binding"])
     console.print(table)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from composer.fileio import atomic_write_text
-from composer.cli.arguments import csv_list
+from composer.cli.arguments import csv_list, non_negative_float, positive_float, positive_int
 from composer.errors import ComposerError
 from composer.fused.candidates import SUBSETS
 
@@ -27,23 +27,23 @@ def register(subparsers: Any) -> None:
         "own table of the same run by more than --min-gain.")
     sub = parser.add_subparsers(dest="step", metavar="STEP", required=True)
     check = sub.add_parser("check", help="compile and filter candidates on the CPU; write the plan")
-    check.add_argument("--orders", type=csv_list(int), required=True)
+    check.add_argument("--orders", type=csv_list(positive_int), required=True)
     check.add_argument("--subset", default="all",
                        help=f"candidate family: {', '.join(SUBSETS)} (default: all)")
     check.add_argument("--plan", type=Path, default=Path("sweep_plan.json"))
-    check.add_argument("--workers", type=int, default=2)
+    check.add_argument("--workers", type=positive_int, default=2)
     run = sub.add_parser("run", help="validate and time the planned candidates (needs a GPU)")
-    run.add_argument("--orders", type=csv_list(int), required=True)
+    run.add_argument("--orders", type=csv_list(positive_int), required=True)
     run.add_argument("--plan", type=Path, required=True)
     run.add_argument("--out", type=Path, required=True)
-    run.add_argument("--budget", type=float, default=300.0, help="seconds; no new order starts after it")
+    run.add_argument("--budget", type=positive_float, default=300.0, help="seconds; no new order starts after it")
     apply = sub.add_parser("apply", help="write the winners of a run into the schedules")
     apply.add_argument("sweep_json", type=Path)
     apply.add_argument("--schedules-dir", "--schedules", dest="schedules_dir", type=Path, default=None,
                        metavar="DIR", help="directory to write into (default: the user schedules directory, "
                        "$COMPOSER_SCHEDULES or ~/.config/composer/schedules); an order without a file there "
                        "gets a copy of the schedule in use first")
-    apply.add_argument("--min-gain", type=float, default=None, help="fraction (default: 0.02)")
+    apply.add_argument("--min-gain", type=non_negative_float, default=None, help="fraction (default: 0.02)")
     apply.add_argument("--date", default=None, help="date for the notes (default: today, UTC)")
     parser.set_defaults(func=main)
 
@@ -71,6 +71,10 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if not args.sweep_json.is_file():
         raise ComposerError(f"{args.sweep_json}: no such sweep log")
+    try:
+        json.loads(args.sweep_json.read_text())
+    except ValueError as exc:
+        raise ComposerError(f"{args.sweep_json}: not a sweep log (invalid JSON: {exc})") from None
     from composer.config.schedules import user_dir
 
     directory = args.schedules_dir or user_dir()

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from composer.cli.arguments import positive_int
 from composer.errors import ComposerError
 from composer.gemm.cute.sweep import Assignment, SweepResult, sweep, write_assignment
 
@@ -21,11 +22,11 @@ def register(subparsers: Any) -> None:
         description="Times the GEMM_CUTE tendency with each of the 8 assignments of the x, y, z "
         "GEMMs to {cute, cublas} in interleaved rounds (median of device time per call), and "
         "writes the fastest into the schedule's [paths.GEMM_CUTE] table.")
-    parser.add_argument("--order", "-p", type=int, required=True, metavar="P")
+    parser.add_argument("--order", "-p", type=positive_int, required=True, metavar="P")
     parser.add_argument("--mma", default="16x8x4", metavar="SHAPE")
     parser.add_argument("--build-dir", default=None, metavar="DIR", help="composer build output")
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
-    parser.add_argument("--calls", type=int, default=DEFAULT_CALLS, help="tendency calls per sample")
+    parser.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS)
+    parser.add_argument("--calls", type=positive_int, default=DEFAULT_CALLS, help="tendency calls per sample")
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--schedules-dir", default=None, metavar="DIR",
                         help="directory whose pNNNN.toml to write (default: the user schedules directory, "
@@ -70,9 +71,10 @@ def measure_on_gpu(order: int, mma: str, build_dir: str | None, calls: int):
 
 def run(args: argparse.Namespace) -> int:
     from composer.arch.mma import mma_shape
-    from composer.config.schedules import writable_schedule_file
+    from composer.config.schedules import load_schedule, writable_schedule_file
 
     mma_shape(args.mma)
+    load_schedule(args.order)  # an unknown order fails here, before the GPU is touched
     try:
         measure, problem = measure_on_gpu(args.order, args.mma, args.build_dir, args.calls)
     except ImportError as exc:

@@ -112,7 +112,7 @@ def writable_schedule_file(order: int, directory: str | os.PathLike[str] | None 
     """The schedule file of ``order`` in ``directory`` (default: the user directory), ready to be
     edited in place: when it does not exist yet it is created as a copy of the schedule in use
     (user or packaged), with a comment saying what it is. Never a file of the installed package."""
-    from composer.runtime.fileio import atomic_write_bytes
+    from composer.fileio import atomic_write_bytes
 
     target_dir = Path(directory) if directory is not None else user_dir()
     _check_writable(target_dir)

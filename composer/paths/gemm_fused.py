@@ -77,7 +77,7 @@ def settings_for(order: int, options: Mapping[str, Any] | None = None) -> FusedS
 
 class GemmFusedPath(GemmCutePath):
     name = "GEMM_FUSED"
-    build_kinds = frozenset({"cute", "cute_tree", "support"})
+    build_kinds = frozenset({"cute_tree", "support"})
     options = MappingProxyType({
         **GemmCutePath.options,
         "carrier": PathOption(carrier_option, "which GEMM carries the lift and assembly: x, y or z "
@@ -146,6 +146,9 @@ class GemmFusedPath(GemmCutePath):
                                 f"{recorded.get('face')}, the tree needs {list(gemm.aux_slots)} and {gemm.face}; "
                                 f"rebuild: composer build --paths GEMM_FUSED --orders {pb.order}")
         return entry
+
+    def launch_blocks(self) -> dict[str, int]:
+        return {node: blocks for node, blocks in super().launch_blocks().items() if node != "lift"}
 
     def resident_blocks(self) -> dict[str, int]:
         return {node: blocks for node, blocks in super().resident_blocks().items() if node != "lift"}

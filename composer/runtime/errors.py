@@ -1,14 +1,25 @@
-"""Exception types of the runtime layer and ``check``, the one place CUDA status codes become exceptions."""
+"""Exception types of the runtime layer and ``check``, the one place CUDA status codes become exceptions.
+
+All derive from composer.errors.ComposerError (so the CLI reports them in one line; the failures of
+a run itself through RunFailure) and keep their builtin base (RuntimeError, MemoryError,
+ValueError) for callers that catch those.
+"""
 
 from __future__ import annotations
 
 import contextlib
 from typing import Any
 
+from composer.errors import ComposerError, RunFailure
+
 from . import _bindings
 
+NO_GPU_HINT = ("this command needs an NVIDIA GPU with a CUDA driver; without one, composer info, "
+               "composer validate --backend numpy and composer build work (kernels compile through "
+               "NVRTC without a GPU)")
 
-class CudaError(RuntimeError):
+
+class CudaError(RunFailure, RuntimeError):
     """A CUDA driver or NVRTC call returned an error status."""
 
     def __init__(self, code: Any, name: str, message: str, api: str = "") -> None:
@@ -19,11 +30,13 @@ class CudaError(RuntimeError):
         super().__init__(f"{where}{name} ({int(code)}): {message}")
 
 
-class NoGpuError(RuntimeError):
+class NoGpuError(ComposerError, RuntimeError):
     """No usable NVIDIA driver or device; raised instead of an opaque loader/cuInit failure."""
 
+    hint = NO_GPU_HINT
 
-class OutOfDeviceMemory(MemoryError):
+
+class OutOfDeviceMemory(RunFailure, MemoryError):
     """A device allocation would not fit into the currently free device memory."""
 
     def __init__(self, requested: int, free: int, total: int | None = None) -> None:
@@ -37,7 +50,7 @@ class OutOfDeviceMemory(MemoryError):
         )
 
 
-class CompileError(RuntimeError):
+class CompileError(RunFailure, RuntimeError):
     """NVRTC rejected a source; the message carries the compile log and the offending source lines."""
 
     def __init__(self, name: str, arch: str, log: str, excerpt: str = "") -> None:
@@ -50,11 +63,11 @@ class CompileError(RuntimeError):
         super().__init__(text)
 
 
-class ManifestError(ValueError):
+class ManifestError(ComposerError, ValueError):
     """A kernel manifest is malformed, or a cubin it describes is missing or stale."""
 
 
-class LaunchError(ValueError):
+class LaunchError(RunFailure, ValueError):
     """Kernel arguments or launch geometry do not match the kernel's declared parameters."""
 
 

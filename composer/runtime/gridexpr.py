@@ -13,6 +13,8 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
+from composer.errors import ComposerError
+
 _BINOPS = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
@@ -31,7 +33,7 @@ _FUNCS: dict[str, tuple[int | None, Callable[..., Any]]] = {
 MAX_RULE_LENGTH = 256
 
 
-class GridRuleError(ValueError):
+class GridRuleError(ComposerError, ValueError):
     """A grid rule uses something outside the allowed grammar, or an unknown name."""
 
 

@@ -67,6 +67,11 @@ def nvrtc_version() -> tuple[int, int]:
     return int(major), int(minor)
 
 
+def supported_archs() -> list[int]:
+    """The compute capabilities (80, 90, 100, ...) the loaded NVRTC can compile for."""
+    return [int(n) for n in check(_bindings.require_nvrtc().nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs")]
+
+
 def default_cache_dir() -> Path:
     """``$COMPOSER_CACHE_DIR/nvrtc`` if set, else ``~/.cache/composer/nvrtc``."""
     root = os.environ.get("COMPOSER_CACHE_DIR")
