@@ -43,7 +43,8 @@ BAD_TABLES = {
     "unknown carrier": ('carrier = "w"', "paths.GEMM_FUSED.carrier: expected one of 'x', 'y', 'z', got 'w'"),
     "fold not a bool": ('fold = "yes"', "paths.GEMM_FUSED.fold: expected a boolean (true or false), got 'yes'"),
     "unknown key": ("tile = 3", "paths.GEMM_FUSED.tile: unknown key (allowed here: carrier, carrier_tile, fold, "
-                                "library, mma)"),
+                                "library, mma, store_group)"),
+    "bad store group": ("store_group = 0", "paths.GEMM_FUSED.store_group: expected a positive integer, got 0"),
     "unknown tile key": ("carrier_tile = { bz = 3 }",
                          "paths.GEMM_FUSED.carrier_tile.bz: unknown key (allowed here: bk, bm, bn, stages, swap, "
                          "warps_m, warps_n)"),
@@ -65,11 +66,12 @@ def test_bad_gemm_fused_table_is_a_config_error(tmp_path, case):
 
 
 def test_good_table_loads(tmp_path):
-    table = 'carrier = "x"\nfold = false\nmma = "16x8x4"\ncarrier_tile = { bm = 64, swap = true }'
+    table = 'carrier = "x"\nfold = false\nmma = "16x8x4"\ncarrier_tile = { bm = 64, swap = true }\nstore_group = 2'
     schedule = load_schedule_file(schedule_with(tmp_path, table))
     settings = fused_settings(511, schedule.paths)
-    assert (settings.carrier, settings.fold, settings.mma) == ("x", False, "16x8x4")
+    assert (settings.carrier, settings.fold, settings.mma, settings.store_group) == ("x", False, "16x8x4", 2)
     gemms = settings.gemms()
+    assert gemms["x"].store_group == 2 and gemms["x"].describe()["store_group"] == 2
     assert gemms["x"].swap and gemms["x"].config.bm == 64 and gemms["x"].config.epilogue == "tree"
     # the shipped p511 runs all three GEMMs on cuBLAS in GEMM_CUTE: the carrier alone becomes CuTe
     assert settings.library == {"x": "cute", "y": "cublas", "z": "cublas"}

@@ -79,7 +79,7 @@ def _tree_epilogue(described: dict):
     from composer.epilogues.index import OutputIndex
     from composer.epilogues.tree import from_dict
 
-    return TreeEpilogue(from_dict(described["tree"]), OutputIndex(**described["index"]))
+    return TreeEpilogue(from_dict(described["tree"]), OutputIndex(**described["index"]), described["store_group"])
 
 
 def _compile_cute(job: BuildJob, out: Path) -> dict:

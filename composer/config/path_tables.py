@@ -106,8 +106,9 @@ def _role_tiles(table: Table, role: str, mma: str | None, context: PathContext) 
 
 def _gemm_fused(table: Table, context: PathContext) -> None:
     """``carrier`` (x, y or z), ``fold`` (bool; only with carrier z), ``mma``, ``library`` (role ->
-    library, over GEMM_CUTE's; a GEMM with a fused epilogue must stay ``cute``) and ``carrier_tile``
-    (the carrier's tile fields over GEMM_CUTE's tile for that role), checked by the resolver the
+    library, over GEMM_CUTE's; a GEMM with a fused epilogue must stay ``cute``), ``carrier_tile``
+    (the carrier's tile fields over GEMM_CUTE's tile for that role) and ``store_group`` (sites a
+    tree kernel computes before storing them), checked by the resolver the
     path and the build use (``composer.epilogues.settings``); the carrier's kernel configuration is
     checked by ``GemmConfig.validate`` when an MMA shape is named (else the build's ``--mma``
     decides, and only the types are checked here)."""
@@ -118,6 +119,7 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
 
     table.optional("carrier", one_of(ROLES))
     table.optional("fold", boolean)
+    table.optional("store_group", positive_int)
     mma = table.optional("mma", one_of(SHAPES))
     library = table.optional_table("library")
     if library is not None:

@@ -24,6 +24,7 @@ from cutlass import Int32, Int64, Uint32
 
 from composer.epilogues.evaluate import site_values
 from composer.epilogues.index import OutputIndex
+from composer.epilogues.kernels import DEFAULT_STORE_GROUP
 from composer.epilogues.tree import Face, Store, aux_names, check_tree, face_names, text, to_dict, walk
 from composer.gemm.cute.atom import fma_f64, ldg_f64, ldg_f64_if, ldg_f64x2, ldg_f64x2_if
 from composer.gemm.cute.config import AUX_SLOTS
@@ -70,9 +71,12 @@ class TreeEpilogue(Epilogue):
 
     name = "tree"
 
-    def __init__(self, tree: Store, index: OutputIndex) -> None:
+    def __init__(self, tree: Store, index: OutputIndex, store_group: int | None = DEFAULT_STORE_GROUP) -> None:
         self.tree = check_tree(tree, max_aux=AUX_SLOTS)
         self.index = index
+        if store_group is not None and store_group < 1:
+            raise ValueError(f"store_group must be a positive number of sites, got {store_group}")
+        self.store_group = store_group
         self.slots = {name: slot for slot, name in enumerate(aux_names(tree))}
         self.face_array = next(iter(face_names(tree)), None)
         has_face = any(isinstance(n, Face) for n in walk(tree))
@@ -97,4 +101,4 @@ class TreeEpilogue(Epilogue):
     def key(self) -> dict[str, Any]:
         return {"name": self.name, "tree": to_dict(self.tree), "text": text(self.tree),
                 "index": {"role": self.index.role, "swap": self.index.swap, "nq": self.index.nq},
-                "aux_slots": list(self.slots), "face": self.face_array}
+                "aux_slots": list(self.slots), "face": self.face_array, "store_group": self.store_group}

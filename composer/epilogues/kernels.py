@@ -19,6 +19,11 @@ from composer.gemm.cute.config import GemmConfig
 from composer.gemm.cute.epilogue import Epilogue
 from composer.gemm.cute.tiles import role_kernel
 
+#: Sites whose values a tree kernel computes before their stores (``Epilogue.store_group``): few
+#: enough that a carrier keeps the plain kernel's registers (sm_90, z carrier at p = 127: 128 with
+#: 4, 134 with 8, 182 with the whole tile), enough for the group's loads to overlap.
+DEFAULT_STORE_GROUP = 4
+
 
 @dataclass(frozen=True)
 class FusedGemm:
@@ -29,6 +34,7 @@ class FusedGemm:
     config: GemmConfig
     tree: Store
     index: OutputIndex
+    store_group: int = DEFAULT_STORE_GROUP
 
     @property
     def plain(self) -> bool:
@@ -51,18 +57,21 @@ class FusedGemm:
             return None
         from composer.epilogues.cute_emit import TreeEpilogue
 
-        return TreeEpilogue(self.tree, self.index)
+        return TreeEpilogue(self.tree, self.index, self.store_group)
 
     def describe(self) -> dict[str, Any]:
         """What the build manifest records about the epilogue."""
         return {"text": text(self.tree), "tree": to_dict(self.tree), "aux_slots": list(self.aux_slots),
-                "face": self.face, "index": {"role": self.index.role, "swap": self.index.swap, "nq": self.index.nq}}
+                "face": self.face, "index": {"role": self.index.role, "swap": self.index.swap, "nq": self.index.nq},
+                "store_group": self.store_group}
 
 
 def fused_gemms(plan: FusedPlan, mma: str, tiles: Mapping[str, Mapping[str, Any]] | None = None,
-                carrier_tile: Mapping[str, Any] | None = None) -> dict[str, FusedGemm]:
+                carrier_tile: Mapping[str, Any] | None = None,
+                store_group: int = DEFAULT_STORE_GROUP) -> dict[str, FusedGemm]:
     """Each role's kernel: GEMM_CUTE's tile for it (``tiles[role]`` overrides, as the build reads
-    them), the carrier's replaced field by field by ``carrier_tile``; roles in ``plan.roles`` order."""
+    them), the carrier's replaced field by field by ``carrier_tile``; roles in ``plan.roles`` order;
+    the tree kernels compute ``store_group`` sites before storing them."""
     out: dict[str, FusedGemm] = {}
     for role in plan.roles:
         overrides = dict((tiles or {}).get(role) or {})
@@ -71,5 +80,5 @@ def fused_gemms(plan: FusedPlan, mma: str, tiles: Mapping[str, Mapping[str, Any]
         rk = role_kernel(role, plan.nq, 1, mma, overrides)
         tree = plan.trees[role]
         cfg = rk.config if tree == store() else replace(rk.config, epilogue="tree").validate()
-        out[role] = FusedGemm(role, rk.swap, cfg, tree, OutputIndex(role, rk.swap, plan.nq))
+        out[role] = FusedGemm(role, rk.swap, cfg, tree, OutputIndex(role, rk.swap, plan.nq), store_group)
     return out

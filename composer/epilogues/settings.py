@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from composer.epilogues.kernels import FusedGemm, fused_gemms
+from composer.epilogues.kernels import DEFAULT_STORE_GROUP, FusedGemm, fused_gemms
 from composer.epilogues.paper import FOLD_BOTH_IN_Y_NQ, FusedPlan, fused_plan
 from composer.errors import ComposerError
 from composer.gemm.cute.sweep import DEFAULT_LIBRARY
@@ -30,7 +30,7 @@ from composer.gemm.roles import ROLES
 
 DEFAULT_CARRIER = "z"
 #: Settings a ``[paths.GEMM_FUSED]`` table may hold (``library`` overrides GEMM_CUTE's per role).
-TABLE_KEYS = ("carrier", "fold", "carrier_tile", "mma", "library")
+TABLE_KEYS = ("carrier", "fold", "carrier_tile", "mma", "library", "store_group")
 
 
 class FusedSettingsError(ComposerError, ValueError):
@@ -56,6 +56,7 @@ class FusedSettings:
     library: Mapping[str, str]
     tiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # GEMM_CUTE's, for mma
     carrier_tile: Mapping[str, Any] = field(default_factory=dict)
+    store_group: int = DEFAULT_STORE_GROUP  # sites a tree kernel computes before their stores
 
     @property
     def plan(self) -> FusedPlan:
@@ -63,7 +64,7 @@ class FusedSettings:
 
     def gemms(self) -> dict[str, FusedGemm]:
         """Each role's kernel (GEMM_CUTE's tile, the carrier's overridden by ``carrier_tile``)."""
-        return fused_gemms(self.plan, self.mma, self.tiles, self.carrier_tile)
+        return fused_gemms(self.plan, self.mma, self.tiles, self.carrier_tile, self.store_group)
 
 
 def _pick(key: str, options: Mapping[str, Any], fused: Mapping[str, Any]) -> tuple[Any, str]:
@@ -107,4 +108,5 @@ def fused_settings(order: int, paths: Mapping[str, Mapping[str, Any]],
     # the table's carrier tile is its carrier's: another carrier (an option) keeps GEMM_CUTE's tile
     own = carrier == (fused.get("carrier") or DEFAULT_CARRIER)
     carrier_tile = dict(fused.get("carrier_tile") or {}) if own else {}
-    return FusedSettings(order, mma, carrier, fold, library, tiles, carrier_tile)
+    store_group = int(fused.get("store_group") or DEFAULT_STORE_GROUP)
+    return FusedSettings(order, mma, carrier, fold, library, tiles, carrier_tile, store_group)

@@ -141,9 +141,11 @@ class GemmFusedPath(GemmCutePath):
         pb = self.problem
         entry = find_gemm_entry(entries, pb.order, role, self.mma, pb.device.arch, text(gemm.tree))
         recorded = entry.config["epilogue"]
-        if tuple(recorded.get("aux_slots", ())) != gemm.aux_slots or recorded.get("face") != gemm.face:
-            raise ComposerError(f"{entry.symbol}: built with aux slots {recorded.get('aux_slots')} and face "
-                                f"{recorded.get('face')}, the tree needs {list(gemm.aux_slots)} and {gemm.face}; "
+        want = gemm.describe()
+        stale = [key for key in ("aux_slots", "face", "store_group") if recorded.get(key) != want[key]]
+        if stale:
+            raise ComposerError(f"{entry.symbol}: built with {', '.join(f'{k}={recorded.get(k)!r}' for k in stale)}, "
+                                f"the schedule needs {', '.join(f'{k}={want[k]!r}' for k in stale)}; "
                                 f"rebuild: composer build --paths GEMM_FUSED --orders {pb.order}")
         return entry
 

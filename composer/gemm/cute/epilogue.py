@@ -9,8 +9,10 @@ batch index and the ``alpha``/``beta`` scalars of the fixed kernel ABI, so new (
 epilogues need no new launch code.
 
 An epilogue splits into ``values`` (loads and arithmetic) and ``store``: on an interior tile the
-kernel computes every site's values before the first store, so the loads of all sites are free to
-overlap (no store between them that might alias), and stores them afterwards.
+kernel computes the values of ``store_group`` sites before their stores, so the loads of those
+sites are free to overlap (no store between them that might alias); the group bounds the
+registers the loads hold (sm_90, z carrier at p = 127: 128 registers with groups of 4 sites, 182
+with the whole tile, which halves the resident blocks).
 
 ``EPILOGUES`` holds the epilogues without parameters (a GemmConfig names one); ``"tree"`` is an
 epilogue visitor tree (``composer.epilogues``), an instance the kernel is given.
@@ -51,6 +53,7 @@ class Epilogue:
 
     name: ClassVar[str]
     pairs: ClassVar[bool] = False  # handles two-element sites (n even, C n-contiguous, ldc even)
+    store_group: int | None = None  # sites computed before their stores (None: the whole tile)
 
     def values(self, ctx: EpilogueContext, site: OutputSite, acc: Sequence[Any]) -> list[Any]:
         raise NotImplementedError

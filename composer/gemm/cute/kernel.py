@@ -326,8 +326,8 @@ class TensorOpDgemm:
                     row_a: Int32, warp: Int32, t: Int32):
         """The epilogue: every in-bounds accumulator through ``self.epilogue``.
 
-        Interior tiles (the common case) compute the values of every site before the first store
-        (no branch, no store between the loads of different sites); ragged tiles check each site.
+        Interior tiles (the common case) run without a branch, computing a group of sites' values
+        before their stores (no store between the loads of a group); ragged tiles check each site.
         """
         ctx = EpilogueContext(
             c=args.c + ibatch * args.stride_c,
@@ -365,15 +365,22 @@ class TensorOpDgemm:
         return OutputSite(gm, gn, Int64(gm) * ctx.c_stride_m + Int64(gn) * ctx.c_stride_n)
 
     def _store_sites(self, ctx: EpilogueContext, acc: Any, row0: Any, col0: Any, width: int) -> None:
-        """Every site of an interior tile: all values first, then all stores."""
-        done = []
+        """Every site of an interior tile, in groups of ``epilogue.store_group`` sites (None: the
+        whole tile): a group's values first, then its stores, so its loads overlap each other
+        while the registers they occupy stay bounded by the group."""
+        group = self.epilogue.store_group or self.tiles_m * self.tiles_n * self.shape.c_regs
+        pending: list = []
         for i in range(self.tiles_m):
             for j in range(self.tiles_n):
                 for r in range(0, self.shape.c_regs, width):
                     site = self._site(ctx, row0, col0, i, j, r)
-                    done.append((site, self.epilogue.values(ctx, site, [acc[(i, j, r + w)] for w in range(width)])))
-        for site, values in done:
-            self.epilogue.store(ctx, site, values)
+                    pending.append((site, self.epilogue.values(ctx, site, [acc[(i, j, r + w)] for w in range(width)])))
+                    if len(pending) >= group:
+                        for done, values in pending:
+                            self.epilogue.store(ctx, done, values)
+                        pending = []
+        for done, values in pending:
+            self.epilogue.store(ctx, done, values)
 
     @cute.jit
     def _store_ragged(self, args: KernelArgs, ctx: EpilogueContext, acc: Any, row0: Int32, col0: Int32,
