@@ -34,12 +34,12 @@ class SmCountError(ComposerError, ValueError):
     """An SM count a green-context split cannot give."""
 
 
-def check_sm_count(sms: int, device_sms: int) -> int:
-    """``sms`` when a green context of that many SMs can exist on a device of ``device_sms``."""
+def check_sm_count(sms: int, device_sms: int, holder: str = "the device") -> int:
+    """``sms`` when a green context of that many SMs can exist on ``holder`` of ``device_sms``."""
     if isinstance(sms, bool) or not isinstance(sms, int):
         raise SmCountError(f"SM count must be an integer, got {sms!r}")
     if sms > device_sms:
-        raise SmCountError(f"{sms} SMs requested but the device has {device_sms}")
+        raise SmCountError(f"{sms} SMs requested but {holder} has {device_sms}")
     if sms == device_sms:
         return sms
     if sms < MIN_PARTITION_SMS:
@@ -77,7 +77,11 @@ class GreenContext:
         desc = check(drv.cuDevResourceGenerateDesc([group], 1), "cuDevResourceGenerateDesc")
         flags = drv.CUgreenCtxCreate_flags.CU_GREEN_CTX_DEFAULT_STREAM
         self.handle = check(drv.cuGreenCtxCreate(desc, device.handle, int(flags)), "cuGreenCtxCreate")
-        self.context = check(drv.cuCtxFromGreenCtx(self.handle), "cuCtxFromGreenCtx")
+        try:
+            self.context = check(drv.cuCtxFromGreenCtx(self.handle), "cuCtxFromGreenCtx")
+        except BaseException:
+            self.close()
+            raise
 
     def create_stream(self, priority: int = 0) -> Any:
         """A raw CUstream of this green context (cuGreenCtxStreamCreate; destroy with cuStreamDestroy)."""
@@ -101,7 +105,11 @@ class RestrictedDevice(Device):
     def __init__(self, sms: int, ordinal: int = 0) -> None:
         super().__init__(ordinal)
         self.primary_context = self.context
-        self.green = GreenContext(self, sms)
+        try:
+            self.green = GreenContext(self, sms)
+        except BaseException:
+            super().close()
+            raise
         self.active_sms: int = self.green.sm_count
         self.context = self.green.context
         self.make_current()
