@@ -66,7 +66,7 @@ def capacities(machine: Machine, sms: int | None = None, floor: bool = True) -> 
         raise MissingCapacityError(
             f"machine {machine.name!r} has no capacities per SM cycle ([machines.{machine.name}.capacity] "
             f"in the machine table); the model cannot price it")
-    active = machine.sm_count if sms is None else check_sm_count(sms, machine.sm_count)
+    active = machine.sm_count if sms is None else check_sm_count(sms, machine.sm_count, f"machine {machine.name}")
     per_cycle = {"fp64": 1.0, "dram": machine.dram_bytes_per_sm_cycle * machine.sm_count / active,
                  **machine.capacity.per_sm_cycle()}
     assert set(per_cycle) == set(RESOURCES) and set(CAPACITY_KEYS) <= set(per_cycle)
