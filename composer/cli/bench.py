@@ -80,9 +80,18 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_out_sms(out: Path, sms: int | None) -> None:
     """A results directory holds runs at one SM count: resuming it at another would mix them."""
+    import json
+
     from composer.bench.results import ResultStore
 
-    earlier = {(session.get("plan") or {}).get("sms") for session in ResultStore(out).provenance_sessions()}
+    provenance = out / ResultStore.PROVENANCE
+    if not provenance.is_file():
+        return
+    try:
+        sessions = json.loads(provenance.read_text())["sessions"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # an unreadable provenance is the store's to report
+    earlier = {(session.get("plan") or {}).get("sms") for session in sessions}
     if earlier and earlier != {sms}:
         shown = ", ".join(str(s or "all") for s in sorted(earlier, key=lambda s: s or 0))
         raise ComposerError(f"{out} holds runs at {shown} SMs, not {sms or 'all'}; give another --out")
