@@ -190,6 +190,16 @@ def test_enumeration_prices_the_cheaper_shape_for_a_library_role(tmp_path):
     assert set(gb.kernels[0].enumerated) == {"8x8x4"}  # GB200 issues no wide shape
 
 
+def test_library_role_keeps_its_dispatched_shape_on_its_own_machine(tmp_path):
+    """On the machine that was run (the balance axis) cuBLAS's dispatched shape is known: no
+    enumeration, so the full machine reproduces the calibration exactly."""
+    model = _one_kernel_model(tmp_path, CUBLAS_884, machine="h100", dmma=1.32e9, cycles=6e7, dram=1e6)
+    (full,) = predict(model, capacities(get_machine("h100")), None)
+    (cut,) = predict(model, capacities(get_machine("h100"), 66), None)
+    assert full.kernels[0].enumerated == {} and full.kernels[0].dmma == {"8x8x4": 1.32e9}
+    assert full.seconds == pytest.approx(6e7 / 1.98e9) and cut.seconds == pytest.approx(2 * full.seconds)
+
+
 def test_calibration_rule_closest_eta_per_kernel_or_the_target_itself(tmp_path):
     def profile(machine, cycles_x, cycles_y):
         d = tmp_path / machine

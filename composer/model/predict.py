@@ -10,7 +10,9 @@ separation-to-error ratio when family errors are given.
 Which calibration a kernel comes from: the target machine's own when the model holds it (the
 balance axis: the counters of a restricted machine come from the same machine at 100 %), else
 per kernel the calibration machine whose eta is closest to 1 (§6.4), when the machines' kernel
-lists agree; otherwise the kernel list of the machine that sits closest to its roofs.
+lists agree; otherwise the kernel list of the machine that sits closest to its roofs. A library
+(cuBLAS) role keeps the shape it dispatched when the target is the machine it was profiled on
+(its name says the shape; Appendix A3's "when the target can be run"), else Equation 8 applies.
 """
 
 from __future__ import annotations
@@ -108,7 +110,11 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
                             f"DMMA but {target_name} {'does' if shares else 'does not'} (instruction family changed)")
             return None
         dmma = {} if k.shape is None else transfer_dmma(k.counters.counts["dmma"], k.shape, shares)
+    elif k.shape is not None and k.machine.split("@")[0] == target.machine:
+        dmma = k.dmma  # the machine that was run: the library's dispatched shape is known (§A3)
     elif k.shape is not None:
+        if not target.dmma_shapes:
+            raise ModelError(f"machine {target.machine} lists no DMMA shape to price library role {k.name}")
 
         def seconds(counts: dict[str, float]) -> float:
             return predicted_seconds(k.eta, demands(k.counters.counts, counts, target), target)
