@@ -13,7 +13,7 @@ from rich.console import Console
 
 from composer.fileio import atomic_write_text
 from composer.cli import output
-from composer.cli.arguments import csv_list, parse_grid, positive_float, positive_int
+from composer.cli.arguments import csv_list, options_by_path, parse_grid, path_option, positive_float, positive_int
 from composer.errors import ComposerError
 from composer.model.counters import REQUESTED_METRICS
 from composer.profile.ncu import SECTIONS, available_sections, find_ncu, ncu_command, parse_raw_csv, summarize
@@ -34,6 +34,8 @@ def register(subparsers: Any) -> None:
                         help="element grid (default: each schedule's benchmark grid)")
     parser.add_argument("--out", type=Path, default=Path("results/profile"), help="output directory")
     parser.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per (path, order)")
+    parser.add_argument("--option", dest="options", action="append", type=path_option, default=None,
+                        metavar="PATH.KEY=VALUE", help="a path option, repeatable (e.g. GEMM_CUTE.mma=8x8x4)")
     parser.add_argument("--sms", type=positive_int, default=None,
                         help="run in a green context of N SMs (even, >= 2); the active SM count read "
                              "back with %%smid is recorded in the summary")
@@ -49,13 +51,14 @@ def _sections(ncu: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from composer.paths.registry import path_class
+    from composer.paths.registry import path_class, requested_path_options
     from composer.runtime import NoGpuError, device_count
 
     for name in args.paths:
         cls = path_class(name)
         for order in args.orders:
             cls.check_order(order)
+    options = requested_path_options(options_by_path(args.options), args.paths)
     ncu = find_ncu()
     if device_count() == 0:  # raises NoGpuError without a driver
         raise NoGpuError("NVIDIA driver present but no CUDA device found")
@@ -82,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
             smid_file = args.out / f"{name}-p{order}.smid.json"
             if args.sms is not None:
                 target += ["--sms", str(args.sms), "--smid-out", str(smid_file)]
+            for option, value in options.get(path_class(name).name, {}).items():
+                target += ["--option", f"{option}={value}"]
             console.print(f"profiling {key} ...")
             try:
                 proc = subprocess.run(ncu_command(ncu, sections, log, target, REQUESTED_METRICS),
@@ -93,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
                 raise ComposerError(f"ncu failed for {key} (exit {proc.returncode}): "
                                     f"{(proc.stderr or proc.stdout)[-2000:]}")
             kernels = [summarize(row).as_dict() for row in parse_raw_csv(log.read_text())]
-            summary[key] = {"path": name, "order": order, "sections": sections, "kernels": kernels}
+            summary[key] = {"path": name, "order": order, "sections": sections, "kernels": kernels,
+                            "options": options.get(path_class(name).name, {})}
             if args.sms is not None:
                 summary[key]["sms"] = _active_sms(smid_file, args.sms, key)
             atomic_write_text(summary_path, json.dumps(summary, indent=1))

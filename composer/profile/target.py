@@ -8,7 +8,7 @@ With ``--sms N`` all of it runs in a green context of N SMs; after the profiled 
 profiled range) a %smid probe on the call's stream reads back the active SM count, written as
 JSON to ``--smid-out``.
 
-    python3 -m composer.profile.target PATH ORDER [NEX NEY NEZ] [--sms N --smid-out FILE]
+    python3 -m composer.profile.target PATH ORDER [NEX NEY NEZ] [--sms N --smid-out FILE] [--option K=V]
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from pathlib import Path
 
 
 def profile_one_call(path: str, order: int, grid: tuple[int, int, int] | None = None,
-                     sms: int | None = None) -> int | None:
-    """Profile one call; with ``sms`` return the active SM count read back with %smid."""
+                     sms: int | None = None, options: dict[str, str] | None = None) -> int | None:
+    """Profile one call of ``path`` (built with its path ``options``); with ``sms`` return the active
+    SM count read back with %smid."""
     from cuda.bindings import driver
 
     from composer import dg
@@ -39,7 +40,7 @@ def profile_one_call(path: str, order: int, grid: tuple[int, int, int] | None = 
     fields = dg.make_fields(order, grid, varying=True)
     problem = DeviceProblem.upload(fields, order, grid, device)
     del fields
-    impl = cls(problem)
+    impl = cls(problem, **(options or {}))
     try:
         impl.launch(problem.ptr("q"), problem.dqdt.ptr)  # warm-up, not profiled
         problem.stream.synchronize()
@@ -63,11 +64,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("grid", type=int, nargs="*", help="NEX NEY NEZ (default: the schedule's)")
     parser.add_argument("--sms", type=int, default=None)
     parser.add_argument("--smid-out", type=Path, default=None)
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a path option (as composer profile --option PATH.KEY=VALUE passes it)")
     args = parser.parse_args(argv)
     if len(args.grid) not in (0, 3) or (args.sms is None) != (args.smid_out is None):
         parser.error("give three grid counts or none, and --sms with --smid-out")
     grid = tuple(args.grid) if args.grid else None
-    active = profile_one_call(args.path, args.order, grid, args.sms)  # type: ignore[arg-type]
+    options = dict(item.split("=", 1) for item in args.option)
+    active = profile_one_call(args.path, args.order, grid, args.sms, options)  # type: ignore[arg-type]
     if args.smid_out is not None:
         args.smid_out.write_text(json.dumps({"requested": args.sms, "active": active}))
     return 0
