@@ -13,7 +13,7 @@ from composer.model.calibrate import calibrate_kernels, fit, ProfileSource
 from composer.model.capacity import capacities
 from composer.model.counters import QUANTITIES, _read_quantity, kernel_counters, read_profile_csv
 from composer.model.demand import demands, eta
-from composer.model.errors import KernelListMismatch, MissingMetricError
+from composer.model.errors import KernelListMismatch, MissingMetricError, ModelError
 from composer.model.kernels import identify
 from composer.model.measured import read_measured
 from composer.model.predict import choose_calibration, predict
@@ -79,6 +79,8 @@ def test_real_profiles_as_measured_kernel_sums():
 
 @pytest.mark.parametrize("name,kind,order,role,shape,mma", [
     ("dgemm_p0511_x_m16_8_4_0", "cute_gemm", 511, "x", "16x8x4", True),
+    ("dgemm_p0511_z_m8_8_4_carry_fold_0", "cute_gemm", 511, "z_carry_fold", "8x8x4", True),
+    ("dgemm_p0063_y_m16_8_8_fold", "cute_gemm", 63, "y_fold", "16x8x8", True),
     ("fused_tc16_p511_s0_x", "fused", 511, "s0_x", None, True),
     ("fused_tc_p63_k0_xyz", "fused", 63, "k0_xyz", None, True),
     ("fused_dfma_p255_s1_y", "fused", 255, "s1_y", None, False),
@@ -91,6 +93,11 @@ def test_real_profiles_as_measured_kernel_sums():
 def test_kernel_identity(name, kind, order, role, shape, mma):
     k = identify(name)
     assert (k.kind, k.order, k.role, k.named_shape, k.issues_mma) == (kind, order, role, shape, mma)
+
+
+def test_a_project_kernel_name_the_model_does_not_know_is_refused():
+    with pytest.raises(ModelError, match="dgemm_p0511_w_m8_8_4_0: named like one of this project's kernels"):
+        identify("dgemm_p0511_w_m8_8_4_0")
 
 
 def test_demands_and_eta_by_hand():

@@ -8,7 +8,8 @@ mma), so the instruction class is fixed by the kernel: our own kernels by their 
 cuBLAS kernels by the ``tensorMxNxK`` token their names carry (a cuBLAS kernel without one is a
 SIMT kernel).
 
-Kinds: ``cute_gemm`` (``dgemm_p0511_x_m16_8_4_0``), ``fused`` (``fused_tc16_p511_s0_x``),
+Kinds: ``cute_gemm`` (``dgemm_p0511_x_m16_8_4_0``; GEMM_FUSED's ``dgemm_p0511_z_m8_8_4_carry_0``
+has the role ``z_carry``), ``fused`` (``fused_tc16_p511_s0_x``),
 ``face`` (``fused_face_flux_nq512``), ``support`` (``volume_flux_nq512``, ...) and ``library``
 (anything else: vendor kernels, chosen by the library at run time, priced by Equation 8).
 """
@@ -19,8 +20,11 @@ import re
 from dataclasses import dataclass
 
 from composer.arch.mma import expected_sass, mma_shape
+from composer.model.errors import ModelError
 
-_CUTE = re.compile(r"^dgemm_p(\d{4})_([xyz])_m(\d+)_(\d+)_(\d+)(?:_\d+)?$")
+# GEMM_CUTE's GEMMs, and GEMM_FUSED's with its epilogue variant (the carrier, a folding x/y GEMM)
+_CUTE = re.compile(r"^dgemm_p(\d{4})_([xyz])_m(\d+)_(\d+)_(\d+)(?:_(carry_fold|carry|fold))?(?:_\d+)?$")
+_OWN_PREFIXES = ("dgemm_p", "fused_")
 _FUSED = re.compile(r"^(fused(?:_[a-z0-9]+)?)_p(\d+)_([sk]\d+_[xyz]+)$")
 _FACE = re.compile(r"^fused_face_flux_nq(\d+)$")
 _SUPPORT = re.compile(r"^(volume_flux|surface_flux|separable_lift|rk3_stage)_nq(\d+)$")
@@ -63,7 +67,8 @@ def identify(name: str) -> KernelIdentity:
     """The identity of a kernel name (a profiled ``Kernel Name`` or a build entry's symbol)."""
     if m := _CUTE.match(name):
         shape = f"{m.group(3)}x{m.group(4)}x{m.group(5)}"
-        return KernelIdentity(name, "cute_gemm", int(m.group(1)), "", m.group(2), shape, True)
+        role = m.group(2) if m.group(6) is None else f"{m.group(2)}_{m.group(6)}"
+        return KernelIdentity(name, "cute_gemm", int(m.group(1)), "", role, shape, True)
     if m := _FUSED.match(name):
         variant = m.group(1)
         return KernelIdentity(name, "fused", int(m.group(2)), variant, m.group(3), None,
@@ -72,6 +77,9 @@ def identify(name: str) -> KernelIdentity:
         return KernelIdentity(name, "face", int(m.group(1)) - 1, "", "face_flux", None, False)
     if m := _SUPPORT.match(name):
         return KernelIdentity(name, "support", int(m.group(2)) - 1, "", m.group(1), None, False)
+    if name.startswith(_OWN_PREFIXES):
+        raise ModelError(f"kernel {name}: named like one of this project's kernels but not one the model "
+                         "knows (composer/model/kernels.py lists the patterns)")
     if m := _LIBRARY_TENSOR.search(name):
         shape = f"{m.group(1)}x{m.group(2)}x{m.group(3)}"
         return KernelIdentity(name, "library", None, "", name, shape, True)
