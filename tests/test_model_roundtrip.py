@@ -83,6 +83,12 @@ def test_fit_predict_score_round_trip(saved, tmp_path, capsys):
     assert errors[("h200", "FUSED_TC")] == pytest.approx(0.0, abs=1e-9)
     assert errors[("h200@66", "FUSED_TC")] == pytest.approx(100 * math.log(1 / 1.1))
     assert result["summary"]["paths"]["n"] == 6 and result["model_hashes"] == [fitted["model_hash"]]
+    assert result["measured_without_prediction"] == [] and result["predicted_without_measurement"] == []
+    other = write_bench(tmp_path / "bench34", {("FUSED", 63): 1.0}, sms=34)
+    assert main(["model", "score", "--predictions", str(tmp_path / "p66.json"), "--measured", str(cut), str(other),
+                 "--json"]) == 0
+    partial = _json(capsys)
+    assert partial["measured_without_prediction"] == [f"FUSED p=63 at 34 SMs ({other / 'summary.json'})"]
     assert json.loads(score_file.read_text())["family_errors"] == result["family_errors"]
 
 

@@ -275,6 +275,9 @@ def run_score(args: argparse.Namespace) -> int:
     con.print(f"ratio signs right {s['ratios']['sign_right']}/{s['ratios']['n']}; screened in (S/E >= 1) "
               f"{s['ratios']['screened_right']}/{s['ratios']['screened']} right (* = the seven ratios: "
               f"{s['seven_ratios']['sign_right']}/{s['seven_ratios']['n']})")
+    for what in ("measured_without_prediction", "predicted_without_measurement"):
+        if result[what]:
+            con.print(f"{what.replace('_', ' ')}: {'; '.join(result[what])}")
     ch = s["choices"]
     con.print(f"fastest path chosen right {ch['right']}/{ch['n']}; loss median {_fmt(ch['median_loss_pct'], '.1f')} %, "
               f"max {_fmt(ch['max_loss_pct'], '.1f')} %")

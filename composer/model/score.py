@@ -38,9 +38,10 @@ def _summary(errors: list[float]) -> dict[str, Any]:
             "p90_abs_pct": nearest_rank(magnitudes, 0.9), "max_abs_pct": max(magnitudes)}
 
 
-def _assign(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell]
+def _assign(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell], unmatched: list[str]
             ) -> dict[str, dict[tuple[str, int], MeasuredCell]]:
-    """Measured cells by target label, matched on the active SM count."""
+    """Measured cells by target label, matched on the active SM count; the others are listed in
+    ``unmatched``."""
     by_sms: dict[int, str] = {}
     for doc in predictions:
         target = doc["target"]
@@ -55,6 +56,7 @@ def _assign(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell]
         if label is None and cell.sms is None:
             label = next((lab for lab, n in full.items() if by_sms.get(n) == lab), None)
         if label is None:
+            unmatched.append(f"{cell.path} p={cell.order} at {cell.sms or 'all'} SMs ({cell.source})")
             continue
         key = (cell.path, cell.order)
         if key in out[label]:
@@ -67,8 +69,10 @@ def _assign(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell]
 def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
           family_errors: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The score document (JSON-ready)."""
-    assigned = _assign(predictions, measured)
+    unmatched: list[str] = []
+    assigned = _assign(predictions, measured, unmatched)
     cells, kernels, ratios = [], [], []
+    unmeasured: list[str] = []
     pairs_by_target: dict[str, dict[int, dict[str, tuple[float, float]]]] = {}
     for doc in predictions:
         label = doc["target"]["label"]
@@ -77,6 +81,7 @@ def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
         for p in doc["paths"]:
             m = meas.get((p["path"], p["order"]))
             if m is None:
+                unmeasured.append(f"{p['path']} p={p['order']} at {label}")
                 continue
             totals.setdefault(p["order"], {})[p["path"]] = (p["seconds"], m.seconds)
             cells.append({"target": label, "path": p["path"], "order": p["order"], "predicted_s": p["seconds"],
@@ -114,6 +119,7 @@ def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
         "targets": [doc["target"]["label"] for doc in predictions],
         "model_hashes": sorted({doc["model_hash"] for doc in predictions}),
         "cells": cells, "kernels": kernels, "ratios": ratios, "choices": choices,
+        "measured_without_prediction": unmatched, "predicted_without_measurement": unmeasured,
         "family_errors": pooled,
         "summary": {
             "paths": _summary([c["error_pct"] for c in cells]),
