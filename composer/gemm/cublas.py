@@ -34,12 +34,18 @@ class CublasGemm:
     def __init__(self, stream_handle: int) -> None:
         self._cublas = _bindings()
         self.handle = self._cublas.create()
-        self._cublas.set_stream(self.handle, int(stream_handle))
+        self.stream_handle = int(stream_handle)
+        self._cublas.set_stream(self.handle, self.stream_handle)
         self._cublas.set_pointer_mode(self.handle, self._cublas.PointerMode.HOST)
 
-    def run(self, spec: GemmSpec, operands: dict[str, int], out_ptr: int) -> None:
-        """Enqueue ``spec``; ``operands`` maps "D"/"flux" to device pointers."""
+    def run(self, spec: GemmSpec, operands: dict[str, int], out_ptr: int, stream_handle: int | None = None) -> None:
+        """Enqueue ``spec`` on ``stream_handle`` (default: the handle's stream); ``operands`` maps
+        "D"/"flux" to device pointers. A launch plan hands each GEMM the stream it chose, and a
+        second plan (the serial one of ``composer graph --measure``) may choose another."""
         cb = self._cublas
+        if stream_handle is not None and int(stream_handle) != self.stream_handle:
+            self.stream_handle = int(stream_handle)
+            cb.set_stream(self.handle, self.stream_handle)
         op = {False: cb.Operation.N, True: cb.Operation.T}
         a, b = operands[spec.a_operand], operands[spec.b_operand]
         if spec.batch == 1:

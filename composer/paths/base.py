@@ -202,6 +202,11 @@ class Path(ABC):
         its kernels (library GEMMs: not known; the contention estimate takes them to fill the SMs)."""
         return {}
 
+    def launch_blocks(self) -> dict[str, int]:
+        """Blocks in each kernel's launch grid as this instance launches it, where the declaration
+        (``program``) could not know it; by node name."""
+        return {}
+
     @abstractmethod
     def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
         """Each kernel's launch for one call that reads ``q_ptr`` and writes ``dqdt_ptr``, by node name."""

@@ -156,6 +156,9 @@ class FusedPathBase(Path):
         """The loaded kernels in launch order (register and local-memory counts are on them)."""
         return [k for k, *_ in self._launches.values()]
 
+    def launch_blocks(self) -> dict[str, int]:
+        return {name: grid for name, (_, grid, _, _, _) in self._launches.items()}
+
     def resident_blocks(self) -> dict[str, int]:
         return {name: kernel.resident_blocks(block, smem) for name, (kernel, _, block, smem, _) in self._launches.items()}
 

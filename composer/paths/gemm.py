@@ -15,7 +15,7 @@ class GemmPath(LibraryPath):
 
     def run_gemm(self, role: str, stream: Stream) -> None:
         operands = {"D": self.problem.diff.ptr, "flux": self.flux[role].ptr}
-        self.blas[role].run(self.specs[role], operands, self.derivative[role].ptr)
+        self.blas[role].run(self.specs[role], operands, self.derivative[role].ptr, int(stream.handle))
 
     def close(self) -> None:
         for blas in self.blas.values():

@@ -132,11 +132,23 @@ class GemmCutePath(LibraryPath):
         operands = {"D": self.problem.diff.ptr, "flux": self.flux[role].ptr}
         out = self.derivative[role].ptr
         if role in self.blas:
-            self.blas[role].run(self.specs[role], operands, out)
+            self.blas[role].run(self.specs[role], operands, out, int(stream.handle))
             return
         kernel, cfg, prob = self.kernels[role]
         args = prob.args(operands[prob.a_operand], operands[prob.b_operand], out)
         kernel.launch(cfg.grid(prob.m, prob.n, prob.batch), args=args, stream=stream)
+
+    def launch_blocks(self) -> dict[str, int]:
+        blocks = super().launch_blocks()
+        for role, (_, cfg, prob) in self.kernels.items():
+            blocks[f"gemm_{role}"] = cfg.grid(prob.m, prob.n, prob.batch)[0]  # linearized into grid.x
+        return blocks
+
+    def resident_blocks(self) -> dict[str, int]:
+        resident = super().resident_blocks()
+        for role, (kernel, cfg, _) in self.kernels.items():
+            resident[f"gemm_{role}"] = kernel.resident_blocks(cfg.threads, cfg.smem_bytes)
+        return resident
 
     def close(self) -> None:
         for blas in self.blas.values():

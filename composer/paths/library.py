@@ -88,8 +88,16 @@ class LibraryPath(Path):
     def run_gemm(self, role: str, stream: Stream) -> None:
         """Enqueue the ``role`` GEMM: ``derivative[role] = D-contraction of flux[role]``."""
 
+    def launch_blocks(self) -> dict[str, int]:
+        pb = self.problem
+        return {node: launch_shape(family, pb.nq, pb.num_elements, kernel.block[0] if kernel.block else DEFAULT_BLOCK,
+                                   pb.device.sm_count)[0]
+                for node, family, kernel in (("volume_flux", "volume_flux", self.support.volume_flux),
+                                             ("surface_flux", "surface_flux", self.support.surface_flux),
+                                             ("lift", "separable_lift", self.support.separable_lift))}
+
     def resident_blocks(self) -> dict[str, int]:
-        return {node: kernel.resident_blocks(kernel.block[0] if kernel.block else DEFAULT_BLOCK)
+        return {node: kernel.resident_blocks(kernel.block[0] if kernel.block else DEFAULT_BLOCK, 0)
                 for node, kernel in (("volume_flux", self.support.volume_flux), ("surface_flux", self.support.surface_flux),
                                      ("lift", self.support.separable_lift))}
 

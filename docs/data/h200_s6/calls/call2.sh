@@ -6,13 +6,14 @@ set -o pipefail
 source tools/device_prelude.sh
 export COMPOSER_BUILD_DIR=$PWD/.cache/build_sm90
 mkdir -p $OUT/graph
+timeout 120 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_sched_gpu.py > $OUT/logs/sched_gpu_tests.log 2>&1; t sched_gpu_tests $?
 for order in 7 15 31 63 127 255 511 767; do
   timeout 150 python3 -m composer.cli.main graph --path GEMM,GEMM_CUTE,FUSED_TC16 --order $order --measure \
     --repeats 10 --out $OUT/graph/p$order.json > $OUT/logs/graph_p$order.log 2>&1; t graph_p$order $?
 done
 nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv >> $OUT/logs/times.txt 2>&1
 tar -C $OUT -czf $OUT/results.tgz logs graph 2>/dev/null
-cat $OUT/logs/times.txt
+cat $OUT/logs/times.txt; tail -3 $OUT/logs/sched_gpu_tests.log
 python3 - <<'PY'
 import json, glob, os
 for f in sorted(glob.glob(os.environ["OUT"] + "/graph/p*.json"), key=lambda s: int(s.split("/p")[-1][:-5])):
