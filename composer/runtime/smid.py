@@ -2,9 +2,10 @@
 
 Why measure: an SM restriction is only as good as its check (the paper read the active SMs from
 %smid under MPS, §8.1). A green context that silently ran on the whole GPU would put every
-restricted point of the balance axis at the full machine. The probe launches many short blocks
-(each spins ~20 µs so the block scheduler spreads them over every SM it may use) that record
-their ``%smid``; the number of distinct ids is the active SM count.
+restricted point of the balance axis at the full machine. The probe launches blocks of 1024
+threads, of which an SM holds at most two, several times as many as the device has SMs, each
+spinning ~20 µs: the first wave alone must occupy every SM the stream may use. Each block records
+its ``%smid``; the number of distinct ids is the active SM count.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from .nvrtc import compile_cuda
 from .params import params
 
 SMID_SLOTS = 1024  # above any %nsmid of current GPUs
-BLOCKS_PER_SM = 8
-SPIN_CYCLES = 40_000  # ~20 µs at 2 GHz: long enough that no SM takes every block
+BLOCK_THREADS = 1024  # at most 2048 threads per SM: two such blocks fill one
+BLOCKS_PER_SM = 4
+SPIN_CYCLES = 40_000  # ~20 µs at 2 GHz: far longer than launching a wave
 
 _SOURCE = r"""
 extern "C" __global__ void smid_probe(unsigned int* seen, unsigned int slots, long long spin) {
@@ -41,7 +43,7 @@ def active_sm_ids(stream: object | None = None, device: Device | None = None) ->
     seen = DeviceBuffer(4 * SMID_SLOTS, dev)
     try:
         seen.zero(stream)
-        kernel = module.get_kernel(compiled.symbol("smid_probe"), params("seen:ptr slots:u32 spin:i64"), 32)
+        kernel = module.get_kernel(compiled.symbol("smid_probe"), params("seen:ptr slots:u32 spin:i64"), BLOCK_THREADS)
         kernel.launch(BLOCKS_PER_SM * dev.sm_count, args=(seen, SMID_SLOTS, SPIN_CYCLES), stream=stream)
         flags = seen.to_numpy(SMID_SLOTS, np.uint32, stream=stream)
     finally:
