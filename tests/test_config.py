@@ -37,9 +37,6 @@ graph = false
 grid = [32, 32, 32]
 nstep = 1
 tolerance = 1e-12
-integration_grid = [4, 4, 4]
-integration_dt = 1e-4
-integration_nstep = 100
 """
 
 
@@ -65,7 +62,6 @@ def test_shipped_schedule_matches_table_s29(order):
         assert b.num_elements == 1
     v = s.validation
     assert v.grid == b.grid and v.nstep == 1 and v.tolerance == 1e-12
-    assert v.integration_nstep >= 1 and v.integration_dt > 0
     assert set(s.paths) <= set(path_names()), sorted(s.paths)  # every [paths.*] table names a path
 
 

@@ -199,3 +199,11 @@ def test_importing_the_registry_leaves_optional_dependencies_unimported() -> Non
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_schedule_tables_and_the_registry_name_the_same_paths() -> None:
+    """composer.config cannot import the paths (they read schedules), so the schedule schema keeps
+    its own table per path name: a path added to one list and not the other fails here."""
+    from composer.config.path_tables import PATH_TABLES
+
+    assert sorted(PATH_TABLES) == sorted(path_names())

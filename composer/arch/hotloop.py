@@ -1,7 +1,8 @@
 """Memory instructions per MMA in the hot loop of a fused kernel's SASS (a CPU-side check).
 
-Why: the fused tensor-core kernels at p >= 127 were bound by how often they fetch the B operand
-(D) per DMMA, and the SASS is the only place to count that without the GPU. The hot loop is the
+Why: a streamed fused tensor-core kernel can be bound by how often it fetches the B operand (D)
+per DMMA (the measurements are in docs/history.md), and the SASS is the only place to count that
+without the GPU. The hot loop is the
 innermost backward branch whose body holds the contraction instructions (DMMA, or DFMA for the
 ablation); its counts of LDG / LDGSTS / LDS / DMMA / DFMA / BAR are what a schedule pays per trip.
 """

@@ -1,5 +1,12 @@
-"""Machine capacity table (``schedules/machines.toml``): the paper's Tables 3, 5 and 6 plus the
-lab's H200, as data, so the roofline and the performance model read capacities from one place.
+"""Machine capacity table (``schedules/machines.toml``): the paper's Tables 3, 5, 6 and S13 plus
+the lab's H200, as data, so the roofline and the performance model read capacities from one place.
+
+The instruction-aware model (``composer.model``) reads a machine as capacities per SM cycle
+(Table 5, S13) and prices one DMMA instruction of each shape in the counter-defined FP64 budget:
+``c_tc = max(4, F_DMMA / C_tc)`` cycles, with the four-cycle floor, and one warp-wide DFMA at
+``c_cc = 64 / C_cc`` (Equation 6). The prices are derived here from the capacities; a price printed
+by the source (``pipe_cycles``) is checked against the derived one, so Table 6 is reproduced from
+Table 5 rather than copied.
 
 A user TOML file with the same layout (``load_machines`` argument or ``$COMPOSER_MACHINES``) adds
 machines or overrides keys of shipped ones. See ``docs/schedules.md`` for the schema.
@@ -16,6 +23,7 @@ from typing import Any
 from composer.config.fields import (
     Expected,
     Table,
+    one_of,
     positive_float,
     positive_int,
     read_toml,
@@ -30,6 +38,18 @@ DEFAULT_MACHINE = "h200"
 MACHINES_ENV = "COMPOSER_MACHINES"
 MACHINES_FILE = "machines.toml"
 STATED_TOLERANCE = 0.01  # relative; a stated value further off its derived value is a typo
+PRICE_TOLERANCE = 0.0005  # absolute, cycles: Table 6 prints its prices to three decimals
+#: The measured minimum contribution of one DMMA instruction to the FP64 budget (paper §6.3:
+#: 3.96-4.02 cycles in the 33 DMMA kernels at p = 511 on three machines).
+DMMA_FLOOR_CYCLES = 4.0
+#: FLOP of one warp-wide DFMA instruction (32 lanes x 2).
+DFMA_WARP_FLOP = 64
+#: Capacities per SM cycle besides the FP64 budget and DRAM (Table S13), and the model's name for
+#: the resource each one bounds.
+CAPACITY_KEYS = ("lsu_wavefronts", "issue", "alu", "fma", "l2_bytes")
+#: Every capacity needs its source: the two FP64 rates, DRAM and the CAPACITY_KEYS.
+CAPACITY_SOURCE_KEYS = ("fp64", "dram", *CAPACITY_KEYS)
+DRAM_BASES = ("nominal", "measured")
 SYSTEM_KEYS = ("site", "host", "driver", "toolchain", "build_flags")
 _SHAPE = re.compile(r"^m(\d+)n(\d+)k(\d+)$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
@@ -37,10 +57,11 @@ _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 @dataclass(frozen=True)
 class DmmaShape:
-    """One FP64 MMA instruction shape and its price in the counter-defined FP64 budget."""
+    """One FP64 MMA shape the machine issues as a single SASS instruction; ``pipe_cycles`` is the
+    price per instruction its source printed (Table 6), checked against the derived price."""
 
     shape: str
-    pipe_cycles: float
+    pipe_cycles: float | None = None
 
     @property
     def mnk(self) -> tuple[int, int, int]:
@@ -54,6 +75,39 @@ class DmmaShape:
         """FLOP one instruction carries: ``2*m*n*k`` (512 for m8n8k4)."""
         m, n, k = self.mnk
         return 2 * m * n * k
+
+
+def dmma_price(flop: float, tc_flop_per_sm_cycle: float, floor: bool = True) -> float:
+    """Cycles one DMMA instruction of ``flop`` FLOP costs in the FP64 budget (Equation 6).
+
+    ``floor=False`` gives the pure FLOP price of the paper's floor ablation (Table 7).
+    """
+    price = flop / tc_flop_per_sm_cycle
+    return max(DMMA_FLOOR_CYCLES, price) if floor else price
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """Capacities per SM cycle of the demands of Equation 3 other than the FP64 budget (priced per
+    instruction from the machine's FP64 rates) and DRAM (derived from its HBM bandwidth).
+
+    ``dram_from`` names which HBM bandwidth of the machine the DRAM capacity divides:
+    ``"nominal"`` (the datasheet peak, as the paper's Table 5) or ``"measured"`` (the copy
+    bandwidth, for a machine whose datasheet figure we do not trust or do not have). ``source``
+    holds one citation per entry of CAPACITY_SOURCE_KEYS.
+    """
+
+    dram_from: str
+    lsu_wavefronts: float  # L1 data-pipe LSU wavefronts
+    issue: float  # warp instructions issued
+    alu: float  # ALU-pipe warp instructions
+    fma: float  # FMA-pipe warp instructions
+    l2_bytes: float  # L2 bytes
+    source: dict[str, str] = field(default_factory=dict)
+
+    def per_sm_cycle(self) -> dict[str, float]:
+        """The CAPACITY_KEYS entries by name."""
+        return {key: getattr(self, key) for key in CAPACITY_KEYS}
 
 
 @dataclass(frozen=True)
@@ -76,6 +130,7 @@ class Machine:
     dmma: tuple[DmmaShape, ...] = ()
     stated: dict[str, float] = field(default_factory=dict)
     system: dict[str, str] = field(default_factory=dict)
+    capacity: Capacity | None = None
 
     @property
     def limits(self) -> ArchLimits:
@@ -121,6 +176,31 @@ class Machine:
     def hbm_bytes_per_sm_cycle(self) -> float:
         """Nominal HBM bytes per SM cycle (the paper's Table 5 normalization)."""
         return self.hbm_bandwidth_nominal / self.sm_cycles_per_second
+
+    @property
+    def dram_bytes_per_sm_cycle(self) -> float | None:
+        """The model's DRAM capacity: HBM bytes per SM cycle on the basis ``capacity.dram_from``
+        names (None without a capacity table)."""
+        if self.capacity is None:
+            return None
+        if self.capacity.dram_from == "measured":
+            assert self.hbm_bandwidth_measured_tbs is not None  # checked on load
+            return self.hbm_bandwidth_measured_tbs * 1e12 / self.sm_cycles_per_second
+        return self.hbm_bytes_per_sm_cycle
+
+    @property
+    def dmma_shapes(self) -> tuple[str, ...]:
+        """The DMMA shapes the machine issues as one SASS instruction (``m8n8k4`` spelling)."""
+        return tuple(d.shape for d in self.dmma)
+
+    def dmma_price(self, flop: float, floor: bool = True) -> float:
+        """c_tc of a DMMA instruction of ``flop`` FLOP on this machine (Equation 6)."""
+        return dmma_price(flop, self.fp64_tc_flop_per_sm_cycle, floor)
+
+    @property
+    def dfma_price(self) -> float:
+        """c_cc: cycles one warp-wide DFMA costs in the FP64 budget (Equation 6)."""
+        return DFMA_WARP_FLOP / self.fp64_core_flop_per_sm_cycle
 
     def derived(self) -> dict[str, float]:
         """The derived counterparts of the keys allowed in ``[machines.NAME.stated]``."""
@@ -215,8 +295,19 @@ def _parse_machine(name: str, entry: dict[str, Any], origins: dict[str, str]) ->
             ("fp64_core_peak_tflops", "fp64_tc_peak_tflops", "hbm_bytes_per_sm_cycle"),
         ),
         system=_parse_strings(table.optional_table("system"), SYSTEM_KEYS),
+        capacity=_parse_capacity(table.optional_table("capacity")),
     )
     table.reject_unknown()
+    if (machine.capacity is not None and machine.capacity.dram_from == "measured"
+            and machine.hbm_bandwidth_measured_tbs is None):
+        raise table.error("capacity", "dram_from = 'measured' needs hbm_bandwidth_measured_tbs")
+    for dmma in machine.dmma:
+        price = machine.dmma_price(dmma.flop)
+        if dmma.pipe_cycles is not None and abs(dmma.pipe_cycles - price) > PRICE_TOLERANCE:
+            raise ConfigError(
+                f"{table.file_of('dmma')}: machines.{name}.dmma {dmma.shape}: pipe_cycles "
+                f"{dmma.pipe_cycles} but max({DMMA_FLOOR_CYCLES:g}, {dmma.flop} / "
+                f"{machine.fp64_tc_flop_per_sm_cycle}) = {price:.4f}")
     derived = machine.derived()
     for key, value in machine.stated.items():
         if abs(value - derived[key]) > STATED_TOLERANCE * abs(derived[key]):
@@ -235,11 +326,25 @@ def _parse_dmma(table: Table) -> tuple[DmmaShape, ...]:
         shapes.append(
             DmmaShape(
                 shape=sub.required("shape", _shape),
-                pipe_cycles=sub.required("pipe_cycles", positive_float),
+                pipe_cycles=sub.optional("pipe_cycles", positive_float),
             )
         )
         sub.reject_unknown()
     return tuple(shapes)
+
+
+def _parse_capacity(table: Table | None) -> Capacity | None:
+    if table is None:
+        return None
+    sources = table.table("source")
+    capacity = Capacity(
+        dram_from=table.required("dram_from", one_of(DRAM_BASES)),
+        **{key: table.required(key, positive_float) for key in CAPACITY_KEYS},
+        source={key: sources.required(key, string) for key in CAPACITY_SOURCE_KEYS},
+    )
+    sources.reject_unknown()
+    table.reject_unknown()
+    return capacity
 
 
 def _parse_floats(table: Table | None, keys: tuple[str, ...]) -> dict[str, float]:

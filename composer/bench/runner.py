@@ -85,6 +85,7 @@ def run_once(schedule: Schedule, path: str, fields: dict[str, np.ndarray], devic
         t1 = time.perf_counter()
         samples = sampler.stop()
         timer.flush()
+        sms = restricted_sms(device, problem.stream)
         q_final = problem.download(problem.fields["q"])
         t_end = time.perf_counter()
         if not np.all(np.isfinite(q_final)):
@@ -95,13 +96,27 @@ def run_once(schedule: Schedule, path: str, fields: dict[str, np.ndarray], devic
             device_intervals=timer.intervals, end_to_end_s=(t_end - t_begin) / cfg.nstep,
             timed_stages=cfg.timed_stages, warmup_steps=cfg.warmup_steps, nstep=cfg.nstep,
             clocks=samples, validation_error=validation_error,
-            options={"graph": graph, **options}, started_utc=started,
+            options={"graph": graph, **options, **sms}, started_utc=started,
         )
     finally:
         for part in (stepper, impl, timer):
             if part is not None:
                 part.close()
         problem.close()
+
+
+def restricted_sms(device: Device, stream: object) -> dict[str, int]:
+    """``{"sms": N}`` for a run on a green context of N SMs, N read back with %smid on the run's
+    stream (an error when it differs from the partition); {} on the whole device."""
+    expected = getattr(device, "active_sms", None)
+    if expected is None:
+        return {}
+    from composer.runtime.smid import active_sm_count
+
+    measured = active_sm_count(stream, device)
+    if measured != expected:
+        raise ComposerError(f"the green context of {expected} SMs ran the probe on {measured} SMs (%smid)")
+    return {"sms": measured}
 
 
 def validate_path(path: str, order: int, grid: tuple[int, int, int], device: Device,
@@ -168,7 +183,8 @@ def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | 
         print(f"note: path {path} does not implement order {order}; that cell is skipped")
     store = ResultStore(plan.out_dir)
     store.write_provenance({**collect_provenance(), "device": repr(device), "plan": {
-        "paths": paths, "orders": list(plan.orders), "rounds": plan.rounds, "graph": plan.graph}})
+        "paths": paths, "orders": list(plan.orders), "rounds": plan.rounds, "graph": plan.graph,
+        "sms": getattr(device, "active_sms", None)}})
     jobs = [j for j in interleaved_schedule(paths, plan.orders, plan.rounds, arrangement=plan.arrangement)  # type: ignore[arg-type]
             if (j.path, j.order) not in skipped]
     if not jobs:

@@ -44,6 +44,9 @@ def register(subparsers: Any) -> None:
                         metavar="PATH.KEY=VALUE", help="a path option, repeatable (e.g. GEMM_CUTE.mma=8x8x4)")
     parser.add_argument("--machine", default=DEFAULT_MACHINE,
                         help=f"machine entry for the roof fractions (default: {DEFAULT_MACHINE})")
+    parser.add_argument("--sms", type=positive_int, default=None,
+                        help="run in a green context of N SMs (even, >= 2): the balance axis; the "
+                             "active SM count is read back with %%smid in every run and recorded")
     parser.add_argument("--json", action="store_true",
                         help="print the summary (OUT/summary.json) instead of the Markdown table; "
                              "progress and notes go to stderr")
@@ -54,14 +57,15 @@ def run(args: argparse.Namespace) -> int:
     from composer.arch.machines import get_machine
     from composer.bench.results import ResultStore
     from composer.bench.runner import BenchPlan, run_sweep
-    from composer.runtime import Device
+    from composer.runtime.green import open_device
 
     unknown = sorted(set(args.orders) - set(available_orders()))
     if unknown:
         raise ComposerError(f"no schedule for orders {unknown}; available: {available_orders()}")
     options = requested_path_options(options_by_path(args.options), args.paths)
     machine = get_machine(args.machine)
-    device = Device()  # NoGpuError says what works without a GPU
+    _check_out_sms(Path(args.out), args.sms)
+    device = open_device(args.sms)  # NoGpuError says what works without a GPU
     plan = BenchPlan(paths=args.paths, orders=args.orders, rounds=args.rounds, graph=args.graph,
                      validate=args.validate, out_dir=args.out, baseline=args.baseline,
                      options=options)
@@ -72,3 +76,22 @@ def run(args: argparse.Namespace) -> int:
         run_sweep(plan, machine, device)
     print((Path(args.out) / ResultStore.SUMMARY_JSON).read_text(), end="")
     return 0
+
+
+def _check_out_sms(out: Path, sms: int | None) -> None:
+    """A results directory holds runs at one SM count: resuming it at another would mix them."""
+    import json
+
+    from composer.bench.results import ResultStore
+
+    provenance = out / ResultStore.PROVENANCE
+    if not provenance.is_file():
+        return
+    try:
+        sessions = json.loads(provenance.read_text())["sessions"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # an unreadable provenance is the store's to report
+    earlier = {(session.get("plan") or {}).get("sms") for session in sessions}
+    if earlier and earlier != {sms}:
+        shown = ", ".join(str(s or "all") for s in sorted(earlier, key=lambda s: s or 0))
+        raise ComposerError(f"{out} holds runs at {shown} SMs, not {sms or 'all'}; give another --out")

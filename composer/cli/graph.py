@@ -114,6 +114,8 @@ def _plan_only(classes: list, order: int, grid: counts.Grid, options: dict, mach
 
 def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeats: int) -> list[dict[str, Any]]:
     from composer import dg
+    from composer.bench.nvml import ClockSampler
+    from composer.bench.provenance import collect_provenance
     from composer.paths.problem import DeviceProblem, check_fits
     from composer.runtime import Device
     from composer.sched.measure import measure_overlap
@@ -127,13 +129,19 @@ def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeat
         for cls in classes:
             impl = cls(problem, **options)
             try:
-                figures = measure_overlap(impl, repeats=repeats)
+                with ClockSampler(device.ordinal) as clocks:  # clocks with every figure (power cap)
+                    clocks.start()
+                    figures = measure_overlap(impl, repeats=repeats)
+                    clocks.stop()
                 reports.append({**_report(cls.name, impl.plan), "device": device.name,
-                                "measure": figures.as_dict()})
+                                "measure": figures.as_dict(), "clocks": clocks.summary().to_dict()})
             finally:
                 impl.close()
     finally:
         problem.close()
+    provenance = collect_provenance()
+    for report in reports:
+        report["provenance"] = provenance
     return reports
 
 

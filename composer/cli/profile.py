@@ -13,8 +13,9 @@ from rich.console import Console
 
 from composer.fileio import atomic_write_text
 from composer.cli import output
-from composer.cli.arguments import csv_list, parse_grid, positive_float, positive_int
+from composer.cli.arguments import csv_list, options_by_path, parse_grid, path_option, positive_float, positive_int
 from composer.errors import ComposerError
+from composer.model.counters import REQUESTED_METRICS
 from composer.profile.ncu import SECTIONS, available_sections, find_ncu, ncu_command, parse_raw_csv, summarize
 
 SUMMARY = "profile.json"
@@ -33,6 +34,11 @@ def register(subparsers: Any) -> None:
                         help="element grid (default: each schedule's benchmark grid)")
     parser.add_argument("--out", type=Path, default=Path("results/profile"), help="output directory")
     parser.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per (path, order)")
+    parser.add_argument("--option", dest="options", action="append", type=path_option, default=None,
+                        metavar="PATH.KEY=VALUE", help="a path option, repeatable (e.g. GEMM_CUTE.mma=8x8x4)")
+    parser.add_argument("--sms", type=positive_int, default=None,
+                        help="run in a green context of N SMs (even, >= 2); the active SM count read "
+                             "back with %%smid is recorded in the summary")
     parser.add_argument("--json", action="store_true",
                         help="print the summary of the requested pairs as JSON (progress stays on stderr)")
     parser.set_defaults(func=run)
@@ -45,16 +51,19 @@ def _sections(ncu: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from composer.paths.registry import path_class
+    from composer.paths.registry import path_class, requested_path_options
     from composer.runtime import NoGpuError, device_count
 
     for name in args.paths:
         cls = path_class(name)
         for order in args.orders:
             cls.check_order(order)
+    options = requested_path_options(options_by_path(args.options), args.paths)
     ncu = find_ncu()
     if device_count() == 0:  # raises NoGpuError without a driver
         raise NoGpuError("NVIDIA driver present but no CUDA device found")
+    if args.sms is not None:
+        _check_sms(args.sms)
     sections = _sections(ncu)
     args.out.mkdir(parents=True, exist_ok=True)
     summary_path = args.out / SUMMARY
@@ -64,15 +73,24 @@ def run(args: argparse.Namespace) -> int:
         for name in args.paths:
             key = f"{name}@p{order}"
             if key in summary:
+                done_sms = (summary[key].get("sms") or {}).get("active")
+                if done_sms != args.sms:
+                    raise ComposerError(f"{summary_path} holds {key} at {done_sms or 'all'} SMs, not "
+                                        f"{args.sms or 'all'}; profile into another --out")
                 console.print(f"[dim]{key}: already profiled, skipped[/dim]")
                 continue
             log = args.out / f"{name}-p{order}.csv"
             target = [sys.executable, "-m", "composer.profile.target", name, str(order),
                       *(str(g) for g in (args.grid or []))]
+            smid_file = args.out / f"{name}-p{order}.smid.json"
+            if args.sms is not None:
+                target += ["--sms", str(args.sms), "--smid-out", str(smid_file)]
+            for option, value in options.get(path_class(name).name, {}).items():
+                target += ["--option", f"{option}={value}"]
             console.print(f"profiling {key} ...")
             try:
-                proc = subprocess.run(ncu_command(ncu, sections, log, target), capture_output=True,
-                                      text=True, timeout=args.timeout)
+                proc = subprocess.run(ncu_command(ncu, sections, log, target, REQUESTED_METRICS),
+                                      capture_output=True, text=True, timeout=args.timeout)
             except subprocess.TimeoutExpired:
                 raise ComposerError(f"ncu on {key} ran past --timeout {args.timeout:g} s; "
                                     "give it more with --timeout") from None
@@ -80,7 +98,10 @@ def run(args: argparse.Namespace) -> int:
                 raise ComposerError(f"ncu failed for {key} (exit {proc.returncode}): "
                                     f"{(proc.stderr or proc.stdout)[-2000:]}")
             kernels = [summarize(row).as_dict() for row in parse_raw_csv(log.read_text())]
-            summary[key] = {"path": name, "order": order, "sections": sections, "kernels": kernels}
+            summary[key] = {"path": name, "order": order, "sections": sections, "kernels": kernels,
+                            "options": options.get(path_class(name).name, {})}
+            if args.sms is not None:
+                summary[key]["sms"] = _active_sms(smid_file, args.sms, key)
             atomic_write_text(summary_path, json.dumps(summary, indent=1))
             if not args.json:
                 _print(console, key, kernels)
@@ -88,6 +109,30 @@ def run(args: argparse.Namespace) -> int:
         keys = [f"{name}@p{order}" for order in args.orders for name in args.paths]
         print(json.dumps({key: summary[key] for key in keys}, indent=1))
     return 0
+
+
+def _check_sms(sms: int) -> None:
+    """Refuse an SM count no green context of this device can have, before any ncu run."""
+    from composer.runtime import Device
+    from composer.runtime.green import check_sm_count
+
+    device = Device()
+    try:
+        check_sm_count(sms, device.sm_count)
+    finally:
+        device.close()
+
+
+def _active_sms(smid_file: Path, requested: int, key: str) -> dict[str, int]:
+    """The target's %smid read-back; an error when the green context ran on another SM count."""
+    try:
+        sms = json.loads(smid_file.read_text())
+    except (OSError, ValueError) as exc:
+        raise ComposerError(f"{key}: no active SM count from the profiled process ({exc})") from None
+    if sms.get("active") != requested:
+        raise ComposerError(f"{key}: asked for {requested} SMs but the kernels ran on {sms.get('active')} "
+                            "(%smid); the profile does not count as restricted")
+    return {"requested": requested, "active": int(sms["active"])}
 
 
 def _read_summary(path: Path) -> dict[str, Any]:

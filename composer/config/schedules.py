@@ -71,14 +71,12 @@ class BenchmarkConfig:
 
 @dataclass(frozen=True)
 class ValidationConfig:
-    """Field-to-field check on ``grid`` and a time-integration check on a small grid."""
+    """The field-to-field check on ``grid`` (the time-integration check of ``composer validate``
+    needs no schedule: composer.validation derives its grid, dt and steps from the order)."""
 
     grid: tuple[int, int, int]
     nstep: int
     tolerance: float
-    integration_grid: tuple[int, int, int]
-    integration_dt: float
-    integration_nstep: int
 
     @property
     def num_elements(self) -> int:
@@ -196,9 +194,6 @@ def _parse_validation(table: Table) -> ValidationConfig:
         grid=table.required("grid", grid3),
         nstep=table.required("nstep", positive_int),
         tolerance=table.required("tolerance", positive_float),
-        integration_grid=table.required("integration_grid", grid3),
-        integration_dt=table.required("integration_dt", positive_float),
-        integration_nstep=table.required("integration_nstep", positive_int),
     )
     table.reject_unknown()
     return config

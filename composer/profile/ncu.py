@@ -63,13 +63,17 @@ def available_sections(listing: str) -> set[str]:
     return names
 
 
-def ncu_command(ncu: str, sections: list[str], log_file: Path, target: list[str]) -> list[str]:
-    """ncu command line: one call bracketed by cuProfilerStart/Stop, fixed clocks not forced."""
+def ncu_command(ncu: str, sections: list[str], log_file: Path, target: list[str],
+                metrics: tuple[str, ...] = ()) -> list[str]:
+    """ncu command line: one call bracketed by cuProfilerStart/Stop, fixed clocks not forced;
+    ``metrics`` are collected on top of the sections (the performance model's counters)."""
     cmd = [ncu, "--target-processes", "all", "--profile-from-start", "off",
            "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
            "--log-file", str(log_file)]
     for s in sections:
         cmd += ["--section", s]
+    if metrics:
+        cmd += ["--metrics", ",".join(metrics)]
     return cmd + target
 
 

@@ -4,33 +4,43 @@ Why a separate process: ncu must wrap a whole program. The program uploads the b
 the schedule's grid, runs one untimed warm-up tendency call (module loads, lazy allocations, and
 kernels that only run once are kept out of the report), then brackets exactly one tendency call
 with cuProfilerStart/Stop so that ``--profile-from-start off`` captures that call's kernels only.
+With ``--sms N`` all of it runs in a green context of N SMs; after the profiled call (outside the
+profiled range) a %smid probe on the call's stream reads back the active SM count, written as
+JSON to ``--smid-out``.
 
-    python3 -m composer.profile.target PATH ORDER [NEX NEY NEZ]
+    python3 -m composer.profile.target PATH ORDER [NEX NEY NEZ] [--sms N --smid-out FILE] [--option K=V]
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
+from pathlib import Path
 
 
-def profile_one_call(path: str, order: int, grid: tuple[int, int, int] | None = None) -> None:
+def profile_one_call(path: str, order: int, grid: tuple[int, int, int] | None = None,
+                     sms: int | None = None, options: dict[str, str] | None = None) -> int | None:
+    """Profile one call of ``path`` (built with its path ``options``); with ``sms`` return the active
+    SM count read back with %smid."""
     from cuda.bindings import driver
 
     from composer import dg
     from composer.config.schedules import load_schedule
     from composer.paths.registry import path_class
     from composer.paths.problem import DeviceProblem, check_fits
-    from composer.runtime import Device
+    from composer.runtime.green import open_device
+    from composer.runtime.smid import active_sm_count
 
     grid = grid or tuple(load_schedule(order).benchmark.grid)
     cls = path_class(path)
     cls.check_order(order)
-    device = Device()
+    device = open_device(sms)
     check_fits(order, grid, cls.name, device)
     fields = dg.make_fields(order, grid, varying=True)
     problem = DeviceProblem.upload(fields, order, grid, device)
     del fields
-    impl = cls(problem)
+    impl = cls(problem, **(options or {}))
     try:
         impl.launch(problem.ptr("q"), problem.dqdt.ptr)  # warm-up, not profiled
         problem.stream.synchronize()
@@ -40,17 +50,30 @@ def profile_one_call(path: str, order: int, grid: tuple[int, int, int] | None = 
         impl.launch(problem.ptr("q"), problem.dqdt.ptr)
         problem.stream.synchronize()
         driver.cuProfilerStop()
+        return None if sms is None else active_sm_count(problem.stream, device)
     finally:
         impl.close()
         problem.close()
+        device.close()
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 5):
-        print(__doc__, file=sys.stderr)
-        return 2
-    grid = tuple(int(x) for x in argv[2:5]) if len(argv) == 5 else None
-    profile_one_call(argv[0], int(argv[1]), grid)  # type: ignore[arg-type]
+    parser = argparse.ArgumentParser(prog="python3 -m composer.profile.target", description=__doc__)
+    parser.add_argument("path")
+    parser.add_argument("order", type=int)
+    parser.add_argument("grid", type=int, nargs="*", help="NEX NEY NEZ (default: the schedule's)")
+    parser.add_argument("--sms", type=int, default=None)
+    parser.add_argument("--smid-out", type=Path, default=None)
+    parser.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                        help="a path option (as composer profile --option PATH.KEY=VALUE passes it)")
+    args = parser.parse_args(argv)
+    if len(args.grid) not in (0, 3) or (args.sms is None) != (args.smid_out is None):
+        parser.error("give three grid counts or none, and --sms with --smid-out")
+    grid = tuple(args.grid) if args.grid else None
+    options = dict(item.split("=", 1) for item in args.option)
+    active = profile_one_call(args.path, args.order, grid, args.sms, options)  # type: ignore[arg-type]
+    if args.smid_out is not None:
+        args.smid_out.write_text(json.dumps({"requested": args.sms, "active": active}))
     return 0
 
 

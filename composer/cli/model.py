@@ -1,0 +1,284 @@
+"""``composer model``: the instruction-aware model, all without a GPU.
+
+    composer model prices  [--machine M]                      Table 6 and the capacities per SM cycle
+    composer model fit     --profiles DIR[@MACHINE]... --out MODEL.json
+    composer model predict --model MODEL.json --machine M --build BUILD_DIR [--sms N] [--out P.json]
+    composer model score   --predictions P.json... --measured DIR... [--out SCORE.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from composer.arch.machines import DEFAULT_MACHINE, get_machine, load_machines
+from composer.cli import output
+from composer.cli.arguments import csv_list, positive_int
+from composer.errors import ComposerError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "model", help="the instruction-aware model: prices, calibration, prediction, scoring (no GPU)",
+        description="Demands per resource from ncu counters priced by the DMMA shape each machine "
+        "issues (c_tc = max(4, F_DMMA / C_tc), c_cc = 64 / C_cc), one calibration factor eta per "
+        "kernel, predictions for machines or SM counts that are not run, and their scores.")
+    commands = parser.add_subparsers(dest="model_command", metavar="SUBCOMMAND", required=True)
+
+    prices = commands.add_parser("prices", help="Table 6: DMMA and DFMA prices, capacities per SM cycle")
+    prices.add_argument("--machine", default=None, help="one machine (default: every machine with capacities)")
+    prices.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    prices.set_defaults(func=run_prices)
+
+    fit = commands.add_parser("fit", help="calibrate eta per kernel from saved `composer profile` directories",
+                              description="Each DIR holds PATH-pORDER.csv raw ncu CSVs (and profile.json) "
+                              "taken on MACHINE (DIR@MACHINE, default --machine).")
+    fit.add_argument("--profiles", nargs="+", required=True, metavar="DIR[@MACHINE]")
+    fit.add_argument("--machine", default=DEFAULT_MACHINE, help=f"calibration machine (default: {DEFAULT_MACHINE})")
+    fit.add_argument("--build", type=Path, default=None,
+                     help="the build the profiles ran (for DMMA shapes their kernel names do not state)")
+    fit.add_argument("--out", type=Path, required=True, metavar="MODEL.json")
+    fit.add_argument("--no-floor", dest="floor", action="store_false",
+                     help="price DMMA without the four-cycle floor (the Table 7 ablation)")
+    fit.add_argument("--json", action="store_true", help="print the calibration summary as JSON")
+    fit.set_defaults(func=run_fit)
+
+    predict = commands.add_parser("predict", help="predict a machine (or SM count) from a model and a build")
+    predict.add_argument("--model", type=Path, required=True, metavar="MODEL.json")
+    predict.add_argument("--machine", required=True, help="target machine (the machine table)")
+    predict.add_argument("--build", type=Path, required=True, metavar="BUILD_DIR",
+                         help="`composer build` directory cross-compiled for the target")
+    predict.add_argument("--sms", type=positive_int, default=None,
+                         help="active SMs (green-context split: even, >= 2, <= the machine's)")
+    predict.add_argument("--paths", type=csv_list(str), default=None)
+    predict.add_argument("--orders", type=csv_list(positive_int), default=None)
+    predict.add_argument("--as", dest="aliases", action="append", default=[], metavar="PATH=CALIBRATED",
+                         help="predict PATH from CALIBRATED's counters (e.g. FUSED_TC16=FUSED_TC); repeatable")
+    predict.add_argument("--mma", default=None, metavar="SHAPE",
+                         help="the CuTe GEMM shape to take from a build holding several (e.g. 16x8x4)")
+    predict.add_argument("--family-errors", type=Path, default=None, metavar="SCORE.json",
+                         help="family errors for S/E (the family_errors of a `composer model score` output)")
+    predict.add_argument("--out", type=Path, default=None, metavar="P.json",
+                         help="predictions file (default: results/model/predict-LABEL.json)")
+    predict.add_argument("--json", action="store_true", help="print the predictions as JSON")
+    predict.set_defaults(func=run_predict)
+
+    score = commands.add_parser("score", help="score predictions against bench or profile measurements")
+    score.add_argument("--predictions", nargs="+", type=Path, required=True, metavar="P.json")
+    score.add_argument("--measured", nargs="+", type=Path, required=True, metavar="RESULTS",
+                       help="`composer bench --out` or `composer profile --out` directories")
+    score.add_argument("--metric", default="device_per_call_s", choices=("device_per_call_s", "stage_wall_s"),
+                       help="bench timer to score against (default: device_per_call_s)")
+    score.add_argument("--family-errors", type=Path, default=None, metavar="SCORE.json",
+                       help="family errors where no other target gives one")
+    score.add_argument("--out", type=Path, default=None, metavar="SCORE.json")
+    score.add_argument("--json", action="store_true", help="print the score as JSON")
+    score.set_defaults(func=run_score)
+
+
+def _fmt(x: float | None, spec: str) -> str:
+    return "-" if x is None else format(x, spec)
+
+
+# --- prices -----------------------------------------------------------------------------------
+
+
+def run_prices(args: argparse.Namespace) -> int:
+    from composer.model.prices import machine_prices
+
+    machines = [get_machine(args.machine)] if args.machine else \
+        [m for m in load_machines().values() if m.capacity is not None]
+    if not machines:
+        raise ComposerError("no machine of the table has capacities per SM cycle")
+    report = [machine_prices(m) for m in machines]
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    con = output.console()
+    table = output.table(("machine", "shape", "F_DMMA", "F_DMMA / C_tc", "c_tc", "c_cc"), title="Table 6",
+                         right=("F_DMMA", "F_DMMA / C_tc", "c_tc", "c_cc"))
+    for m in report:
+        for row in m["dmma"]:
+            table.add_row(m["machine"], row["shape"], str(row["flop"]), f"{row['flop_price']:.3f}", f"{row['c_tc']:.3f}", f"{m['c_cc']:.3f}")
+    con.print(table)
+    caps = output.table(("machine", "resource", "per SM cycle", "source"), title="capacities",
+                        right=("per SM cycle",))
+    for m in report:
+        for resource, value in m["capacity_per_sm_cycle"].items():
+            shown = f"{m['fp64_tc_flop_per_sm_cycle']:g} / {m['fp64_core_flop_per_sm_cycle']:g} FLOP" \
+                if resource == "fp64" else f"{value:.2f}"
+            caps.add_row(m["machine"], resource, shown, m["sources"][resource])
+    con.print(caps)
+    return 0
+
+
+# --- fit --------------------------------------------------------------------------------------
+
+
+def _sources(items: list[str], default_machine: str) -> list[Any]:
+    from composer.model.calibrate import ProfileSource
+
+    out = []
+    for item in items:
+        directory, sep, name = item.rpartition("@")
+        if not sep:
+            directory, name = item, default_machine
+        out.append(ProfileSource(Path(directory), get_machine(name)))
+    return out
+
+
+def fit_summary(model: Any) -> dict[str, Any]:
+    """Per kernel: binding, eta, closure; the closure median over the kernels the paper selects
+    (budget utilization above 5 %, at least one block per SM, priced work)."""
+    rows = []
+    selected = []
+    for k in model.kernels:
+        sms = model.machines[k.machine]["sm_count"]
+        utilization = None
+        if k.counters.budget_cycles is not None and k.counters.elapsed_cycles > 0:
+            utilization = k.counters.budget_cycles / (k.counters.elapsed_cycles * sms)
+        rows.append({"machine": k.machine, "path": k.path, "order": k.order, "role": k.role, "name": k.name,
+                     "shape": k.shape, "binding": k.binding, "eta": k.eta, "closure": k.closure,
+                     "budget_utilization": utilization, "dmma_unpriced": k.dmma_unpriced})
+        if k.closure is not None and utilization is not None and utilization > 0.05 and k.counters.grid >= sms:
+            selected.append(k.closure)
+    return {"model_hash": model.hash, "kernels": rows,
+            "closure": {"n": len(selected), "median": statistics.median(selected) if selected else None,
+                        "min": min(selected, default=None), "max": max(selected, default=None)}}
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    from composer.model.calibrate import fit
+
+    model = fit(_sources(args.profiles, args.machine), build=args.build, floor=args.floor)
+    model.save(args.out)
+    summary = {"out": str(args.out), **fit_summary(model)}
+    if args.json:
+        print(json.dumps(summary, indent=1))
+        return 0
+    table = output.table(("machine", "path", "p", "role", "shape", "binding", "eta", "closure"),
+                         title=f"calibration ({len(model.kernels)} kernels)", right=("p", "eta", "closure"))
+    for r in summary["kernels"]:
+        table.add_row(r["machine"], r["path"], str(r["order"]), r["role"], r["shape"] or "-", r["binding"],
+                      f"{r['eta']:.3f}", _fmt(r["closure"], ".3f"))
+    con = output.console()
+    con.print(table)
+    c = summary["closure"]
+    con.print(f"FP64-budget closure (counter / priced, {c['n']} kernels selected): median "
+              f"{_fmt(c['median'], '.3f')}, range {_fmt(c['min'], '.3f')}-{_fmt(c['max'], '.3f')}")
+    con.print(f"model {args.out} (sha256 {summary['model_hash'][:16]})")
+    return 0
+
+
+# --- predict ----------------------------------------------------------------------------------
+
+
+def _aliases(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        target, sep, source = item.partition("=")
+        if not sep or not target or not source:
+            raise ComposerError(f"--as expects PATH=CALIBRATED (e.g. FUSED_TC16=FUSED_TC), got {item!r}")
+        out[target.strip().upper()] = source.strip().upper()
+    return out
+
+
+def _family_errors(path: Path | None) -> dict[str, float] | None:
+    if path is None:
+        return None
+    from composer.model.calibrate import read_json
+    from composer.model.score import SCHEMA, VERSION
+
+    return {k: float(v) for k, v in read_json(path, SCHEMA, VERSION)["family_errors"].items()}
+
+
+def run_predict(args: argparse.Namespace) -> int:
+    from composer.model.build import Build
+    from composer.model.calibrate import Model
+    from composer.model.capacity import capacities
+    from composer.model.predict import predict, predictions_document, write_predictions
+
+    model = Model.load(args.model)
+    target = capacities(get_machine(args.machine), args.sms, floor=model.floor)
+    build = Build(args.build)
+    predictions = predict(model, target, build, paths=args.paths, orders=args.orders,
+                          aliases=_aliases(args.aliases), mma=args.mma)
+    document = predictions_document(model, str(args.model), target, build, predictions,
+                                    _family_errors(args.family_errors))
+    out = args.out or Path("results/model") / f"predict-{target.label}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    write_predictions(out, document)
+    if args.json:
+        print(json.dumps(document, indent=1))
+        return 0
+    con = output.console()
+    table = output.table(("path", "p", "role", "binding", "calibration binding", "eta", "µs"),
+                         title=f"{target.label}: kernels", right=("p", "eta", "µs"))
+    for p in predictions:
+        for k in p.kernels:
+            table.add_row(p.path if p.path == p.source_path else f"{p.path} (from {p.source_path})",
+                          str(p.order), k.role, k.binding, k.calibration_binding, f"{k.eta:.3f}",
+                          f"{k.seconds * 1e6:.1f}")
+    con.print(table)
+    totals = output.table(("p", "fastest", "µs", "paths", "S/E", "screened"), title=f"{target.label}: fastest path",
+                          right=("p", "µs", "paths", "S/E"))
+    for f in document["fastest"]:
+        totals.add_row(str(f["order"]), f["path"], f"{f['seconds'] * 1e6:.1f}", str(f["paths"]),
+                       _fmt(f["se"], ".2f"), "-" if f["screened"] is None else ("yes" if f["screened"] else "no"))
+    con.print(totals)
+    con.print(f"predictions {out} (model sha256 {document['model_hash'][:16]}, predictions sha256 "
+              f"{document['hash'][:16]})")
+    return 0
+
+
+# --- score ------------------------------------------------------------------------------------
+
+
+def run_score(args: argparse.Namespace) -> int:
+    from composer.fileio import atomic_write_text
+    from composer.model.measured import read_measured
+    from composer.model.predict import read_predictions
+    from composer.model.score import score
+
+    predictions = [read_predictions(p) for p in args.predictions]
+    measured = [cell for d in args.measured for cell in read_measured(d, args.metric)]
+    result = score(predictions, measured, _family_errors(args.family_errors))
+    if not result["cells"]:
+        raise ComposerError("no measured cell matches a prediction (same path, order and active SM count)")
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    con = output.console()
+    cells = output.table(("target", "path", "p", "predicted µs", "measured µs", "error %"),
+                         title="path totals", right=("p", "predicted µs", "measured µs", "error %"))
+    for c in result["cells"]:
+        cells.add_row(c["target"], c["path"], str(c["order"]), f"{c['predicted_s'] * 1e6:.1f}",
+                      f"{c['measured_s'] * 1e6:.1f}", f"{c['error_pct']:+.1f}")
+    con.print(cells)
+    ratios = output.table(("target", "p", "ratio", "pred", "meas", "sign", "S/E"), title="ratios",
+                          right=("p", "pred", "meas", "S/E"))
+    for r in result["ratios"]:
+        ratios.add_row(r["target"], str(r["order"]), r["ratio"] + (" *" if r["seven"] else ""),
+                       f"{r['r_pred']:.3f}", f"{r['r_meas']:.3f}", "right" if r["sign_right"] else "WRONG",
+                       _fmt(r["se"], ".2f"))
+    con.print(ratios)
+    s = result["summary"]
+    con.print(f"path totals: median |error| {_fmt(s['paths']['median_abs_pct'], '.1f')} %, p90 "
+              f"{_fmt(s['paths']['p90_abs_pct'], '.1f')} % over {s['paths']['n']}; at p >= 255: "
+              f"{_fmt(s['paths_p>=255']['median_abs_pct'], '.1f')} % over {s['paths_p>=255']['n']}")
+    con.print(f"ratio signs right {s['ratios']['sign_right']}/{s['ratios']['n']}; screened in (S/E >= 1) "
+              f"{s['ratios']['screened_right']}/{s['ratios']['screened']} right (* = the seven ratios: "
+              f"{s['seven_ratios']['sign_right']}/{s['seven_ratios']['n']})")
+    for what in ("measured_without_prediction", "predicted_without_measurement"):
+        if result[what]:
+            con.print(f"{what.replace('_', ' ')}: {'; '.join(result[what])}")
+    ch = s["choices"]
+    con.print(f"fastest path chosen right {ch['right']}/{ch['n']}; loss median {_fmt(ch['median_loss_pct'], '.1f')} %, "
+              f"max {_fmt(ch['max_loss_pct'], '.1f')} %")
+    return 0

@@ -1,0 +1,266 @@
+"""Calibration: saved ncu profiles -> one calibrated kernel instance per (machine, path, order,
+kernel role), written as a model file with its hash.
+
+Per kernel instance (paper §6.4) the model keeps the counter numerators, the DMMA shape the
+calibration binary issued, the demands on the calibration machine, the binding resource and
+eta = elapsed SM cycles / max_r D_r. eta is the only number read from a timing. The tensor
+counter is used only for kernels that issue mma (the §6.3 pitfall: kernels without mma may
+report tensor instructions); it is recorded, not priced, for the others.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from composer.arch.machines import Machine
+from composer.fileio import atomic_write_text
+from composer.model.build import Build
+from composer.model.capacity import Capacities, capacities
+from composer.model.counters import KernelCounters, profile_files, read_profile_csv
+from composer.model.demand import closure, demands, eta
+from composer.model.errors import ModelError, ModelFileError
+from composer.model.kernels import KernelIdentity, identify, sass_shape
+
+SCHEMA = "composer.model"
+VERSION = 1
+PROFILE_SUMMARY = "profile.json"
+
+
+@dataclass(frozen=True)
+class CalibratedKernel:
+    """One kernel of one path's tendency call at one order, calibrated on one machine.
+
+    ``machine`` is the calibration label (``h200``, or ``h200@96`` for a profile taken on 96
+    SMs); ``shape`` the SASS DMMA shape it issued there (None: no mma); ``dmma_unpriced`` the
+    tensor counter of a kernel without mma, kept for the record.
+    """
+
+    machine: str
+    path: str
+    order: int
+    role: str
+    kind: str
+    variant: str
+    shape: str | None
+    counters: KernelCounters
+    demands: dict[str, float]
+    binding: str
+    eta: float
+    closure: float | None
+    dmma_unpriced: float = 0.0
+
+    @property
+    def name(self) -> str:
+        return self.counters.name
+
+    @property
+    def dmma(self) -> dict[str, float]:
+        """Executed DMMA by SASS shape ({} for a kernel without mma)."""
+        return {} if self.shape is None else {self.shape: self.counters.counts["dmma"]}
+
+    @property
+    def identity(self) -> KernelIdentity:
+        return identify(self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["counters"] = self.counters.to_dict()
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> CalibratedKernel:
+        fields = dict(raw)
+        fields["counters"] = KernelCounters.from_dict(raw["counters"])
+        return cls(**fields)
+
+
+@dataclass
+class Model:
+    """Calibrated kernels plus what they were calibrated from and on."""
+
+    kernels: list[CalibratedKernel]
+    machines: dict[str, dict[str, Any]]  # calibration label -> Capacities.to_dict()
+    sources: list[dict[str, Any]] = field(default_factory=list)
+    floor: bool = True
+
+    def body(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "version": VERSION, "floor": self.floor, "sources": self.sources,
+                "machines": self.machines, "kernels": [k.to_dict() for k in self.kernels]}
+
+    @property
+    def hash(self) -> str:
+        """sha256 of the canonical JSON of the model: predictions cite it."""
+        return content_hash(self.body())
+
+    def cells(self) -> dict[tuple[str, int], dict[str, list[CalibratedKernel]]]:
+        """Kernels by (path, order), then by calibration machine label, in launch order."""
+        out: dict[tuple[str, int], dict[str, list[CalibratedKernel]]] = {}
+        for k in self.kernels:
+            out.setdefault((k.path, k.order), {}).setdefault(k.machine, []).append(k)
+        for by_machine in out.values():
+            for kernels in by_machine.values():
+                kernels.sort(key=lambda k: k.counters.index)
+        return out
+
+    def save(self, path: Path | str) -> str:
+        """Write the model with its hash; returns the hash."""
+        body = self.body()
+        digest = content_hash(body)
+        atomic_write_text(Path(path), json.dumps({**body, "hash": digest}, indent=1) + "\n")
+        return digest
+
+    @classmethod
+    def load(cls, path: Path | str) -> Model:
+        """Read a model file; ModelFileError when unreadable, of another schema or altered."""
+        path = Path(path)
+        raw = read_json(path, SCHEMA, VERSION)
+        digest = raw.pop("hash", None)
+        if digest != content_hash(raw):
+            raise ModelFileError(f"{path}: content does not match its hash (edited after `composer model fit`?)")
+        return cls(kernels=[CalibratedKernel.from_dict(k) for k in raw["kernels"]],
+                   machines=raw["machines"], sources=raw["sources"], floor=raw["floor"])
+
+
+def content_hash(body: Mapping[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def read_json(path: Path, schema: str, version: int) -> dict[str, Any]:
+    """A JSON file of ``schema``/``version``; ModelFileError otherwise."""
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ModelFileError(f"{path}: no such file") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(raw, dict) or raw.get("schema") != schema or raw.get("version") != version:
+        got = raw.get("schema") if isinstance(raw, dict) else type(raw).__name__
+        raise ModelFileError(f"{path}: not a {schema} v{version} file (schema {got!r})")
+    return raw
+
+
+# --- calibration ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProfileSource:
+    """One ``composer profile --out`` directory and the machine it was taken on."""
+
+    directory: Path
+    machine: Machine
+
+
+def _pair_sms(directory: Path) -> dict[tuple[str, int], int]:
+    """Active SM counts ``composer profile --sms`` recorded per (path, order)."""
+    summary = directory / PROFILE_SUMMARY
+    if not summary.is_file():
+        return {}
+    try:
+        raw = json.loads(summary.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelFileError(f"{summary}: not readable JSON ({exc})") from None
+    out = {}
+    for entry in raw.values():
+        sms = entry.get("sms") if isinstance(entry, dict) else None
+        if sms:
+            out[(str(entry["path"]), int(entry["order"]))] = int(sms["active"])
+    return out
+
+
+def calibration_shape(identity: KernelIdentity, arch: str, build: Build | None) -> str | None:
+    """The SASS DMMA shape a kernel issued on the calibration machine (None: no mma).
+
+    From the name where it states the PTX shape (CuTe GEMMs, cuBLAS tensor-op kernels), else a
+    fused variant with a single allowed shape, else the calibration build's SASS.
+    """
+    if identity.issues_mma is False:
+        return None
+    ptx = identity.named_shape
+    if ptx is None and identity.kind == "fused":
+        from composer.fused.config import ALLOWED_MMA
+
+        allowed = ALLOWED_MMA.get(identity.variant.upper(), ())
+        ptx = allowed[0] if len(allowed) == 1 else None
+    if ptx is not None:
+        return sass_shape(ptx, arch)[0]
+    if build is not None:
+        built = build.find(identity.build_key())
+        if built is not None:
+            shapes = [s for s, n in build.dmma(built).items() if n]
+            if len(shapes) == 1:
+                return shapes[0]
+            if not shapes:
+                return None
+    raise ModelError(f"kernel {identity.name}: its DMMA shape is in neither its name nor a "
+                     "calibration build; pass --build with the build the profile ran")
+
+
+def kernel_roles(names: Iterable[str]) -> list[tuple[KernelIdentity, str]]:
+    """Each launch's identity and role within its call, in launch order; library launches (one
+    cuBLAS kernel may serve several GEMMs) are told apart by occurrence: ``NAME#2``."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        identity = identify(name)
+        role = identity.role
+        if not identity.own:
+            seen[role] = seen.get(role, 0) + 1
+            role = f"{role}#{seen[role]}"
+        out.append((identity, role))
+    return out
+
+
+def calibrate_kernels(path: str, order: int, launches: list[KernelCounters], machine: Capacities,
+                      build: Build | None = None) -> list[CalibratedKernel]:
+    """Calibrate the kernels of one profiled (path, order) call on ``machine``."""
+    out = []
+    for counters, (identity, role) in zip(launches, kernel_roles(k.name for k in launches)):
+        shape = calibration_shape(identity, machine.arch, build)
+        dmma = {} if shape is None else {shape: counters.counts["dmma"]}
+        d = demands(counters.counts, dmma, machine)
+        try:
+            e = eta(counters.elapsed_cycles, d)
+        except ValueError:
+            raise ModelError(f"{path} p={order}: kernel {counters.name} has no demand on any resource "
+                             "(all its counters are zero)") from None
+        out.append(CalibratedKernel(
+            machine=machine.label, path=path, order=order, role=role, kind=identity.kind,
+            variant=identity.variant, shape=shape, counters=counters, demands=d.cycles,
+            binding=d.binding, eta=e, closure=closure(counters.budget_cycles, dmma, counters.counts["fp64"], machine),
+            dmma_unpriced=0.0 if shape is not None else counters.counts["dmma"]))
+    return out
+
+
+def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor: bool = True) -> Model:
+    """Calibrate every (path, order) profile of every source directory."""
+    calibration_build = Build(build) if build is not None else None
+    kernels: list[CalibratedKernel] = []
+    machines: dict[str, dict[str, Any]] = {}
+    described: list[dict[str, Any]] = []
+    seen: dict[tuple[str, str, int], Path] = {}
+    for source in sources:
+        if not source.directory.is_dir():
+            raise ModelError(f"{source.directory}: no such profile directory")
+        files = profile_files(source.directory)
+        if not files:
+            raise ModelError(f"{source.directory}: no PATH-pORDER.csv profiles (from `composer profile --out`)")
+        restricted = _pair_sms(source.directory)
+        digests = {}
+        for (path, order), file in files.items():
+            machine = capacities(source.machine, restricted.get((path, order)), floor)
+            key = (machine.label, path, order)
+            if key in seen:
+                raise ModelError(f"{path} p={order} on {machine.label} is profiled twice: {seen[key]} and {file}")
+            seen[key] = file
+            kernels += calibrate_kernels(path, order, read_profile_csv(file), machine, calibration_build)
+            machines[machine.label] = machine.to_dict()
+            digests[file.name] = hashlib.sha256(file.read_bytes()).hexdigest()
+        described.append({"directory": str(source.directory), "machine": source.machine.name,
+                          "files": digests})
+    if calibration_build is not None:
+        described.append({"build": str(calibration_build.directory), "arch": calibration_build.arch})
+    return Model(kernels=kernels, machines=machines, sources=described, floor=floor)

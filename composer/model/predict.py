@@ -1,0 +1,215 @@
+"""Prediction for a machine that is not run: capacities plus the SASS shapes of a cross-compiled
+build, nothing measured on it (paper §6.4, A3).
+
+Per kernel of the calibration kernel list: the non-DMMA numerators and eta are carried over, the
+DMMA count is carried to the shape the target binary issues (our kernels: the build's SASS;
+cuBLAS roles: the cheapest of the target's shapes, Equation 8), and the time is
+eta max_r D_r / f_m. Path totals sum the kernels; per order the fastest path is named with its
+separation-to-error ratio when family errors are given.
+
+Which calibration a kernel comes from: the target machine's own when the model holds it (the
+balance axis: the counters of a restricted machine come from the same machine at 100 %), else
+per kernel the calibration machine whose eta is closest to 1 (§6.4), when the machines' kernel
+lists agree; otherwise the kernel list of the machine that sits closest to its roofs. A library
+(cuBLAS) role keeps the shape it dispatched when the target is the machine it was profiled on
+(its name says the shape; Appendix A3's "when the target can be run"), else Equation 8 applies.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping
+
+from composer.fileio import atomic_write_text
+from composer.model.build import Build
+from composer.model.calibrate import CalibratedKernel, Model, content_hash, read_json
+from composer.model.capacity import Capacities
+from composer.model.demand import demands, predicted_seconds
+from composer.model.errors import KernelListMismatch, ModelError
+from composer.model.kernels import fused_variant
+from composer.model.ratios import fastest_with_separation, ratio_cells
+from composer.model.shapes import cheapest_shape, transfer_dmma
+
+SCHEMA = "composer.model-predictions"
+VERSION = 1
+_MAX_NAMED = 8
+
+
+@dataclass(frozen=True)
+class KernelPrediction:
+    """One kernel on the target: where it came from, its carried DMMA, demands, binding, time."""
+
+    role: str
+    name: str  # calibration kernel name
+    target_name: str  # the build kernel it maps to ("" for library roles)
+    calibration: str  # calibration machine label
+    eta: float
+    dmma: dict[str, float]
+    demands: dict[str, float]
+    binding: str
+    calibration_binding: str
+    seconds: float
+    enumerated: dict[str, float] = field(default_factory=dict)  # Equation 8: shape -> seconds
+
+
+@dataclass(frozen=True)
+class PathPrediction:
+    path: str
+    source_path: str  # calibration path it is predicted from (the same unless --as)
+    order: int
+    seconds: float
+    kernels: list[KernelPrediction]
+    notes: list[str] = field(default_factory=list)
+
+
+def _closest_to_roof(kernels: list[CalibratedKernel]) -> float:
+    return statistics.median(abs(k.eta - 1.0) for k in kernels)
+
+
+def choose_calibration(by_machine: Mapping[str, list[CalibratedKernel]], target: Capacities
+                       ) -> tuple[list[CalibratedKernel], list[str]]:
+    """The calibration kernels one cell is predicted from, and a note on how they were chosen."""
+    own = [label for label in by_machine if label.split("@")[0] == target.machine]
+    if own:
+        label = target.machine if target.machine in own else sorted(own)[0]
+        return by_machine[label], []
+    if len(by_machine) == 1:
+        return next(iter(by_machine.values())), []
+    roles = {label: [k.role for k in ks] for label, ks in by_machine.items()}
+    if len({tuple(r) for r in roles.values()}) == 1:
+        chosen = []
+        for i in range(len(next(iter(roles.values())))):
+            candidates = [ks[i] for ks in by_machine.values()]
+            chosen.append(min(candidates, key=lambda k: (abs(k.eta - 1.0), k.machine)))
+        return chosen, []
+    label = min(by_machine, key=lambda m: (_closest_to_roof(by_machine[m]), m))
+    return by_machine[label], [f"kernel lists differ across calibration machines; {label}'s used"]
+
+
+def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: str, mma: str | None,
+            problems: list[str]) -> KernelPrediction | None:
+    identity = k.identity
+    target_name = ""
+    enumerated: dict[str, float] = {}
+    if identity.own:
+        if build is None:
+            raise ModelError(f"{k.path} p={k.order}: kernel {k.name} is compiled by this project; "
+                             "pass --build with a build cross-compiled for the target")
+        variant = fused_variant(path) if identity.kind == "fused" else None
+        built = build.find(identity.build_key(variant), mma)
+        if built is None:
+            problems.append(f"{path} p={k.order} {k.role} ({k.name})")
+            return None
+        target_name = built.entry.symbol
+        shares = {s: n for s, n in build.dmma(built).items() if n}
+        if (k.shape is None) != (not shares):
+            problems.append(f"{path} p={k.order} {k.role}: {k.name} {'issues no' if k.shape is None else 'issues'} "
+                            f"DMMA but {target_name} {'does' if shares else 'does not'} (instruction family changed)")
+            return None
+        dmma = {} if k.shape is None else transfer_dmma(k.counters.counts["dmma"], k.shape, shares)
+    elif k.shape is not None and k.machine.split("@")[0] == target.machine:
+        dmma = k.dmma  # the machine that was run: the library's dispatched shape is known (§A3)
+    elif k.shape is not None:
+        if not target.dmma_shapes:
+            raise ModelError(f"machine {target.machine} lists no DMMA shape to price library role {k.name}")
+
+        def seconds(counts: dict[str, float]) -> float:
+            return predicted_seconds(k.eta, demands(k.counters.counts, counts, target), target)
+
+        best, enumerated = cheapest_shape(k.counters.counts["dmma"], k.shape, target.dmma_shapes, seconds)
+        dmma = transfer_dmma(k.counters.counts["dmma"], k.shape, {best: 1.0})
+    else:
+        dmma = {}
+    d = demands(k.counters.counts, dmma, target)
+    return KernelPrediction(role=k.role, name=k.name, target_name=target_name, calibration=k.machine,
+                            eta=k.eta, dmma=dmma, demands=d.cycles, binding=d.binding,
+                            calibration_binding=k.binding, seconds=predicted_seconds(k.eta, d, target),
+                            enumerated=enumerated)
+
+
+def predict(model: Model, target: Capacities, build: Build | None, paths: list[str] | None = None,
+            orders: list[int] | None = None, aliases: Mapping[str, str] | None = None,
+            mma: str | None = None) -> list[PathPrediction]:
+    """Every (path, order) of the model (or the selection) on ``target``.
+
+    ``aliases`` maps a path to predict onto the calibrated path it is predicted from
+    (``{"FUSED_TC16": "FUSED_TC"}``: FUSED_TC's counters at FUSED_TC16's shapes).
+    """
+    if build is not None:
+        build.check_arch(target.arch)
+    aliases = dict(aliases or {})
+    cells = model.cells()
+    calibrated_paths = {p for p, _ in cells}
+    for alias, source in aliases.items():
+        if source not in calibrated_paths:
+            raise ModelError(f"--as {alias}={source}: the model has no calibration of {source}")
+    wanted: list[tuple[str, str]] = [(p, p) for p in sorted(calibrated_paths) if p not in aliases]
+    wanted += sorted(aliases.items())
+    if paths is not None:
+        unknown = sorted(set(paths) - {p for p, _ in wanted})
+        if unknown:
+            raise ModelError(f"paths {unknown} are not in the model (calibrated: {sorted(calibrated_paths)})")
+        wanted = [w for w in wanted if w[0] in paths]
+    out: list[PathPrediction] = []
+    problems: list[str] = []
+    for path, source in wanted:
+        for (cell_path, order), by_machine in sorted(cells.items()):
+            if cell_path != source or (orders is not None and order not in orders):
+                continue
+            chosen, notes = choose_calibration(by_machine, target)
+            kernels = [_kernel(k, target, build, path, mma, problems) for k in chosen]
+            if any(k is None for k in kernels):
+                continue
+            done = [k for k in kernels if k is not None]
+            out.append(PathPrediction(path, source, order, sum(k.seconds for k in done), done, notes))
+    if problems:
+        shown = "; ".join(problems[:_MAX_NAMED])
+        more = f" and {len(problems) - _MAX_NAMED} more" if len(problems) > _MAX_NAMED else ""
+        where = build.directory if build is not None else "the build"
+        raise KernelListMismatch(f"{where} does not match the calibration's kernel list: {shown}{more}")
+    if not out:
+        raise ModelError("nothing to predict: no calibrated (path, order) matches --paths/--orders")
+    return out
+
+
+# --- the predictions file ---------------------------------------------------------------------
+
+
+def predictions_document(model: Model, model_file: str, target: Capacities, build: Build | None,
+                         predictions: list[PathPrediction], family_errors: Mapping[str, float] | None
+                         ) -> dict[str, Any]:
+    """The JSON document ``composer model predict`` writes (hashed, citing the model's hash)."""
+    totals = {(p.path, p.order): p.seconds for p in predictions}
+    body = {
+        "schema": SCHEMA, "version": VERSION, "model_hash": model.hash, "model_file": model_file,
+        "created_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "target": {**target.to_dict(), "label": target.label,
+                   "build": None if build is None else str(build.directory),
+                   "build_arch": None if build is None else build.arch},
+        "paths": [asdict(p) for p in predictions],
+        "fastest": fastest_with_separation(totals, family_errors),
+        "ratios": ratio_cells(totals, family_errors),
+        "family_errors": dict(family_errors or {}),
+    }
+    return {**body, "hash": content_hash(body)}
+
+
+def write_predictions(path: Path | str, document: Mapping[str, Any]) -> None:
+    import json
+
+    atomic_write_text(Path(path), json.dumps(document, indent=1) + "\n")
+
+
+def read_predictions(path: Path | str) -> dict[str, Any]:
+    """A predictions file, checked against its own hash."""
+    from composer.model.errors import ModelFileError
+
+    path = Path(path)
+    raw = read_json(path, SCHEMA, VERSION)
+    digest = raw.pop("hash", None)
+    if digest != content_hash(raw):
+        raise ModelFileError(f"{path}: content does not match its hash (edited after `composer model predict`?)")
+    return raw

@@ -1,0 +1,158 @@
+"""Scoring predictions against measurements: path-total errors, ratio signs, the S/E screen with
+leave-target-out family errors, and the loss of the predicted-fastest choice (paper §7, §9, S10).
+
+A target is one predictions file (one machine at one active SM count). A measured cell belongs to
+the target with its SM count. Errors are 100 ln(pred / meas). The family error of a ratio for
+target T is the median |100 ln(r_pred / r_meas)| of that family over the other targets' cells
+(on the balance axis: the other SM counts), falling back to given family errors; the pooled
+family errors over all targets are returned for later predictions (``--family-errors``).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from itertools import combinations
+from typing import Any, Iterable, Mapping
+
+from composer.model.errors import ModelError
+from composer.model.measured import MeasuredCell
+from composer.model.ratios import SCREEN_THRESHOLD, SEVEN_RATIOS, log_pct, orientation, separation_to_error
+
+SCHEMA = "composer.model-score"
+VERSION = 1
+HIGH_ORDER = 255  # the band the issue's balance-axis target names (p >= 255)
+
+
+def nearest_rank(values: list[float], q: float) -> float:
+    """The nearest-rank q-quantile (the paper's p90)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def _summary(errors: list[float]) -> dict[str, Any]:
+    magnitudes = [abs(e) for e in errors]
+    if not magnitudes:
+        return {"n": 0, "median_abs_pct": None, "p90_abs_pct": None, "max_abs_pct": None}
+    return {"n": len(magnitudes), "median_abs_pct": statistics.median(magnitudes),
+            "p90_abs_pct": nearest_rank(magnitudes, 0.9), "max_abs_pct": max(magnitudes)}
+
+
+def _assign(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell], unmatched: list[str]
+            ) -> dict[str, dict[tuple[str, int], MeasuredCell]]:
+    """Measured cells by target label, matched on the active SM count; the others are listed in
+    ``unmatched``."""
+    by_sms: dict[int, str] = {}
+    for doc in predictions:
+        target = doc["target"]
+        if target["sm_count"] in by_sms:
+            raise ModelError(f"predictions for {by_sms[target['sm_count']]} and {target['label']} both "
+                             f"predict {target['sm_count']} SMs; score them separately")
+        by_sms[target["sm_count"]] = target["label"]
+    full = {doc["target"]["label"]: doc["target"]["full_sm_count"] for doc in predictions}
+    out: dict[str, dict[tuple[str, int], MeasuredCell]] = {doc["target"]["label"]: {} for doc in predictions}
+    for cell in measured:
+        label = by_sms.get(cell.sms) if cell.sms is not None else None
+        if label is None and cell.sms is None:
+            label = next((lab for lab, n in full.items() if by_sms.get(n) == lab), None)
+        if label is None:
+            unmatched.append(f"{cell.path} p={cell.order} at {cell.sms or 'all'} SMs ({cell.source})")
+            continue
+        key = (cell.path, cell.order)
+        if key in out[label]:
+            raise ModelError(f"{cell.path} p={cell.order} at {label} is measured twice: "
+                             f"{out[label][key].source} and {cell.source}")
+        out[label][key] = cell
+    return out
+
+
+def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
+          family_errors: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """The score document (JSON-ready)."""
+    unmatched: list[str] = []
+    assigned = _assign(predictions, measured, unmatched)
+    cells, kernels, ratios = [], [], []
+    unmeasured: list[str] = []
+    pairs_by_target: dict[str, dict[int, dict[str, tuple[float, float]]]] = {}
+    for doc in predictions:
+        label = doc["target"]["label"]
+        meas = assigned[label]
+        totals: dict[int, dict[str, tuple[float, float]]] = {}
+        for p in doc["paths"]:
+            m = meas.get((p["path"], p["order"]))
+            if m is None:
+                unmeasured.append(f"{p['path']} p={p['order']} at {label}")
+                continue
+            totals.setdefault(p["order"], {})[p["path"]] = (p["seconds"], m.seconds)
+            cells.append({"target": label, "path": p["path"], "order": p["order"], "predicted_s": p["seconds"],
+                          "measured_s": m.seconds, "error_pct": log_pct(p["seconds"] / m.seconds)})
+            for k in p["kernels"]:
+                if k["role"] in m.kernels:
+                    kernels.append({"target": label, "path": p["path"], "order": p["order"], "role": k["role"],
+                                    "name": k["name"], "binding": k["binding"],
+                                    "calibration_binding": k["calibration_binding"], "eta": k["eta"],
+                                    "predicted_s": k["seconds"], "measured_s": m.kernels[k["role"]],
+                                    "error_pct": log_pct(k["seconds"] / m.kernels[k["role"]])})
+        pairs_by_target[label] = totals
+        for order, paths in sorted(totals.items()):
+            for a, b in combinations(sorted(paths), 2):
+                first, second = orientation(a, b)
+                r_pred = paths[first][0] / paths[second][0]
+                r_meas = paths[first][1] / paths[second][1]
+                ratios.append({"target": label, "order": order, "ratio": f"{first}/{second}",
+                               "seven": (first, second) in SEVEN_RATIOS, "r_pred": r_pred, "r_meas": r_meas,
+                               "error_pct": abs(log_pct(r_pred / r_meas)),
+                               "sign_right": math.copysign(1, math.log(r_pred)) == math.copysign(1, math.log(r_meas))})
+    pooled = {fam: statistics.median(r["error_pct"] for r in ratios if r["ratio"] == fam)
+              for fam in sorted({r["ratio"] for r in ratios})}
+    for r in ratios:
+        others = [o["error_pct"] for o in ratios if o["ratio"] == r["ratio"] and o["target"] != r["target"]]
+        eps = statistics.median(others) if others else (family_errors or {}).get(r["ratio"])
+        r["family_error_pct"] = eps
+        r["se"] = separation_to_error(r["r_pred"], eps)
+        r["screened"] = None if r["se"] is None else r["se"] >= SCREEN_THRESHOLD
+    choices = _choices(pairs_by_target, ratios)
+    screened = [r for r in ratios if r["screened"]]
+    seven = [r for r in ratios if r["seven"]]
+    return {
+        "schema": SCHEMA, "version": VERSION,
+        "targets": [doc["target"]["label"] for doc in predictions],
+        "model_hashes": sorted({doc["model_hash"] for doc in predictions}),
+        "cells": cells, "kernels": kernels, "ratios": ratios, "choices": choices,
+        "measured_without_prediction": unmatched, "predicted_without_measurement": unmeasured,
+        "family_errors": pooled,
+        "summary": {
+            "paths": _summary([c["error_pct"] for c in cells]),
+            f"paths_p>={HIGH_ORDER}": _summary([c["error_pct"] for c in cells if c["order"] >= HIGH_ORDER]),
+            "kernels": _summary([k["error_pct"] for k in kernels]),
+            "ratios": {"n": len(ratios), "sign_right": sum(r["sign_right"] for r in ratios),
+                       "screened": len(screened), "screened_right": sum(r["sign_right"] for r in screened)},
+            "seven_ratios": {"n": len(seven), "sign_right": sum(r["sign_right"] for r in seven),
+                             "screened": sum(1 for r in seven if r["screened"]),
+                             "screened_right": sum(1 for r in seven if r["screened"] and r["sign_right"])},
+            "choices": {"n": len(choices), "right": sum(c["right"] for c in choices),
+                        "median_loss_pct": statistics.median(c["loss_pct"] for c in choices) if choices else None,
+                        "max_loss_pct": max((c["loss_pct"] for c in choices), default=None)},
+        },
+    }
+
+
+def _choices(pairs_by_target: Mapping[str, Mapping[int, Mapping[str, tuple[float, float]]]],
+             ratios: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per target and order: the predicted fastest path, the measured fastest, the loss."""
+    se = {(r["target"], r["order"], r["ratio"]): r["se"] for r in ratios}
+    out = []
+    for label, by_order in pairs_by_target.items():
+        for order, paths in sorted(by_order.items()):
+            if len(paths) < 2:
+                continue
+            chosen = min(paths, key=lambda p: (paths[p][0], p))
+            best = min(paths, key=lambda p: (paths[p][1], p))
+            values = [se[(label, order, "/".join(orientation(chosen, o)))] for o in paths if o != chosen]
+            known = [v for v in values if v is not None]
+            choice_se = min(known) if len(known) == len(values) else None
+            out.append({"target": label, "order": order, "paths": len(paths), "predicted": chosen,
+                        "measured": best, "right": chosen == best,
+                        "loss_pct": 100.0 * (paths[chosen][1] / paths[best][1] - 1.0), "se": choice_se,
+                        "screened": None if choice_se is None else choice_se >= SCREEN_THRESHOLD})
+    return out
