@@ -218,3 +218,27 @@ def test_the_paths_gemm_chain_computes_the_reference(order, grid, carrier, fold)
                                                                emulate(spec, d, flux[role]), bound, width=width)
     ref = dg.reference_tendency(fields, order, grid)
     assert np.max(np.abs(arrays["dqdt"] - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+def test_inspect_flags_a_tree_gemm_that_stores_more_than_its_output():
+    from types import SimpleNamespace
+
+    from composer.arch.sass import KernelSass
+    from composer.cli.inspect import _extra_stores
+
+    gemm = {"bm": 64, "epilogue": "store"}
+
+    def entry(epilogue, stores, name):
+        config = {"kind": "cute_gemm", "order": 7, "role": "z", "mma": "8x8x4",
+                  "gemm": {**gemm, "epilogue": "tree" if epilogue != "store" else "store"},
+                  "epilogue": epilogue if epilogue == "store" else {"text": epilogue}}
+        return (SimpleNamespace(config=config, arch="sm_90"),
+                {name: KernelSass(name, "sm_90", {"8x8x4": 4}, 0, 64, 0, 0, global_stores=stores)})
+
+    plain = entry("store", {"64": 16}, "plain")
+    carrier = entry("store(neg(acc))", {"64": 16}, "carrier")
+    assert _extra_stores([plain, carrier]) == []
+    leaky = entry("store(neg(acc))", {"64": 32}, "leaky")
+    (problem,) = _extra_stores([plain, leaky])
+    assert "leaky (sm_90): global stores {'64': 32}, its mainloop's plain GEMM stores {'64': 16}" in problem
+    assert _extra_stores([leaky]) == []  # nothing to compare with

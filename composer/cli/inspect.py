@@ -1,4 +1,6 @@
-"""``composer inspect``: DMMA shapes/counts, DFMA, registers, spills and shared memory per kernel."""
+"""``composer inspect``: DMMA shapes/counts, DFMA, registers, spills, shared memory and global stores
+per kernel; for a build directory, each GEMM epilogue tree and the check that a tree GEMM stores
+only its output (what the plain GEMM of the same mainloop stores)."""
 
 from __future__ import annotations
 
@@ -56,15 +58,19 @@ def collect(target: Path, expect: str | None, allow_spills: bool = True, loops: 
 
     if target.is_dir():
         entries = read_manifest(target / MANIFEST, verify=True)
+        by_job: dict[str, tuple[Any, dict[str, KernelSass]]] = {}
         for entry in entries:
             kernels, hot = read(entry.cubin_path)
+            by_job[entry.config.get("job", entry.symbol)] = (entry, kernels)
             mma = expect or entry.config.get("mma")
             for key, k in kernels.items():
-                rows.append(_row(k, entry.cubin, entry.dynamic_smem, entry.config.get("mma"), hot, key))
+                rows.append(_row(k, entry.cubin, entry.dynamic_smem, entry.config.get("mma"), hot, key,
+                                 _epilogue_text(entry.config)))
             if mma and _issues_dmma(entry.config):
                 per = {entry.symbol: entry.config["mma_per_ktile"]} if "mma_per_ktile" in entry.config \
                     and not expect else None
                 problems += check_expected(kernels, mma, mma_per_kernel=per)
+        problems += _extra_stores(by_job.values())
     elif target.is_file():
         kernels, hot = read(target)
         rows = [_row(k, target.name, None, None, hot, key) for key, k in kernels.items()]
@@ -79,6 +85,38 @@ def collect(target: Path, expect: str | None, allow_spills: bool = True, loops: 
     return rows, problems
 
 
+def _epilogue_text(config: dict[str, Any]) -> str | None:
+    """A CuTe GEMM's epilogue: "store" or its epilogue tree's text (None for other kernels)."""
+    if config.get("kind") != "cute_gemm":
+        return None
+    epilogue = config.get("epilogue", "store")
+    return epilogue["text"] if isinstance(epilogue, dict) else str(epilogue)
+
+
+def _extra_stores(built: Any) -> list[str]:
+    """A GEMM with an epilogue tree must store exactly what the plain GEMM of its mainloop stores
+    (the carrier writes dqdt, never its own derivative): compared where the directory holds both."""
+    plain = {}
+    for entry, kernels in built:
+        c = entry.config
+        if _epilogue_text(c) == "store":
+            plain[(c["order"], c["role"], c["mma"], entry.arch, json.dumps({**c["gemm"], "epilogue": "tree"},
+                                                                          sort_keys=True))] = kernels
+    problems = []
+    for entry, kernels in built:
+        c = entry.config
+        if _epilogue_text(c) in (None, "store"):
+            continue
+        base = plain.get((c["order"], c["role"], c["mma"], entry.arch, json.dumps(c["gemm"], sort_keys=True)))
+        if base is None:
+            continue
+        (k,), (b,) = kernels.values(), base.values()
+        if k.global_stores != b.global_stores:
+            problems.append(f"{k.name} ({entry.arch}): global stores {k.global_stores}, its mainloop's plain GEMM "
+                            f"stores {b.global_stores}: the epilogue writes more than its output")
+    return problems
+
+
 def _issues_dmma(config: dict[str, Any]) -> bool:
     """Kernels of a build directory that must issue their MMA shape: the CuTe GEMMs and the
     volume kernels of FUSED_TC / FUSED_TC16 (not the support and face kernels, nor FUSED_DFMA)."""
@@ -89,9 +127,9 @@ def _issues_dmma(config: dict[str, Any]) -> bool:
 
 
 def _row(k: KernelSass, cubin: str, dynamic_smem: int | None, mma: str | None,
-         hot: dict[str, HotLoop | None], key: str) -> dict[str, Any]:
+         hot: dict[str, HotLoop | None], key: str, epilogue: str | None = None) -> dict[str, Any]:
     row = k.to_dict()
-    row.update(cubin=cubin, dynamic_smem=dynamic_smem, built_mma=mma)
+    row.update(cubin=cubin, dynamic_smem=dynamic_smem, built_mma=mma, epilogue=epilogue)
     if key in hot:
         loop = hot[key]
         row["hot_loop"] = None if loop is None else {
@@ -123,14 +161,15 @@ def run(args: argparse.Namespace) -> int:
 
 def render(rows: list[dict[str, Any]], problems: list[str], spills: list[str], console: Console) -> None:
     loops = any("hot_loop" in r for r in rows)
-    columns = ["kernel", "arch", "DMMA", "DFMA", "regs", "local B", "smem B", "dyn smem B"]
+    columns = ["kernel", "arch", "DMMA", "DFMA", "regs", "local B", "smem B", "dyn smem B", "STG"]
     if loops:
         columns += ["loop instr", "per MMA", "LDS", "LDGSTS", "nested"]
     table = output.table(columns, title="SASS per kernel", right=set(columns) - {"kernel", "DMMA"})
     for r in rows:
         dmma = ", ".join(f"{n} x {s}" for s, n in r["dmma"].items()) or "-"
         cells = [r["name"], r["arch"], dmma, str(r["dfma"]), str(r["registers"]), str(r["spill_bytes"]),
-                 str(r["shared_bytes"]), "-" if r["dynamic_smem"] is None else str(r["dynamic_smem"])]
+                 str(r["shared_bytes"]), "-" if r["dynamic_smem"] is None else str(r["dynamic_smem"]),
+                 " ".join(f"{n}x{bits}b" for bits, n in r.get("global_stores", {}).items()) or "-"]
         if loops:
             h = r.get("hot_loop")
             cells += ["-"] * 5 if h is None else [
@@ -138,6 +177,9 @@ def render(rows: list[dict[str, Any]], problems: list[str], spills: list[str], c
                 str(h["nested_loops"])]
         table.add_row(*cells)
     console.print(table)
+    for r in rows:
+        if r.get("epilogue") not in (None, "store"):
+            console.print(f"{r['name']}: epilogue {r['epilogue']}", soft_wrap=True)
     for p in problems:
         console.print(f"[red]FAIL[/red] {p}", soft_wrap=True)
     if spills:
