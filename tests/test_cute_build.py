@@ -203,9 +203,9 @@ def test_launch_arguments_follow_the_abi_by_name():
     pointers fill the aux slots in order, the rest are 0."""
     prob = kernel_problem(gemm_spec("y", 6, 3), swap=False)
     got = dict(zip((p.name for p in KERNEL_PARAMS), prob.args(11, 12, 13, aux=(14, 15), face=16,
-                                                             alpha=2.0, beta=0.5), strict=True))
+                                                             alpha=2.0, beta=0.5, factor=17), strict=True))
     assert got == {"a": 11, "b": 12, "c": 13, "aux0": 14, "aux1": 15, "aux2": 0, "aux3": 0, "aux4": 0,
-                   "face": 16, "m": prob.m, "n": prob.n, "k": prob.k,
+                   "face": 16, "factor": 17, "m": prob.m, "n": prob.n, "k": prob.k,
                    "batch": prob.batch, "lda": prob.lda, "ldb": prob.ldb, "ldc": prob.ldc,
                    "stride_a": prob.stride_a, "stride_b": prob.stride_b, "stride_c": prob.stride_c,
                    "alpha": 2.0, "beta": 0.5}

@@ -75,3 +75,41 @@ def test_tree_config_needs_its_tree(tmp_path):
     with pytest.raises(GemmConfigError, match="specialized per instance"):
         compile_config(gemm.config, "sm_90", "t_missing", cache_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+def opcode_counts(cubin: bytes) -> dict[str, int]:
+    """SASS opcodes (without modifiers) of a one-kernel CUBIN."""
+    import re
+    import tempfile
+    from collections import Counter
+    from pathlib import Path
+
+    from composer.arch.sass import disassemble, function_sass
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.cubin"
+        path.write_bytes(cubin)
+        (sass,) = function_sass(disassemble(path)).values()
+    found = (re.match(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line) for line in sass.splitlines())
+    return Counter(m.group(1) for m in found if m)
+
+
+@pytest.mark.parametrize("arch,mma", BUILDS)
+@pytest.mark.parametrize("order,carrier,fold", [(7, "x", False), (127, "z", True)])
+def test_flux_in_the_mainloop_keeps_the_mmas_and_stages_both_factors(arch, mma, order, carrier, fold):
+    """Each GEMM forming q*vel issues the DMMAs and stores of the kernel reading the flux array,
+    twice the cp.async copies for its flux operand and one DMUL per fragment element it reads."""
+    from dataclasses import replace
+
+    from composer.epilogues.settings import fused_settings
+
+    formed = fused_settings(order, {}, {"mma": mma, "carrier": carrier, "fold": fold, "flux": "mainloop"}).gemms()
+    for role, gemm in formed.items():
+        array_cfg = replace(gemm.config, product="")
+        assert gemm.forms_flux and gemm.config.smem_bytes > array_cfg.smem_bytes
+        k_cubin = compile_config(gemm.config, arch, f"t_qv_{order}_{role}", epilogue=gemm.epilogue()).cubin
+        a_cubin = compile_config(array_cfg, arch, f"t_qa_{order}_{role}", epilogue=gemm.epilogue()).cubin
+        (k,), (a,) = inspect_cubin(k_cubin).values(), inspect_cubin(a_cubin).values()
+        assert k.dmma == a.dmma and k.global_stores == a.global_stores and k.spill_bytes <= a.spill_bytes + 16
+        ops, base = opcode_counts(k_cubin), opcode_counts(a_cubin)
+        assert ops["LDGSTS"] > base["LDGSTS"] and ops["DMUL"] > base.get("DMUL", 0), (role, ops, base)

@@ -42,8 +42,12 @@ BAD_TABLES = {
                             "(cublas has no epilogue)"),
     "unknown carrier": ('carrier = "w"', "paths.GEMM_FUSED.carrier: expected one of 'x', 'y', 'z', got 'w'"),
     "fold not a bool": ('fold = "yes"', "paths.GEMM_FUSED.fold: expected a boolean (true or false), got 'yes'"),
-    "unknown key": ("tile = 3", "paths.GEMM_FUSED.tile: unknown key (allowed here: carrier, carrier_tile, fold, "
+    "unknown key": ("tile = 3", "paths.GEMM_FUSED.tile: unknown key (allowed here: carrier, carrier_tile, flux, fold, "
                                 "library, mma, store_group)"),
+    "unknown flux source": ('flux = "shared"', "paths.GEMM_FUSED.flux: expected one of 'array', 'mainloop', got 'shared'"),
+    "cuBLAS GEMM forming its flux": ('flux = "mainloop"\nfold = false\nlibrary = { x = "cublas" }',
+                                     'paths.GEMM_FUSED.library.x: x forms its flux operand in the mainloop '
+                                     '(flux = "mainloop"), which cublas cannot'),
     "bad store group": ("store_group = 0", "paths.GEMM_FUSED.store_group: expected a positive integer, got 0"),
     "unknown tile key": ("carrier_tile = { bz = 3 }",
                          "paths.GEMM_FUSED.carrier_tile.bz: unknown key (allowed here: bk, bm, bn, stages, swap, "
@@ -157,7 +161,7 @@ def test_build_plan_adds_the_tree_kernels_and_checks_the_shape():
                              "dgemm_p0127_y_m16_8_4_fold", "dgemm_p0127_z_m16_8_4_carry_fold"]
     assert trees["dgemm_p0127_z_m16_8_4_carry_fold"]["epilogue"]["text"] == \
         "store(neg(add(fma(aux(Ez), acc, aux(partial)), face(fstar))))"
-    assert trees["dgemm_p0007_z_m16_8_4_carry"]["fused"] == {"carrier": "z", "fold": False}
+    assert trees["dgemm_p0007_z_m16_8_4_carry"]["fused"] == {"carrier": "z", "fold": False, "flux": "array"}
     # the plain GEMMs it runs on CuTe are GEMM_CUTE's jobs (p = 7: x and y; p = 127 folds all three)
     plain = {j.name: j.key for j in jobs if j.kind == "cute" and "epilogue" not in j.spec}
     cute = {j.name: j.key for j in plan("sm_90", "16x8x4", [7, 127], ["GEMM_CUTE"]) if j.kind == "cute"}
@@ -173,12 +177,41 @@ def test_build_plan_adds_the_tree_kernels_and_checks_the_shape():
 def test_build_can_compile_every_legal_variant():
     jobs = plan("sm_90", "16x8x4", [127], ["GEMM_FUSED"], fused_variants="all")
     trees = {j.name: j.spec["fused"] for j in jobs if "epilogue" in j.spec}
-    assert sorted(trees) == sorted(f"dgemm_p0127_{n}" for n in (
-        "x_m16_8_4_carry", "y_m16_8_4_carry", "z_m16_8_4_carry", "x_m16_8_4_fold", "y_m16_8_4_fold",
-        "z_m16_8_4_carry_fold"))
-    assert trees["dgemm_p0127_x_m16_8_4_carry"] == {"carrier": "x", "fold": False}
+    names = ("x_m16_8_4_carry", "y_m16_8_4_carry", "z_m16_8_4_carry", "x_m16_8_4_fold", "y_m16_8_4_fold",
+             "z_m16_8_4_carry_fold")
+    assert sorted(trees) == sorted([f"dgemm_p0127_{n}" for n in names] + [f"dgemm_p0127_{n}_qv" for n in names])
+    assert trees["dgemm_p0127_x_m16_8_4_carry"] == {"carrier": "x", "fold": False, "flux": "array"}
+    assert trees["dgemm_p0127_x_m16_8_4_carry_qv"] == {"carrier": "x", "fold": False, "flux": "mainloop"}
+    # the plain GEMMs that form their flux are GEMM_FUSED's own (GEMM_CUTE's read the flux arrays)
+    formed = {j.name: j.spec["config"]["product"] for j in jobs if j.name.endswith("_qv") and "epilogue" not in j.spec}
+    assert formed == {"dgemm_p0127_x_m16_8_4_qv": "b", "dgemm_p0127_y_m16_8_4_qv": "a", "dgemm_p0127_z_m16_8_4_qv": "a"}
     with pytest.raises(ValueError, match="GEMM_FUSED variants 'some'"):
         plan("sm_90", "16x8x4", [127], ["GEMM_FUSED"], fused_variants="some")
+
+
+@pytest.mark.parametrize("order", [7, 127])
+def test_the_flux_in_the_mainloop_drops_the_volume_flux_kernel_and_arrays(order):
+    nodes = {n.name: n for n in GEMM_FUSED.program(order, 64, MACHINE, flux="mainloop")}
+    assert "volume_flux" not in nodes and not any(r.startswith("flux_") for n in nodes.values() for r in n.reads)
+    assert {r: nodes[f"gemm_{r}"].reads[:3] for r in "xyz"} == {"x": ("D", "q", "u"), "y": ("D", "q", "v"),
+                                                                 "z": ("D", "q", "w")}
+    settings = settings_for(order, {"flux": "mainloop"})
+    assert settings.library == {"x": "cute", "y": "cute", "z": "cute"}
+    assert all(g.forms_flux for g in settings.gemms().values())
+    with pytest.raises(ComposerError, match="option library: y forms its flux operand in the mainloop"):
+        settings_for(order, {"flux": "mainloop", "fold": False, "library": {"y": "cublas"}})
+
+
+def test_memory_with_the_flux_in_the_mainloop_is_four_arrays_fewer(tmp_path, monkeypatch):
+    """The carrier's derivative and the three fluxes (five with the fold's shared partial sum)."""
+    import composer.paths.gemm_fused as gemm_fused
+
+    grid = (2, 1, 1)
+    vol = counts.volume_array_bytes(127, grid)
+    for fold, fewer in ((False, 4), (True, 5)):
+        paths = {"GEMM_FUSED": {"flux": "mainloop", "fold": fold}}
+        monkeypatch.setattr(gemm_fused, "schedule_paths", lambda order, paths=paths: paths)
+        assert path_class("GEMM").device_bytes(127, grid) - GEMM_FUSED.device_bytes(127, grid) == fewer * vol
 
 
 def test_the_carrier_tile_is_the_table_carriers():

@@ -6,13 +6,13 @@ Build first, where nvidia-cutlass-dsl is installed, every carrier and fold varia
 'build/sm_90_gf')"`` (``composer build --paths GEMM_FUSED`` builds the scheduled variant only),
 carry the directory to the GPU host and set ``COMPOSER_BUILD_DIR=build/sm_90_gf``.
 
-- every tree kernel in the build against the NumPy emulation of its epilogue
-  (``composer.epilogues.numpy_eval``) on random operands, at ragged sizes (Nq = 8 against 16-row
-  tiles, Nq = 576 against 128-wide ones, Ne = 3 elements), the fold's y GEMM in place as the path
-  runs it;
+- every GEMM_FUSED kernel in the build (epilogue trees; kernels forming their flux q*vel in the
+  mainloop) against the NumPy emulation of its epilogue (``composer.epilogues.numpy_eval``) on
+  random operands, at ragged sizes (Nq = 8 against 16-row tiles, Nq = 576 against 128-wide ones,
+  Ne = 3 elements), the fold's y GEMM in place as the path runs it;
 - GEMM_FUSED against the NumPy reference on the point-varying input at every order 7 ... 767 on
-  small non-cubic grids, for every carrier and fold variant in the build, and at the Table S29
-  (benchmark) sizes of a few orders: max|diff| / max|ref| <= 1e-12.
+  small non-cubic grids, for every carrier, fold and flux variant in the build, and at the Table
+  S29 (benchmark) sizes of a few orders: max|diff| / max|ref| <= 1e-12.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ import pytest
 from composer import dg
 from composer.epilogues.index import OutputIndex
 from composer.epilogues.numpy_eval import emulate_epilogue
-from composer.epilogues.paper import fused_plan
-from composer.epilogues.tree import from_dict
+from composer.epilogues.paper import fused_plan, store
+from composer.epilogues.tree import from_dict, to_dict
 from composer.gemm.cute.config import GemmConfig, kernel_problem
 from composer.gemm.roles import emulate, gemm_spec
 
@@ -43,14 +43,14 @@ def build_dir() -> Path:
     return Path(os.environ.get("COMPOSER_BUILD_DIR", "build/sm_90"))
 
 
-def tree_entries():
+def fused_entries():
+    """GEMM_FUSED's own GEMMs in the build: those with an epilogue tree or forming their flux."""
     from composer.runtime.manifest import read_manifest
 
     d = build_dir()
     if not (d / "manifest.json").is_file():
         pytest.skip(f"no build manifest in {d}; run composer build and set COMPOSER_BUILD_DIR")
-    return [e for e in read_manifest(d / "manifest.json")
-            if e.config.get("kind") == "cute_gemm" and isinstance(e.config.get("epilogue"), dict)]
+    return [e for e in read_manifest(d / "manifest.json") if e.config.get("kind") == "cute_gemm" and "fused" in e.config]
 
 
 def validation_grid(order: int) -> tuple[int, int, int]:
@@ -58,27 +58,32 @@ def validation_grid(order: int) -> tuple[int, int, int]:
     return (3, 2, 1) if order <= 63 else (2, 1, 1)
 
 
-def test_every_tree_kernel_matches_its_numpy_emulation():
+def test_every_fused_kernel_matches_its_numpy_emulation():
     from composer.runtime import DeviceBuffer
     from composer.runtime.device import ensure_context
     from composer.runtime.module import Module
 
     dev = ensure_context(None)
-    entries = [e for e in tree_entries() if e.arch == dev.arch and e.config["order"] + 1 <= MAX_CHECKED_NQ]
+    entries = [e for e in fused_entries() if e.arch == dev.arch and e.config["order"] + 1 <= MAX_CHECKED_NQ]
     if not entries:
         pytest.skip(f"no epilogue-tree GEMMs built for {dev.arch}")
     rng = np.random.default_rng(11)
     for e in entries:
         nq, role = e.config["order"] + 1, e.config["role"]
         ne = 3 if nq <= 128 else 1
-        described = e.config["epilogue"]
+        described = e.config.get("epilogue")
+        described = described if isinstance(described, dict) else {
+            "tree": to_dict(store()), "index": {"role": role, "swap": e.config["swap"], "nq": nq}, "aux_slots": [],
+            "face": None, "text": "store(acc)"}
         tree = from_dict(described["tree"])
         index = OutputIndex(**described["index"])
         cfg = GemmConfig.from_dict(e.config["gemm"])
         spec = gemm_spec(role, nq, ne)
         prob = kernel_problem(spec, e.config["swap"])
         diff = rng.standard_normal((nq, nq))
-        flux = rng.standard_normal((ne, nq, nq, nq))
+        # a kernel forming its flux reads q and a velocity; the others the flux array
+        q, vel = rng.standard_normal((ne, nq, nq, nq)), rng.standard_normal((ne, nq, nq, nq))
+        flux = q * vel if cfg.product else q
         arrays = {name: rng.standard_normal(flux.shape) for name in described["aux_slots"]}
         if described["face"]:
             arrays[described["face"]] = rng.standard_normal((ne, 6, nq, nq))
@@ -88,48 +93,51 @@ def test_every_tree_kernel_matches_its_numpy_emulation():
         bufs = {name: DeviceBuffer.from_numpy(a, device=dev) for name, a in arrays.items()}
         # the fold's y GEMM updates its partial sum in place, as the path launches it
         out = bufs[output] if output in bufs else DeviceBuffer(flux.nbytes, dev)
-        operands = {"D": DeviceBuffer.from_numpy(diff, device=dev), "flux": DeviceBuffer.from_numpy(flux, device=dev)}
+        operands = {"D": DeviceBuffer.from_numpy(diff, device=dev), "flux": DeviceBuffer.from_numpy(q, device=dev)}
+        factor = DeviceBuffer.from_numpy(vel, device=dev)
         kernel = Module.from_manifest_entry(e, device=dev).entry_kernel()
         args = prob.args(operands[prob.a_operand].ptr, operands[prob.b_operand].ptr, out.ptr,
                          tuple(bufs[n].ptr for n in described["aux_slots"]),
-                         bufs[described["face"]].ptr if described["face"] else 0)
+                         bufs[described["face"]].ptr if described["face"] else 0, factor=factor.ptr)
         kernel.launch(cfg.grid(prob.m, prob.n, prob.batch), args=args)
         dev.synchronize()
         got = out.to_numpy(flux.shape, np.float64)
         err = np.max(np.abs(got - want)) / np.max(np.abs(want))
-        assert err <= 1e-14, f"{e.symbol} ({described['text']}): relative error {err:.3e}"
-        for b in {id(b): b for b in (*bufs.values(), *operands.values(), out)}.values():
+        assert err <= 1e-14, f"{e.symbol} ({described['text']}, product {cfg.product!r}): relative error {err:.3e}"
+        for b in {id(b): b for b in (*bufs.values(), *operands.values(), out, factor)}.values():
             b.free()
 
 
-def _variants(order: int) -> list[tuple[str, bool]]:
-    """The (carrier, fold) variants the build holds at ``order`` (a complete set of tree kernels)."""
-    entries = [e for e in tree_entries() if e.config["order"] == order]
-    found = {(e.config["fused"]["carrier"], e.config["fused"]["fold"]) for e in entries}
+def _variants(order: int) -> list[tuple[str, bool, str]]:
+    """The (carrier, fold, flux) variants the build holds at ``order``."""
+    entries = [e for e in fused_entries() if e.config["order"] == order]
+    found = {(e.config["fused"]["carrier"], e.config["fused"]["fold"], e.config["fused"]["flux"]) for e in entries}
     if not found:
         pytest.skip(f"p={order} not built for GEMM_FUSED")
     return sorted(found)
 
 
-def _validate(order: int, grid, carrier: str | None = None, fold: bool | None = None) -> float:
+def _validate(order: int, grid, carrier: str | None = None, fold: bool | None = None,
+              flux: str | None = None) -> float:
     from composer.bench.runner import validate_path
     from composer.runtime.device import ensure_context
 
     dev = ensure_context(None)
-    entries = [e for e in tree_entries() if e.config["order"] == order and e.arch == dev.arch]
+    entries = [e for e in fused_entries() if e.config["order"] == order and e.arch == dev.arch]
     if not entries:
         pytest.skip(f"p={order} not built for {dev.arch}")
     fields = dg.make_fields(order, grid, varying=True)
     reference = (fields, dg.reference_tendency(fields, order, grid))
-    options = {"mma": entries[0].config["mma"], "build_dir": str(build_dir()), "carrier": carrier, "fold": fold}
+    options = {"mma": entries[0].config["mma"], "build_dir": str(build_dir()), "carrier": carrier, "fold": fold,
+               "flux": flux}
     return validate_path("GEMM_FUSED", order, grid, dev, reference, options)
 
 
 @pytest.mark.parametrize("order", ORDERS)
 def test_gemm_fused_validates_at_every_order(order):
-    for carrier, fold in _variants(order):
-        err = _validate(order, validation_grid(order), carrier, fold)
-        assert err <= TOLERANCE, f"p={order} carrier {carrier} fold {fold}: {err:.3e}"
+    for carrier, fold, flux in _variants(order):
+        err = _validate(order, validation_grid(order), carrier, fold, flux)
+        assert err <= TOLERANCE, f"p={order} carrier {carrier} fold {fold} flux {flux}: {err:.3e}"
 
 
 @pytest.mark.parametrize("order", [7, 127, 511])

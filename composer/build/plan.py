@@ -86,8 +86,9 @@ def cute_jobs(order: int, arch: str, mma: str | None = None) -> list[BuildJob]:
     return jobs
 
 
-#: ``composer build``'s choice of GEMM_FUSED variants: the schedule's carrier and fold, or every
-#: legal one (each carrier without the fold, and z with it: what a carrier sweep times).
+#: ``composer build``'s choice of GEMM_FUSED variants: the schedule's carrier, fold and flux source,
+#: or every legal one (each carrier without the fold and z with it, each with the flux from arrays
+#: or formed in the mainloop: what a carrier sweep times).
 FUSED_VARIANTS = ("schedule", "all")
 
 
@@ -98,7 +99,7 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
     (``composer.epilogues.settings``; ``mma`` default: GEMM_FUSED's, else GEMM_CUTE's shape), for
     the schedule's carrier and fold or every legal one (``variants="all"``, each as the path
     resolves it given that carrier and fold as options). A tree job's spec records the tree."""
-    from composer.epilogues.settings import fused_settings
+    from composer.epilogues.settings import FLUX_SOURCES, fused_settings
 
     if variants not in FUSED_VARIANTS:
         raise PlanError(f"GEMM_FUSED variants {variants!r}: expected one of {FUSED_VARIANTS}")
@@ -108,23 +109,29 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
     check_supported(scheduled.mma, arch)
     chosen = [scheduled]
     if variants == "all":
-        for carrier, fold in [*((r, False) for r in ROLES), ("z", True)]:
-            if (carrier, fold) != (scheduled.carrier, scheduled.fold):
-                chosen.append(fused_settings(order, paths, {**given, "carrier": carrier, "fold": fold}))
+        for flux in FLUX_SOURCES:
+            for carrier, fold in [*((r, False) for r in ROLES), ("z", True)]:
+                if (carrier, fold, flux) != (scheduled.carrier, scheduled.fold, scheduled.flux):
+                    chosen.append(fused_settings(order, paths, {**given, "carrier": carrier, "fold": fold,
+                                                                "flux": flux}))
     shape = scheduled.mma.replace("x", "_")
     jobs: dict[str, BuildJob] = {}
     for settings in chosen:
         for role, gemm in settings.gemms().items():
             spec = {"role": role, "swap": gemm.swap, "config": gemm.config.to_dict()}
-            if gemm.plain:
+            formed = "_qv" if gemm.forms_flux else ""  # the flux q * vel formed in the mainloop
+            if gemm.plain and not formed:
                 if settings.library[role] == "cute":
                     jobs.setdefault(f"dgemm_p{order:04d}_{role}_m{shape}",
                                     BuildJob(f"dgemm_p{order:04d}_{role}_m{shape}", "cute", arch, order, spec))
                 continue
-            variant = ("carry_fold" if settings.fold else "carry") if role == settings.carrier else "fold"
-            name = f"dgemm_p{order:04d}_{role}_m{shape}_{variant}"
+            variant = "" if gemm.plain else "_" + (
+                ("carry_fold" if settings.fold else "carry") if role == settings.carrier else "fold")
+            name = f"dgemm_p{order:04d}_{role}_m{shape}{variant}{formed}"
+            if not gemm.plain:
+                spec = {**spec, "epilogue": gemm.describe()}
             jobs.setdefault(name, BuildJob(name, "cute", arch, order, {
-                **spec, "epilogue": gemm.describe(), "fused": {"carrier": settings.carrier, "fold": settings.fold}}))
+                **spec, "fused": {"carrier": settings.carrier, "fold": settings.fold, "flux": settings.flux}}))
     return list(jobs.values())
 
 

@@ -107,12 +107,13 @@ def _role_tiles(table: Table, role: str, mma: str | None, context: PathContext) 
 def _gemm_fused(table: Table, context: PathContext) -> None:
     """``carrier`` (x, y or z), ``fold`` (bool; only with carrier z), ``mma``, ``library`` (role ->
     library, over GEMM_CUTE's; a GEMM with a fused epilogue must stay ``cute``), ``carrier_tile``
-    (the carrier's tile fields over GEMM_CUTE's tile for that role) and ``store_group`` (sites a
-    tree kernel computes before storing them), checked by the resolver the
+    (the carrier's tile fields over GEMM_CUTE's tile for that role), ``store_group`` (sites a
+    tree kernel computes before storing them) and ``flux`` ("array" or "mainloop": the GEMMs form
+    q times the velocity themselves, every GEMM then a CuTe one), checked by the resolver the
     path and the build use (``composer.epilogues.settings``); the carrier's kernel configuration is
     checked by ``GemmConfig.validate`` when an MMA shape is named (else the build's ``--mma``
     decides, and only the types are checked here)."""
-    from composer.epilogues.settings import FusedSettingsError, fused_settings
+    from composer.epilogues.settings import FLUX_SOURCES, FusedSettingsError, fused_settings
     from composer.gemm.cute.sweep import LIBRARIES
     from composer.gemm.cute.tiles import TILE_KEYS
     from composer.gemm.roles import ROLES
@@ -120,6 +121,7 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
     table.optional("carrier", one_of(ROLES))
     table.optional("fold", boolean)
     table.optional("store_group", positive_int)
+    table.optional("flux", one_of(FLUX_SOURCES))
     mma = table.optional("mma", one_of(SHAPES))
     library = table.optional_table("library")
     if library is not None:

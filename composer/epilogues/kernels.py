@@ -15,9 +15,10 @@ from typing import Any
 from composer.epilogues.index import OutputIndex
 from composer.epilogues.paper import FusedPlan, store
 from composer.epilogues.tree import Store, aux_names, face_names, text, to_dict
-from composer.gemm.cute.config import GemmConfig
+from composer.gemm.cute.config import GemmConfig, kernel_problem
 from composer.gemm.cute.epilogue import Epilogue
 from composer.gemm.cute.tiles import role_kernel
+from composer.gemm.roles import gemm_spec
 
 #: Sites whose values a tree kernel computes before their stores (``Epilogue.store_group``): few
 #: enough that a carrier keeps the plain kernel's registers (sm_90, z carrier at p = 127: 128 with
@@ -38,8 +39,13 @@ class FusedGemm:
 
     @property
     def plain(self) -> bool:
-        """Whether this is the unweighted store (GEMM_CUTE's kernel)."""
+        """Whether this is the unweighted store (GEMM_CUTE's kernel, unless it forms its flux)."""
         return self.tree == store()
+
+    @property
+    def forms_flux(self) -> bool:
+        """Whether the kernel forms its flux operand from q and a velocity (``GemmConfig.product``)."""
+        return bool(self.config.product)
 
     @property
     def aux_slots(self) -> tuple[str, ...]:
@@ -66,12 +72,19 @@ class FusedGemm:
                 "store_group": self.store_group}
 
 
+def flux_operand(role: str, swap: bool) -> str:
+    """Which kernel operand ("a" or "b") holds ``role``'s flux (the other is D)."""
+    prob = kernel_problem(gemm_spec(role, 2, 1), swap)
+    return "a" if prob.a_operand == "flux" else "b"
+
+
 def fused_gemms(plan: FusedPlan, mma: str, tiles: Mapping[str, Mapping[str, Any]] | None = None,
                 carrier_tile: Mapping[str, Any] | None = None,
-                store_group: int = DEFAULT_STORE_GROUP) -> dict[str, FusedGemm]:
+                store_group: int = DEFAULT_STORE_GROUP, flux_in_mainloop: bool = False) -> dict[str, FusedGemm]:
     """Each role's kernel: GEMM_CUTE's tile for it (``tiles[role]`` overrides, as the build reads
     them), the carrier's replaced field by field by ``carrier_tile``; roles in ``plan.roles`` order;
-    the tree kernels compute ``store_group`` sites before storing them."""
+    the tree kernels compute ``store_group`` sites before storing them. ``flux_in_mainloop``: each
+    kernel forms its flux operand as ``q`` times the velocity (``GemmConfig.product``)."""
     out: dict[str, FusedGemm] = {}
     for role in plan.roles:
         overrides = dict((tiles or {}).get(role) or {})
@@ -79,6 +92,9 @@ def fused_gemms(plan: FusedPlan, mma: str, tiles: Mapping[str, Mapping[str, Any]
             overrides.update(carrier_tile or {})
         rk = role_kernel(role, plan.nq, 1, mma, overrides)
         tree = plan.trees[role]
-        cfg = rk.config if tree == store() else replace(rk.config, epilogue="tree").validate()
+        cfg = rk.config if tree == store() else replace(rk.config, epilogue="tree")
+        if flux_in_mainloop:
+            cfg = replace(cfg, product=flux_operand(role, rk.swap))
+        cfg = cfg.validate()
         out[role] = FusedGemm(role, rk.swap, cfg, tree, OutputIndex(role, rk.swap, plan.nq), store_group)
     return out

@@ -10,9 +10,10 @@ mainloops, tiles and library assignment), then the defaults: carrier z, the fold
 chosen by option runs GEMM_CUTE's tile for its role.
 
 Library: every GEMM with a fused epilogue (the carrier; x and y when they fold) runs the CuTe
-kernel, since cuBLAS has no epilogue; the others follow GEMM_CUTE's assignment. Naming cuBLAS for
-a fused GEMM in GEMM_FUSED's own ``library`` (table or option) is an error, as is a fold with a
-carrier other than z.
+kernel, since cuBLAS has no epilogue, and so does every GEMM when the flux is formed in the
+mainloop (``flux = "mainloop"``); the others follow GEMM_CUTE's assignment. Naming cuBLAS for such
+a GEMM in GEMM_FUSED's own ``library`` (table or option) is an error, as is a fold with a carrier
+other than z.
 """
 
 from __future__ import annotations
@@ -29,8 +30,12 @@ from composer.gemm.cute.tiles import DEFAULT_MMA, role_overrides
 from composer.gemm.roles import ROLES
 
 DEFAULT_CARRIER = "z"
+#: Where the GEMMs' flux operands come from: the volume_flux kernel's three arrays (the paper), or
+#: each GEMM forming ``q * u`` (``q * v``, ``q * w``) while staging its operand (beyond the paper).
+FLUX_SOURCES = ("array", "mainloop")
+DEFAULT_FLUX = "array"
 #: Settings a ``[paths.GEMM_FUSED]`` table may hold (``library`` overrides GEMM_CUTE's per role).
-TABLE_KEYS = ("carrier", "fold", "carrier_tile", "mma", "library", "store_group")
+TABLE_KEYS = ("carrier", "fold", "carrier_tile", "mma", "library", "store_group", "flux")
 
 
 class FusedSettingsError(ComposerError, ValueError):
@@ -57,6 +62,7 @@ class FusedSettings:
     tiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # GEMM_CUTE's, for mma
     carrier_tile: Mapping[str, Any] = field(default_factory=dict)
     store_group: int = DEFAULT_STORE_GROUP  # sites a tree kernel computes before their stores
+    flux: str = DEFAULT_FLUX  # "array": the volume_flux kernel's arrays; "mainloop": formed by the GEMMs
 
     @property
     def plan(self) -> FusedPlan:
@@ -64,7 +70,8 @@ class FusedSettings:
 
     def gemms(self) -> dict[str, FusedGemm]:
         """Each role's kernel (GEMM_CUTE's tile, the carrier's overridden by ``carrier_tile``)."""
-        return fused_gemms(self.plan, self.mma, self.tiles, self.carrier_tile, self.store_group)
+        return fused_gemms(self.plan, self.mma, self.tiles, self.carrier_tile, self.store_group,
+                           flux_in_mainloop=self.flux == "mainloop")
 
 
 def _pick(key: str, options: Mapping[str, Any], fused: Mapping[str, Any]) -> tuple[Any, str]:
@@ -92,16 +99,29 @@ def fused_settings(order: int, paths: Mapping[str, Mapping[str, Any]],
                                                  f"carrier is {carrier}")
     mma = str(options.get("mma") or fused.get("mma") or cute.get("mma") or DEFAULT_MMA)
     plan = fused_plan(carrier, fold, order + 1)
+    flux, flux_from = _pick("flux", options, fused)
+    flux = flux or DEFAULT_FLUX
+    if flux not in FLUX_SOURCES:
+        raise FusedSettingsError(flux_from, "flux", f"expected one of {', '.join(FLUX_SOURCES)}, got {flux!r}")
+
+    def needs_cute(role: str) -> str | None:
+        """Why ``role`` must run the CuTe kernel (None: either library can)."""
+        if plan.fused(role):
+            what = "the carrier" if role == carrier else "a folding GEMM"
+            return f"{role} is {what} of GEMM_FUSED and must be a CuTe GEMM ({{lib}} has no epilogue)"
+        if flux == "mainloop":
+            return f"{role} forms its flux operand in the mainloop (flux = \"mainloop\"), which {{lib}} cannot"
+        return None
+
     library = {**DEFAULT_LIBRARY, **cute.get("library", {})}
     for assignment, source in ((fused.get("library") or {}, "schedule"), (options.get("library") or {}, "option")):
         for role, lib in assignment.items():
-            if plan.fused(role) and lib != "cute":
-                what = "the carrier" if role == carrier else "a folding GEMM"
-                raise FusedSettingsError(source, f"library.{role}", f"{role} is {what} of GEMM_FUSED and must be a "
-                                                                    f"CuTe GEMM ({lib} has no epilogue)")
+            reason = needs_cute(role)
+            if reason and lib != "cute":
+                raise FusedSettingsError(source, f"library.{role}", reason.format(lib=lib))
             library[role] = lib
     for role in ROLES:
-        if plan.fused(role):
+        if needs_cute(role):
             library[role] = "cute"
     tiles_table = cute.get("tiles", {})
     tiles = {role: role_overrides(tiles_table, role, mma) for role in ROLES}
@@ -109,4 +129,4 @@ def fused_settings(order: int, paths: Mapping[str, Mapping[str, Any]],
     own = carrier == (fused.get("carrier") or DEFAULT_CARRIER)
     carrier_tile = dict(fused.get("carrier_tile") or {}) if own else {}
     store_group = int(fused.get("store_group") or DEFAULT_STORE_GROUP)
-    return FusedSettings(order, mma, carrier, fold, library, tiles, carrier_tile, store_group)
+    return FusedSettings(order, mma, carrier, fold, library, tiles, carrier_tile, store_group, flux)

@@ -65,18 +65,20 @@ def entry_epilogue(entry: KernelEntry) -> str:
 
 
 def find_gemm_entry(entries: list[KernelEntry], order: int, role: str, mma: str, arch: str,
-                    epilogue: str = "store") -> KernelEntry:
+                    epilogue: str = "store", product: str = "") -> KernelEntry:
     """The manifest entry of the ``role`` GEMM for ``order`` and ``mma`` built for ``arch`` with
-    ``epilogue`` ("store", or an epilogue tree's text)."""
+    ``epilogue`` ("store", or an epilogue tree's text) and product operand ``product`` ("": none)."""
     for e in entries:
         c = e.config
         if c.get("kind") == "cute_gemm" and c.get("order") == order and c.get("role") == role \
-                and c.get("mma") == mma and e.arch == arch and entry_epilogue(e) == epilogue:
+                and c.get("mma") == mma and e.arch == arch and entry_epilogue(e) == epilogue \
+                and (c.get("gemm") or {}).get("product", "") == product:
             return e
-    if epilogue != "store":
-        raise ComposerError(f"no CuTe GEMM for p={order} role {role} mma {mma} on {arch} with the epilogue "
-                            f"{epilogue} in the build manifest; run: composer build --arch {arch} --mma {mma} "
-                            f"--orders {order} --paths GEMM_FUSED")
+    if epilogue != "store" or product:
+        what = f"the epilogue {epilogue}" + (" forming its flux in the mainloop" if product else "")
+        raise ComposerError(f"no CuTe GEMM for p={order} role {role} mma {mma} on {arch} with {what} in the "
+                            f"build manifest; run: composer build --arch {arch} --mma {mma} --orders {order} "
+                            f"--paths GEMM_FUSED")
     raise ComposerError(f"no CuTe GEMM for p={order} role {role} mma {mma} on {arch} in the build "
                         f"manifest; run: composer build --arch {arch} --mma {mma} --orders {order}")
 
@@ -151,14 +153,17 @@ class GemmCutePath(LibraryPath):
     def run_gemm(self, role: str, stream: Stream) -> None:
         self.launch_gemm(role, stream, self.derivative[role].ptr)
 
-    def launch_gemm(self, role: str, stream: Stream, out: int, aux: tuple[int, ...] = (), face: int = 0) -> None:
-        """Enqueue the ``role`` GEMM writing ``out`` (its epilogue reading ``aux`` and ``face``)."""
-        operands = {"D": self.problem.diff.ptr, "flux": self.flux[role].ptr}
+    def launch_gemm(self, role: str, stream: Stream, out: int, aux: tuple[int, ...] = (), face: int = 0,
+                    flux: int | None = None, factor: int = 0) -> None:
+        """Enqueue the ``role`` GEMM writing ``out`` (its epilogue reading ``aux`` and ``face``);
+        its flux operand is ``flux`` (default: the role's flux array), times ``factor`` for a kernel
+        that forms the product (``GemmConfig.product``)."""
+        operands = {"D": self.problem.diff.ptr, "flux": self.flux[role].ptr if flux is None else flux}
         if role in self.blas:
             self.blas[role].run(self.specs[role], operands, out, int(stream.handle))
             return
         kernel, cfg, prob = self.kernels[role]
-        args = prob.args(operands[prob.a_operand], operands[prob.b_operand], out, aux, face)
+        args = prob.args(operands[prob.a_operand], operands[prob.b_operand], out, aux, face, factor=factor)
         kernel.launch(cfg.grid(prob.m, prob.n, prob.batch), args=args, stream=stream)
 
     def launch_blocks(self) -> dict[str, int]:

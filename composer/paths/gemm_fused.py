@@ -9,6 +9,9 @@ carries, the fold, the carrier's tile and the MMA shape are per-order schedule d
 (``[paths.GEMM_FUSED]``, resolved by :mod:`composer.epilogues.settings`); the options
 ``carrier=``/``fold=``/``mma=``/``library=`` override them.
 
+Beyond the paper, ``flux = "mainloop"`` has each GEMM form its flux operand (q*u, q*v, q*w) while
+staging it (``GemmConfig.product``): the volume_flux kernel and its three arrays disappear.
+
 The kernels are declared to the scheduler with the arrays the trees read, so the chain follows
 from the data flow: x -> y -> z with the fold, the two non-carriers concurrent without it, the
 face flux beside them feeding the carrier. Every CuTe kernel comes from a ``composer build``
@@ -25,7 +28,7 @@ from composer.arch.machines import Machine
 from composer.arch.mma import check_supported
 from composer.config.schedules import load_schedule
 from composer.epilogues.kernels import FusedGemm
-from composer.epilogues.settings import FusedSettings, FusedSettingsError, fused_settings
+from composer.epilogues.settings import FLUX_SOURCES, FusedSettings, FusedSettingsError, fused_settings
 from composer.epilogues.tree import text
 from composer.errors import ComposerError
 from composer.gemm.roles import ROLES
@@ -35,6 +38,17 @@ from composer.paths.library import unfused_workspace
 from composer.paths.program import face_bytes, roof_seconds, volume_bytes
 from composer.runtime.manifest import KernelEntry
 from composer.sched import KernelNode
+
+
+#: The velocity each GEMM's flux multiplies q by.
+VELOCITY = {"x": "u", "y": "v", "z": "w"}
+
+
+def flux_option(value: str) -> str:
+    source = str(value).strip().lower()
+    if source not in FLUX_SOURCES:
+        raise ValueError(f"expected one of {', '.join(FLUX_SOURCES)}, got {value!r}")
+    return source
 
 
 def carrier_option(value: str) -> str:
@@ -84,24 +98,30 @@ class GemmFusedPath(GemmCutePath):
                                               "(default: the schedule's, else z)"),
         "fold": PathOption(bool_option, "fold the metric weights into the x and y epilogues (carrier z only; "
                                         "default: the schedule's, else from Nq = 64)"),
+        "flux": PathOption(flux_option, "where the GEMMs' flux operands come from: array (the volume_flux "
+                                        "kernel) or mainloop (each GEMM forms q*u, q*v, q*w while staging; "
+                                        "every GEMM then a CuTe one; default: the schedule's, else array)"),
     })
 
     @classmethod
     def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
         """GEMM's workspace less the carrier's derivative (and, with the fold, less the second of
-        the two non-carrier arrays: x and y accumulate into one)."""
-        plan = settings_for(order).plan
+        the two non-carrier arrays: x and y accumulate into one; with the flux formed in the
+        mainloop, less the three fluxes)."""
+        settings = settings_for(order)
+        plan = settings.plan
         fluxes, _, fstar = unfused_workspace(order, grid)
         outputs = plan.intermediates
         note = ("partial = Ex Gx + Ey Gy, written by x, updated in place by y, read by the z carrier"
                 if plan.fold else f"{', '.join(outputs)}: the non-carriers' results, read by the {plan.carrier} carrier")
-        return (fluxes, counts.MemoryItem("GEMM outputs", len(outputs), counts.volume_array_bytes(order, grid), note),
-                fstar)
+        gemm_outputs = counts.MemoryItem("GEMM outputs", len(outputs), counts.volume_array_bytes(order, grid), note)
+        return (gemm_outputs, fstar) if settings.flux == "mainloop" else (fluxes, gemm_outputs, fstar)
 
     @classmethod
     def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
         nq, ne = order + 1, num_elements
-        plan = settings_for(order, options).plan
+        settings = settings_for(order, options)
+        plan, in_mainloop = settings.plan, settings.flux == "mainloop"
         vol, face = volume_bytes(nq, ne), face_bytes(nq, ne)
         volume_flux, surface_flux = cls.flux_nodes(nq, ne, machine)
         gemm_flop = 2 * nq * ne * nq**3
@@ -109,21 +129,32 @@ class GemmFusedPath(GemmCutePath):
         def gemm(role: str) -> KernelNode:
             reads = plan.reads(role)
             kind = "carrier" if role == plan.carrier else ("gemm_fold" if plan.fused(role) else "gemm")
-            nbytes = vol * (2 + sum(r != "fstar" for r in reads)) + (face if "fstar" in reads else 0)
-            return KernelNode(f"gemm_{role}", kind, ("D", f"flux_{role}", *reads), (plan.outputs[role],),
+            operands = ("q", VELOCITY[role]) if in_mainloop else (f"flux_{role}",)
+            nbytes = vol * (1 + len(operands) + sum(r != "fstar" for r in reads)) + (face if "fstar" in reads else 0)
+            return KernelNode(f"gemm_{role}", kind, ("D", *operands, *reads), (plan.outputs[role],),
                               cost=roof_seconds(machine, gemm_flop, nbytes))
 
         *others, carrier = plan.roles
-        return [volume_flux, *(gemm(r) for r in others), surface_flux, gemm(carrier)]
+        return [*([] if in_mainloop else [volume_flux]), *(gemm(r) for r in others), surface_flux, gemm(carrier)]
 
     # --- a device instance --------------------------------------------------------------------
 
-    def allocate_gemm_outputs(self) -> None:
-        """The non-carriers' outputs only (``workspace_items`` counts the same arrays)."""
+    def allocate_gemm_operands(self) -> None:
+        """The fluxes when they come from arrays; none when the GEMMs form them in the mainloop
+        (they read q and the velocities). ``workspace_items`` counts the same arrays."""
         pb = self.problem
         self.settings = settings_for(pb.order, self.options)
         self.fused_plan = self.settings.plan
         self.fused_gemms: dict[str, FusedGemm] = self.settings.gemms()
+        self.flux_in_mainloop = self.settings.flux == "mainloop"
+        if self.flux_in_mainloop:
+            self.flux = {}
+        else:
+            super().allocate_gemm_operands()
+
+    def allocate_gemm_outputs(self) -> None:
+        """The non-carriers' outputs only (``workspace_items`` counts the same arrays)."""
+        pb = self.problem
         self.outputs = {name: pb.allocate(f"{self.name}.{name}", pb.volume_bytes)
                         for name in self.fused_plan.intermediates}
 
@@ -136,10 +167,13 @@ class GemmFusedPath(GemmCutePath):
 
     def gemm_entry(self, entries: list[KernelEntry], role: str) -> KernelEntry:
         gemm = self.fused_gemms[role]
-        if gemm.plain:
+        if gemm.plain and not gemm.forms_flux:
             return super().gemm_entry(entries, role)
         pb = self.problem
-        entry = find_gemm_entry(entries, pb.order, role, self.mma, pb.device.arch, text(gemm.tree))
+        entry = find_gemm_entry(entries, pb.order, role, self.mma, pb.device.arch,
+                                "store" if gemm.plain else text(gemm.tree), gemm.config.product)
+        if gemm.plain:
+            return entry
         recorded = entry.config["epilogue"]
         want = gemm.describe()
         stale = [key for key in ("aux_slots", "face", "store_group") if recorded.get(key) != want[key]]
@@ -149,22 +183,29 @@ class GemmFusedPath(GemmCutePath):
                                 f"rebuild: composer build --paths GEMM_FUSED --orders {pb.order}")
         return entry
 
+    def _kernels_not_run(self) -> set[str]:
+        """The library structure's kernels this path does not launch."""
+        return {"lift", "volume_flux"} if self.flux_in_mainloop else {"lift"}
+
     def launch_blocks(self) -> dict[str, int]:
-        return {node: blocks for node, blocks in super().launch_blocks().items() if node != "lift"}
+        return {n: b for n, b in super().launch_blocks().items() if n not in self._kernels_not_run()}
 
     def resident_blocks(self) -> dict[str, int]:
-        return {node: blocks for node, blocks in super().resident_blocks().items() if node != "lift"}
+        return {n: b for n, b in super().resident_blocks().items() if n not in self._kernels_not_run()}
 
     def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
         pb, plan = self.problem, self.fused_plan
         arrays = {**{name: pb.ptr(name) for name in ("Ex", "Ey", "Ez")}, "fstar": self.fstar.ptr, "dqdt": dqdt_ptr,
                   **{name: buffer.ptr for name, buffer in self.outputs.items()}}
-        launches: dict[str, Launcher] = self.flux_launches(q_ptr)
+        launches: dict[str, Launcher] = {n: launch for n, launch in self.flux_launches(q_ptr).items()
+                                         if n not in self._kernels_not_run()}
         for role in ROLES:
             gemm = self.fused_gemms[role]
             out = arrays[plan.outputs[role]]
             aux = tuple(arrays[name] for name in gemm.aux_slots)
             face = arrays[gemm.face] if gemm.face else 0
-            launches[f"gemm_{role}"] = (lambda s, role=role, out=out, aux=aux, face=face:
-                                        self.launch_gemm(role, s, out, aux, face))
+            # the flux in the mainloop: the kernel reads q and multiplies by the velocity itself
+            flux, factor = (q_ptr, pb.ptr(VELOCITY[role])) if self.flux_in_mainloop else (None, 0)
+            launches[f"gemm_{role}"] = (lambda s, role=role, out=out, aux=aux, face=face, flux=flux, factor=factor:
+                                        self.launch_gemm(role, s, out, aux, face, flux, factor))
         return launches

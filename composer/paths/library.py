@@ -82,12 +82,17 @@ class LibraryPath(Path):
         pb = problem
         self.support = SupportKernels.load(pb.nq, pb.device)
         self.specs: dict[str, GemmSpec] = {r: gemm_spec(r, pb.nq, pb.num_elements) for r in ROLES}
-        self.flux = {r: pb.allocate(f"{self.name}.flux_{r}", pb.volume_bytes) for r in ROLES}
+        self.allocate_gemm_operands()
         self.allocate_gemm_outputs()
         self.fstar = pb.allocate(f"{self.name}.fstar", 8 * pb.num_elements * 6 * pb.nq**2)
         self.schedule()
         self.gemm_streams = {r: self.streams[self.plan.stream_of[f"gemm_{r}"]] for r in ROLES}
         self.setup_gemms()
+
+    def allocate_gemm_operands(self) -> None:
+        """The volume fluxes q*u, q*v, q*w the GEMMs read (``workspace_items`` counts them)."""
+        pb = self.problem
+        self.flux = {r: pb.allocate(f"{self.name}.flux_{r}", pb.volume_bytes) for r in ROLES}
 
     def allocate_gemm_outputs(self) -> None:
         """The arrays the GEMMs write: one derivative per role (``workspace_items`` counts them)."""

@@ -31,10 +31,13 @@ AUX_SLOTS = 5
 
 # The kernel's C ABI, in order. ``aux0..aux4`` (volume arrays in C's layout: C's ldc and batch
 # stride), ``face`` (a face array, [e, f, b, a]) and ``alpha``/``beta`` belong to the epilogue
-# (unused by "store"): a fixed list keeps every variant launchable by one runtime path and lets
-# fused epilogues plug in without changing how kernels are launched.
+# (unused by "store"); ``factor`` is the second factor of the product operand (``product``: an
+# operand formed elementwise while it is staged, in that operand's layout; unused otherwise). A
+# fixed list keeps every variant launchable by one runtime path and lets fused epilogues and
+# operands plug in without changing how kernels are launched.
 KERNEL_PARAMS: tuple[Param, ...] = tuple(Param(n, t) for n, t in (
     ("a", "ptr"), ("b", "ptr"), ("c", "ptr"), *((f"aux{s}", "ptr") for s in range(AUX_SLOTS)), ("face", "ptr"),
+    ("factor", "ptr"),
     ("m", "i32"), ("n", "i32"), ("k", "i32"), ("batch", "i32"),
     ("lda", "i64"), ("ldb", "i64"), ("ldc", "i64"),
     ("stride_a", "i64"), ("stride_b", "i64"), ("stride_c", "i64"),
@@ -59,7 +62,10 @@ class GemmConfig:
 
     ``a_major`` is "m" or "k" (which mode of A(m, k) is contiguous), ``b_major`` "n" or "k",
     ``c_major`` "m" or "n". ``vec`` doubles per ``cp.async`` (2: 16 B; needs even leading
-    dimensions and 16-byte aligned bases; 1: 8 B, any layout).
+    dimensions and 16-byte aligned bases; 1: 8 B, any layout). ``product`` ("a", "b" or "" for
+    none) names an operand the kernel forms elementwise as its array times the ABI's ``factor``
+    array (same layout): both tiles are staged by cp.async and multiplied as fragments are read
+    (GEMM_FUSED's volume flux ``q * u`` formed in the mainloop).
     """
 
     mma: str
@@ -74,6 +80,7 @@ class GemmConfig:
     c_major: str = "m"
     vec: int = 2
     epilogue: str = "store"
+    product: str = ""
 
     @property
     def shape(self) -> MmaShape:
@@ -101,8 +108,14 @@ class GemmConfig:
 
     @property
     def smem_bytes(self) -> int:
-        """Dynamic shared memory: ``stages`` buffers of the A (bm x bk) and B (bn x bk) tiles."""
-        return 8 * self.stages * (self.bm + self.bn) * self.bk
+        """Dynamic shared memory: ``stages`` buffers of the A (bm x bk) and B (bn x bk) tiles, and
+        of the factor tile of the product operand."""
+        return 8 * self.stages * (self.bm + self.bn + self.product_rows) * self.bk
+
+    @property
+    def product_rows(self) -> int:
+        """Rows of the product operand's tile (0 without one): its factor tile's share of smem."""
+        return {"a": self.bm, "b": self.bn}.get(self.product, 0)
 
     @property
     def mma_per_ktile(self) -> int:
@@ -115,7 +128,7 @@ class GemmConfig:
         """Short, file-name-safe identity: shape, tile, warps, stages, majors, vec, epilogue."""
         return (f"m{self.mma.replace('x', '_')}_t{self.bm}x{self.bn}x{self.bk}_w{self.warps_m}x"
                 f"{self.warps_n}_s{self.stages}_{self.a_major}{self.b_major}{self.c_major}"
-                f"_v{self.vec}_{self.epilogue}")
+                f"_v{self.vec}_{self.epilogue}" + (f"_p{self.product}" if self.product else ""))
 
     def validate(self, arch: str | None = None) -> "GemmConfig":
         """Return ``self`` if the kernel can be built for it (and for ``arch``, when given).
@@ -161,10 +174,13 @@ class GemmConfig:
             if not stage_stride_clear(rows, self.bk, mn_major):
                 problems.append(f"the {operand} stage stride {rows * self.bk} doubles lies inside "
                                 "the swizzled address bits")
+        if self.product not in ("", "a", "b"):
+            problems.append(f"product={self.product!r} must be 'a', 'b' or '' (none)")
         if self.epilogue not in EPILOGUE_NAMES:
             problems.append(f"epilogue {self.epilogue!r} not in {sorted(EPILOGUE_NAMES)}")
         if self.smem_bytes > limits.smem_per_block_optin:
-            problems.append(f"shared memory {self.stages} stages x ({self.bm} + {self.bn}) x {self.bk} "
+            factor = f" + {self.product_rows}" if self.product_rows else ""
+            problems.append(f"shared memory {self.stages} stages x ({self.bm} + {self.bn}{factor}) x {self.bk} "
                             f"doubles = {self.smem_bytes} B exceeds the {limits.smem_per_block_optin} B "
                             f"a block may use on {limits.arch}")
         if self.accumulators > 128:
@@ -227,14 +243,15 @@ class KernelProblem:
     majors: tuple[str, str, str]
 
     def args(self, a: int, b: int, c: int, aux: Sequence[int] = (), face: int = 0, alpha: float = 1.0,
-             beta: float = 0.0) -> tuple[Any, ...]:
+             beta: float = 0.0, factor: int = 0) -> tuple[Any, ...]:
         """Arguments in KERNEL_PARAMS order: the operands and epilogue values given here (``aux``
-        fills the aux slots in order, the rest are 0), the sizes, leading dimensions and strides
-        from this problem (its fields carry the ABI's names)."""
+        fills the aux slots in order, the rest are 0; ``factor`` the product operand's second
+        array), the sizes, leading dimensions and strides from this problem (its fields carry the
+        ABI's names)."""
         if len(aux) > AUX_SLOTS:
             raise ValueError(f"{len(aux)} aux pointers; the kernel has {AUX_SLOTS} slots")
         slots = [*aux, *([0] * (AUX_SLOTS - len(aux)))]
-        given = {"a": a, "b": b, "c": c, "face": face, "alpha": alpha, "beta": beta,
+        given = {"a": a, "b": b, "c": c, "face": face, "factor": factor, "alpha": alpha, "beta": beta,
                  **{f"aux{s}": ptr for s, ptr in enumerate(slots)}}
         return tuple(given[p.name] if p.name in given else getattr(self, p.name) for p in KERNEL_PARAMS)
 

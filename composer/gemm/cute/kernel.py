@@ -121,6 +121,10 @@ class TensorOpDgemm:
              for ks in range(self.k_steps) for j in range(self.tiles_n) for r in range(shape.b_regs)})
         self.a_copy_steps = interior_steps(bm, bk, self.vec, self.threads, self.a_mn_major)
         self.b_copy_steps = interior_steps(bn, bk, self.vec, self.threads, self.b_mn_major)
+        # the product operand's factor tiles sit right after its own stages in one buffer, so a
+        # factor element is at its operand element's address plus this compile-time byte offset
+        self.product = cfg.product
+        self.factor_offset = {"a": 8 * self.stages * bm * bk, "b": 8 * self.stages * bn * bk}.get(cfg.product, 0)
 
     @cute.jit
     def __call__(self, args: KernelArgs):
@@ -151,8 +155,8 @@ class TensorOpDgemm:
         check_swizzle_model(a_layout, self.bm, self.bk, self.a_mn_major, self.stages)
         check_swizzle_model(b_layout, self.bn, self.bk, self.b_mn_major, self.stages)
         allocator = cutlass.memory.SmemAllocator()
-        s_a = allocator.allocate_tensor(Float64, a_layout, 128)
-        s_b = allocator.allocate_tensor(Float64, b_layout, 128)
+        s_a = allocator.allocate_tensor(Float64, self._buffer_layout(a_layout, "a", self.bm), 128)
+        s_b = allocator.allocate_tensor(Float64, self._buffer_layout(b_layout, "b", self.bn), 128)
         sa_base = s_a.iterator.toint()
         sb_base = s_b.iterator.toint()
 
@@ -160,10 +164,19 @@ class TensorOpDgemm:
                                           self.a_copy_steps)
         b_plan_copy = self._interior_plan(pb, args.ldb, n0, sb_base, b_layout, self.bn, self.b_mn_major, tidx,
                                           self.b_copy_steps)
+        factor = None
+        if cutlass.const_expr(self.product == "a"):
+            pf = args.factor + ibatch * args.stride_a
+            factor = (pf, self._interior_plan(pf, args.lda, m0, sa_base + self.factor_offset, a_layout, self.bm,
+                                              self.a_mn_major, tidx, self.a_copy_steps))
+        if cutlass.const_expr(self.product == "b"):
+            pf = args.factor + ibatch * args.stride_b
+            factor = (pf, self._interior_plan(pf, args.ldb, n0, sb_base + self.factor_offset, b_layout, self.bn,
+                                              self.b_mn_major, tidx, self.b_copy_steps))
         k_tiles = (args.k + self.bk - 1) // self.bk
         # prologue: stages - 1 tiles in flight (one commit group each, empty past the end)
         ops = (pa, pb, args.lda, args.ldb, args.m, args.n, args.k, m0, n0, sa_base, sb_base, a_layout,
-               b_layout, a_plan_copy, b_plan_copy)
+               b_layout, a_plan_copy, b_plan_copy, factor)
         for st in cutlass.range_constexpr(self.stages - 1):
             if st < k_tiles:
                 self._load_operands(ops, Int32(st * self.bk), Int32(st), tidx)
@@ -287,14 +300,29 @@ class TensorOpDgemm:
             else:
                 cp_async(dst, src, nbytes, self.vec)
 
+    def _buffer_layout(self, layout: Any, operand: str, rows: int) -> Any:
+        """What an operand's shared buffer is allocated with: its pipeline layout, or for the
+        product operand room for its factor's stages after its own (addressed with ``layout``
+        plus ``factor_offset``)."""
+        if operand != self.product:
+            return layout
+        return cute.make_layout(2 * self.stages * rows * self.bk)
+
     def _load_operands(self, ops: tuple, k0: Any, stage: Any, tidx: Any) -> None:
         """cp.async the A and B tiles of k offset ``k0`` into pipeline ``stage`` (``ops``: the
-        kernel's operand pointers, sizes, block origin, shared bases, layouts and copy plans)."""
-        pa, pb, lda, ldb, m, n, k, m0, n0, sa_base, sb_base, a_layout, b_layout, a_copy, b_copy = ops
+        kernel's operand pointers, sizes, block origin, shared bases, layouts and copy plans, and
+        the product operand's factor pointer and copy plan), the factor tile with its operand's."""
+        pa, pb, lda, ldb, m, n, k, m0, n0, sa_base, sb_base, a_layout, b_layout, a_copy, b_copy, factor = ops
         self._load_tile(pa, lda, m, m0, k, k0, sa_base, a_layout, self.bm, self.a_mn_major, stage, tidx,
                         a_copy)
+        if self.product == "a":
+            self._load_tile(factor[0], lda, m, m0, k, k0, sa_base + self.factor_offset, a_layout, self.bm,
+                            self.a_mn_major, stage, tidx, factor[1])
         self._load_tile(pb, ldb, n, n0, k, k0, sb_base, b_layout, self.bn, self.b_mn_major, stage, tidx,
                         b_copy)
+        if self.product == "b":
+            self._load_tile(factor[0], ldb, n, n0, k, k0, sb_base + self.factor_offset, b_layout, self.bn,
+                            self.b_mn_major, stage, tidx, factor[1])
 
     def _stage_addresses(self, sa_base: Any, sb_base: Any, a_bases: list, b_bases: list, stage: Any
                          ) -> tuple[list[Any], list[Any]]:
@@ -306,11 +334,18 @@ class TensorOpDgemm:
     def _load_fragments(self, a_addr: list[Any], b_addr: list[Any], ks: int) -> tuple[list, list]:
         """This thread's A and B fragments of k-step ``ks``: one LDS [base + immediate] each."""
         shape, a_plan, b_plan = self.shape, self.a_frags[1], self.b_frags[1]
-        a_frag = [[lds_f64(a_addr[a_plan[(ks, i, r)][0]], a_plan[(ks, i, r)][1])
+        a_frag = [[self._operand_element(a_addr[a_plan[(ks, i, r)][0]], a_plan[(ks, i, r)][1], "a")
                    for r in range(shape.a_regs)] for i in range(self.tiles_m)]
-        b_frag = [[lds_f64(b_addr[b_plan[(ks, j, r)][0]], b_plan[(ks, j, r)][1])
+        b_frag = [[self._operand_element(b_addr[b_plan[(ks, j, r)][0]], b_plan[(ks, j, r)][1], "b")
                    for r in range(shape.b_regs)] for j in range(self.tiles_n)]
         return a_frag, b_frag
+
+    def _operand_element(self, base: Any, offset: int, operand: str) -> Any:
+        """One fragment element: an LDS, times its factor's element for the product operand."""
+        value = lds_f64(base, offset)
+        if operand == self.product:
+            value = value * lds_f64(base, offset + self.factor_offset)
+        return value
 
     def _mma_step(self, acc: Any, a_frag: list, b_frag: list) -> None:
         """Every MMA of one k-step: the warp tile's tiles_m x tiles_n instructions."""
