@@ -275,3 +275,16 @@ def test_inspect_flags_a_tree_gemm_that_stores_more_than_its_output():
     (problem,) = _extra_stores([plain, leaky])
     assert "leaky (sm_90): global stores {'64': 32}, its mainloop's plain GEMM stores {'64': 16}" in problem
     assert _extra_stores([leaky]) == []  # nothing to compare with
+
+
+def test_all_variants_leave_out_what_cannot_be_built():
+    """p = 511's x tile (128 x 128 x 32, three stages) has no room for its factor tile on sm_90:
+    the x GEMM cannot form its flux, so no variant with the flux in the mainloop that needs an x
+    kernel of its own is built, and asking for one is a clear error."""
+    from composer.gemm.cute.config import GemmConfigError
+
+    names = [j.name for j in plan("sm_90", "16x8x4", [511], ["GEMM_FUSED"], fused_variants="all")]
+    assert not any(n.startswith("dgemm_p0511_x_") and n.endswith("_qv") for n in names)
+    assert "dgemm_p0511_z_m16_8_4_carry_qv" not in names  # its x GEMM cannot form the flux either
+    with pytest.raises(GemmConfigError, match="shared memory 3 stages x \\(128 \\+ 128 \\+ 128\\) x 32 doubles"):
+        settings_for(511, {"flux": "mainloop"}).gemms()

@@ -117,7 +117,13 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
     shape = scheduled.mma.replace("x", "_")
     jobs: dict[str, BuildJob] = {}
     for settings in chosen:
-        for role, gemm in settings.gemms().items():
+        try:
+            gemms = settings.gemms()
+        except ValueError:
+            if settings is scheduled:
+                raise
+            continue  # not a legal variant here (e.g. the factor tile overflows shared memory)
+        for role, gemm in gemms.items():
             spec = {"role": role, "swap": gemm.swap, "config": gemm.config.to_dict()}
             formed = "_qv" if gemm.forms_flux else ""  # the flux q * vel formed in the mainloop
             if gemm.plain and not formed:
