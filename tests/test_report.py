@@ -1,0 +1,251 @@
+"""``composer report`` on the CPU: rendered from the shipped data in docs/data, every plotted number
+against its CSV cell, numbers against the raw runs and against docs/results.md's hand-copied
+figures, the sections that appear only with their data, bad input, and the page in headless
+Chromium (screenshot, no console errors, every figure decoded)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import statistics
+from pathlib import Path
+
+import pytest
+
+from composer.bench.records import RunRecord
+from composer.bench.results import ResultStore
+from composer.cli.main import main
+from composer.report import NoRunsError, build_report
+from composer.report.render import FIGURES, HTML_NAME, INDEX_NAME, MARKDOWN_NAME, TABLES
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "docs" / "data"
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    return build_report([DATA], out, command="composer report docs/data"), out
+
+
+def read_csv(out: Path, name: str) -> list[dict[str, str]]:
+    with open(out / TABLES / f"{name}.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def figure_files(out: Path) -> list[dict]:
+    return [json.loads(f.read_text()) for f in sorted((out / FIGURES).glob("*.json"))]
+
+
+def test_every_plotted_number_is_its_table_cell(shipped):
+    report, out = shipped
+    figures = figure_files(out)
+    assert {f["name"] for f in figures} >= {"landscape", "ratios", "ablations", "roofline", "overlap"}
+    tables = {}
+    checked = 0
+    for figure in figures:
+        assert (out / FIGURES / f"{figure['name']}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        for panel in figure["panels"]:
+            assert panel["xlabel"] and panel["ylabel"]  # units on every axis
+            for series in panel["series"]:
+                if series["derived"]:
+                    assert (out / TABLES / f"{series['source']}.csv").is_file()
+                    continue
+                for point in series["points"]:
+                    ref = point["ref"]
+                    rows = tables.setdefault(ref["table"], read_csv(out, ref["table"]))
+                    row = rows[ref["row"]]
+                    assert float(row[ref["y"]]) == point["y"], (figure["name"], series["label"], ref)
+                    assert float(row[ref["x"]]) == point["x"], (figure["name"], series["label"], ref)
+                    checked += 1
+    assert checked > 150
+
+
+def test_one_colour_per_path_across_figures(shipped):
+    _, out = shipped
+    colours: dict[str, set[str]] = {}
+    for figure in figure_files(out):
+        for panel in figure["panels"]:
+            for series in panel["series"]:
+                if series["path"] and not series["color"]:
+                    colours.setdefault(series["path"], set()).add(series["path"])
+    from composer.report.palette import path_color
+
+    assert len({path_color(p) for p in colours}) == len(colours)  # distinct paths, distinct colours
+
+
+def _device_median_us(run_dir: Path, path: str, order: int) -> float:
+    """Recomputed from runs.jsonl alone: median over rounds of the CUDA-event sum over the calls it covers."""
+    values = []
+    for line in (run_dir / "runs.jsonl").read_text().splitlines():
+        rec = json.loads(line)["record"]
+        if rec["path"] == path and rec["order"] == order and rec["error"] is None and rec["options"] == {"graph": False}:
+            values.append(rec["device_sum_ms"] * 1e3 / rec["device_intervals"])
+    return statistics.median(values)
+
+
+def test_landscape_cells_are_the_newest_runs_medians(shipped):
+    report, out = shipped
+    rows = {int(r["p"]): r for r in read_csv(out, "landscape")}
+    labels = {s.label: s.directory for s in report.data.inputs.bench}
+    # p = 255 FUSED_TC16 and GEMM: the newest run timing them is session 5 call 7 (docs/results.md, run h)
+    assert labels[rows[255]["FUSED_TC16_source"]] == DATA / "h200_s5" / "bench_call7"
+    for path in ("FUSED_TC16", "GEMM", "FUSED_DFMA"):
+        cell = float(rows[255][f"{path}_us"])
+        assert cell == pytest.approx(_device_median_us(DATA / "h200_s5" / "bench_call7", path, 255), rel=1e-12)
+    # hand-copied into docs/results.md section 1 from the same runs
+    assert float(rows[255]["FUSED_TC16_us"]) == pytest.approx(856.32, abs=0.006)
+    assert float(rows[767]["GEMM_us"]) == pytest.approx(53129, abs=0.6)
+    assert float(rows[575]["GEMM_CUTE_us"]) == pytest.approx(18150, abs=0.6)
+    for order, row in rows.items():
+        values = {k[:-3]: float(v) for k, v in row.items() if k.endswith("_us") and not k.endswith("_mad_us") and v}
+        assert row["fastest"] == min(values, key=values.get), order
+
+
+def test_ratios_pair_within_one_run_as_results_md_quotes_them(shipped):
+    _, out = shipped
+    ratios = {(r["ratio"], int(r["p"])): r for r in read_csv(out, "ratios")}
+    # docs/results.md section 1, "Ratios (device time, within one run)"
+    for (name, order), expected in {("FUSED_TC16/GEMM", 255): 0.862, ("FUSED_TC/GEMM", 511): 1.414,
+                                    ("FUSED_DFMA/FUSED_TC", 767): 1.980, ("EINSUM/GEMM", 7): 1.905}.items():
+        row = ratios[(name, order)]
+        assert row["pairing"] == "same run"
+        assert float(row["value"]) == pytest.approx(expected, abs=0.0006)
+    ablations = {(r["ratio"], int(r["p"])): r for r in read_csv(out, "ablations")}
+    # docs/results.md section 5: all-CuTe 8x8x4 / cuBLAS 1.609 at p = 511, 16x8x4 1.102 (same runs)
+    assert float(ablations[("all-CuTe GEMM_CUTE (8x8x4) / cuBLAS GEMM", 511)]["value"]) == pytest.approx(1.609, abs=6e-4)
+    mma = ablations[("CuTe GEMMs 8x8x4 / 16x8x4 (all on CuTe)", 511)]
+    assert mma["pairing"] == "via GEMM" and float(mma["value"]) == pytest.approx(1.609 / 1.102, rel=2e-3)
+
+
+def test_absolute_table_has_stage_and_device_of_one_cell(shipped):
+    _, out = shipped
+    cells = {(r["path"], int(r["p"])): r for r in read_csv(out, "cells") if not r["variant"]}
+    for row in read_csv(out, "absolute"):
+        for key, value in row.items():
+            if key.endswith("_stage_us") and value:
+                order = int(key[1:].split("_")[0])
+                cell = cells[(row["path"], order)]
+                assert float(value) == float(cell["stage_us"])
+                assert float(row[f"p{order}_device_us"]) == float(cell["device_us"])
+                assert float(value) > float(row[f"p{order}_device_us"])  # the stage holds the call
+    from composer.report.sections.absolute import cell_text
+
+    gemm = cells[("GEMM", 767)]
+    text = cell_text(float(gemm["stage_us"]), float(gemm["device_us"]))
+    assert text.endswith(" ms") and f"| {text} |" in (out / MARKDOWN_NAME).read_text()  # the paper's "ms / ms" cells
+
+
+def test_overlap_from_valid_graph_files_only(shipped):
+    report, out = shipped
+    rows = {(r["path"], int(r["p"])): r for r in read_csv(out, "overlap")}
+    # docs/results.md section 8: GEMM p = 31 overlap gained 26.5 µs, 2.80 %
+    assert float(rows[("GEMM", 31)]["overlap_us"]) == pytest.approx(26.5, abs=0.06)
+    assert float(rows[("GEMM", 31)]["overlap_pct"]) == pytest.approx(2.80, abs=0.006)
+    assert all("call2_invalid" not in f.display for f in report.data.inputs.files)
+    assert any("call2_invalid" in s for s in report.data.inputs.skipped)
+
+
+def test_outputs_and_provenance(shipped):
+    report, out = shipped
+    index = json.loads((out / INDEX_NAME).read_text())
+    for section in index["sections"]:
+        for name in section["tables"]:
+            assert (out / TABLES / f"{name}.csv").is_file()
+    assert any("commits are mixed" in w for w in index["warnings"])  # 15 commits in docs/data: labelled
+    sources = read_csv(out, "sources")
+    assert {r["gpu"] for r in sources if r["kind"] == "bench"} == {"NVIDIA H200"}
+    assert any(r["driver"] == "580.159.04" for r in sources)
+    clocks = read_csv(out, "clocks")
+    assert any(float(r["power_capped_fraction"] or 0) > 0.5 for r in clocks)  # p >= 511 under the power cap
+    html = (out / HTML_NAME).read_text()
+    assert "http://" not in html and "https://" not in html  # self-contained
+    assert html.count("data:image/png;base64,") == len(report.rendered.figures)
+    assert "model" not in {s["id"] for s in index["sections"]}  # no predictions shipped
+    assert "balance" not in {s["id"] for s in index["sections"]}  # no restricted-SM runs shipped
+
+
+# --- synthetic inputs: the sections that appear with their data, bad input ------------------------------
+
+
+def _runs(directory: Path, cells: dict[tuple[str, int], float], sms: int | None = None, rounds: int = 4) -> None:
+    store = ResultStore(directory)
+    store.write_provenance({"date_utc": f"2026-12-0{2 if sms else 1}T00:00:00+00:00", "git": {"commit": "a" * 40},
+                            "nvml": {"driver_version": "580", "gpus": [{"name": "NVIDIA H200", "compute_capability": [9, 0],
+                                                                         "memory_total_bytes": 150754820096}]},
+                            "device": "Device(0: NVIDIA H200, sm_90, 132 SMs)"})
+    for (path, order), seconds in cells.items():
+        for r in range(rounds):
+            t = seconds * (1 + 0.001 * r)
+            store.append(RunRecord(path=path, order=order, grid=(1, 1, 1), round_index=r, stage_wall_s=1.1 * t,
+                                   device_sum_ms=t * 1e3 * 57, device_intervals=57, end_to_end_s=3.3 * t,
+                                   timed_stages=57, warmup_steps=1, nstep=20,
+                                   options={"graph": False, **({"sms": sms} if sms else {})}))
+
+
+def test_model_and_balance_sections_appear_with_their_files(tmp_path):
+    _runs(tmp_path / "full", {("GEMM", 255): 1e-3, ("FUSED_TC", 255): 1.2e-3})
+    _runs(tmp_path / "sms66", {("GEMM", 255): 1.6e-3, ("FUSED_TC", 255): 1.5e-3}, sms=66)
+    predictions = {"schema": "composer.model-predictions", "version": 1,
+                   "target": {"machine": "h200", "label": "h200@66", "sm_count": 66, "full_sm_count": 132},
+                   "paths": [{"path": "GEMM", "order": 255, "seconds": 1.7e-3},
+                             {"path": "FUSED_TC", "order": 255, "seconds": 1.4e-3}],
+                   "fastest": [{"order": 255, "path": "FUSED_TC", "seconds": 1.4e-3, "paths": 2, "se": 1.3,
+                                "screened": True}]}
+    (tmp_path / "pred.json").write_text(json.dumps(predictions))
+    out = tmp_path / "report"
+    report = build_report([tmp_path], out)
+    ids = [s.id for s in report.sections]
+    assert "model" in ids and "balance" in ids
+    predicted = {r["path"]: r for r in read_csv(out, "predicted")}
+    median = 1.6e-3 * 1.0015  # of the sms=66 run's four rounds
+    assert float(predicted["GEMM"]["measured_us"]) == pytest.approx(median * 1e6, rel=1e-12)
+    assert float(predicted["GEMM"]["error_pct"]) == pytest.approx(100 * math.log(1.7e-3 / median), rel=1e-9)
+    fastest = read_csv(out, "predicted_fastest")[0]
+    assert fastest["predicted"] == fastest["measured"] == "FUSED_TC" and fastest["right"] == "true"
+    balance = {(r["kind"], int(r["sms"])): r for r in read_csv(out, "balance_ratios")}
+    assert float(balance[("measured", 66)]["value"]) == pytest.approx(1.6 / 1.5, rel=1e-12)
+    assert float(balance[("measured", 132)]["value"]) == pytest.approx(1.0 / 1.2, rel=1e-12)
+    assert float(balance[("predicted", 66)]["value"]) == pytest.approx(1.7 / 1.4, rel=1e-12)
+    x66 = float(balance[("measured", 66)]["bytes_per_sm_cycle"])
+    assert x66 == pytest.approx(4.8e12 / (66 * 1.98e9), rel=1e-12)  # datasheet HBM over active SMs x clock
+
+
+def test_no_runs_is_one_line_and_exit_2(tmp_path, capsys):
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    (tmp_path / "empty" / "notes.json").write_text("[1, 2]")
+    assert main(["report", str(tmp_path / "empty"), "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: no benchmark runs under")
+    with pytest.raises(NoRunsError):
+        build_report([tmp_path / "empty"], tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+
+
+def test_cli_writes_the_report(tmp_path, capsys):
+    _runs(tmp_path / "runs", {("GEMM", 7): 2e-3, ("FUSED", 7): 5e-4})
+    assert main(["report", str(tmp_path / "runs"), "--out", str(tmp_path / "r"), "--metric", "stage_wall_s"]) == 0
+    assert "report.html" in capsys.readouterr().out
+    rows = read_csv(tmp_path / "r", "landscape")
+    assert float(rows[0]["FUSED_us"]) == pytest.approx(1.1 * 5e-4 * 1.0015 * 1e6, rel=1e-12)  # the stage metric
+
+
+# --- the page in a browser ---------------------------------------------------------------------------------
+
+
+def test_page_opens_in_headless_chromium(shipped, tmp_path):
+    from tests.headless import find_browser, open_page
+
+    browser = find_browser()
+    if browser is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is missing in CI: .ci/run installs it (apt-get install -y chromium)")
+        pytest.skip("no chromium on this machine (apt-get install -y chromium)")
+    report, out = shipped
+    result = open_page(out / HTML_NAME, browser)
+    assert result.errors == [], result.messages
+    assert result.images and all(result.images) and len(result.images) == len(report.rendered.figures)
+    assert result.screenshot[:8] == b"\x89PNG\r\n\x1a\n" and len(result.screenshot) > 50_000
+    (tmp_path / "screenshot.png").write_bytes(result.screenshot)
