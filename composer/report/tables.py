@@ -110,6 +110,27 @@ class Table:
         return "\n".join(out)
 
 
+def pivot(source: Table, name: str, title: str, row: str, column: str, value: str,
+          text: Callable[[dict[str, Any]], str], columns: Sequence[Any] | None = None,
+          where: Callable[[dict[str, Any]], bool] | None = None) -> Table:
+    """A wide view of a long table: one row per ``row`` value (ascending when they are numbers), one
+    column per ``column`` value, of the source rows ``where`` keeps; the CSV holds ``value`` raw and
+    Markdown/HTML show ``text(source_row)`` ("—" where absent)."""
+    kept = [r for r in source.rows if where is None or where(r)]
+    cols = list(columns) if columns is not None else list(dict.fromkeys(r[column] for r in kept))
+    rows = list(dict.fromkeys(r[row] for r in kept))
+    if all(isinstance(k, (int, float)) for k in rows):
+        rows.sort()
+    cells = {(r[row], r[column]): r for r in kept}
+    wide = Table(name, title, [Column(row, row)] + [Column(f"{c}", f"{c}") for c in cols],
+                 notes=[f"The same numbers as the table `{source.name}`, one row per {row}."])
+    for key in rows:
+        wide.add(**{row: key}, **{f"{c}": cells[(key, c)][value] for c in cols if (key, c) in cells})
+    wide.display = [(row, lambda r: str(r[row]))] + [
+        (f"{c}", (lambda c: lambda r: text(cells[(r[row], c)]) if (r[row], c) in cells else "—")(c)) for c in cols]
+    return wide
+
+
 def _csv_value(x: Any) -> Any:
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return ""
@@ -128,4 +149,4 @@ def _html_cell(text: str) -> str:
     return escaped
 
 
-__all__ = ["Column", "Formatter", "Table", "pct", "plain", "sig"]
+__all__ = ["Column", "Formatter", "Table", "pct", "pivot", "plain", "sig"]

@@ -16,8 +16,8 @@ MS_FROM_US = 10_000.0
 
 
 def _three(x: float) -> str:
-    """Three significant digits, no trailing exponent (1540, 13.5, 0.902)."""
-    return f"{x:.3g}" if x < 1000 else f"{x:.0f}"
+    """Three significant digits as the paper prints them (1540, 12.0, 0.902), no exponent."""
+    return f"{x:#.3g}".rstrip(".") if x < 1000 else f"{x:.0f}"
 
 
 def cell_text(stage_us: float | None, device_us: float | None) -> str:

@@ -5,8 +5,8 @@ each cell, and a warning when the report mixes commits or GPUs."""
 from __future__ import annotations
 
 from composer.report.document import ReportData, Section
-from composer.report.sections.landscape import standing_cells
-from composer.report.tables import Column, Table, pct, sig
+from composer.report.sections.landscape import cells_table, standing_cells
+from composer.report.tables import Column, Table, pct, pivot, sig
 
 
 def sources_table(data: ReportData) -> Table:
@@ -72,4 +72,23 @@ def build(data: ReportData) -> list[Section]:
         text.append("Damaged lines skipped: " + "; ".join(data.inputs.damaged) + ".")
     text.append(f"{data.inputs.ignored} other files under the inputs are of no kind the report reads "
                 "(sweep JSON, micro-benchmarks, logs).")
-    return [Section("provenance", "Provenance", text, [sources_table(data), clocks_table(data)])]
+    clocks = clocks_table(data)
+    paths = data.index.paths()
+    clock_view = pivot(clocks, "clocks_by_order", "SM clock median (min–max) MHz and power-capped share",
+                       "p", "path", "sm_clock_mhz_median", clock_text, columns=paths, where=lambda r: not r["variant"])
+    cells = cells_table(data)
+    validation = pivot(cells, "validation", "Field check of each cell: max|diff|/max|ref| on the point-varying "
+                       "input", "p", "path", "validation_error",
+                       lambda r: "—" if r["validation_error"] is None else f"{r['validation_error']:.2e}",
+                       columns=paths, where=lambda r: not r["variant"])
+    validation.notes.append("composer bench checks each (path, order) against the NumPy reference before timing "
+                            "it (tolerance in the schedule, 1e-12 shipped).")
+    return [Section("provenance", "Provenance", text, [sources_table(data), clock_view, clocks, validation])]
+
+
+def clock_text(row: dict) -> str:
+    if row["sm_clock_mhz_median"] is None:
+        return "—"
+    capped = row["power_capped_fraction"]
+    return (f"{row['sm_clock_mhz_median']:.0f} ({row['sm_clock_mhz_min']}–{row['sm_clock_mhz_max']})"
+            + ("" if capped is None else f", {capped:.2f}"))

@@ -16,7 +16,7 @@ from composer.report.cells import key
 from composer.report.document import ReportData, Section, us
 from composer.report.figures import Figure, Panel, Point, Ref, Series
 from composer.report.sources import DataFile
-from composer.report.tables import Column, Table, pct, sig
+from composer.report.tables import Column, Table, pct, pivot, sig
 
 #: Intensities (FLOP/byte) the roof curves are drawn over.
 ROOF_RANGE = (0.5, 500.0)
@@ -141,7 +141,11 @@ def build(data: ReportData) -> list[Section]:
     roofs, roofline, traffic = roofs_table(data), roofline_table(data), traffic_table(data)
     text = [f"Roofs: machine table entry `{data.machine.name}`" + (f" ({data.machine_note})" if data.machine_note else "")
             + "; the byte roof is the measured copy bandwidth where the entry has one."]
-    tables = [roofs, roofline] + ([traffic] if traffic.rows else [])
+    fractions = pivot(roofline, "roof_fractions", f"Roof fractions ({data.metric_label})", "p", "path",
+                      "roof_fraction", lambda r: f"{100 * r['roof_fraction']:.1f} % ({r['binding']})",
+                      columns=data.index.paths())
+    fractions.notes.append("max(FLOP / peak, unique bytes / bandwidth) / time, against the roofs above.")
+    tables = [fractions, roofs, roofline] + ([traffic] if traffic.rows else [])
     if not traffic.rows:
         text.append("No `composer profile` summary of a scheduled (path, order): no measured intensity.")
     return [Section("roofline", "Roofline (Fig. S4) and measured traffic (S37)", text, tables,
