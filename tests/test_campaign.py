@@ -267,3 +267,25 @@ def test_cli_without_gpu_says_what_works(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "paths/p0007" in out and "estimated time left" in out
     assert not (tmp_path / "c").exists()  # a dry run writes nothing
+
+
+def test_write_crossover_without_gpu_from_measurements_and_a_prediction(tmp_path, capsys):
+    clock = FakeClock()
+    FakeExecutor(clock).run(plan_for([7]).steps[0], tmp_path / "c", tmp_path / "log")
+    prediction = {"schema": "composer.model-predictions", "version": 1,
+                  "target": {"machine": "h200", "label": "h200", "sm_count": 132, "full_sm_count": 132},
+                  "paths": [{"path": "FUSED_TC", "order": 7, "seconds": 1e-4}, {"path": "FUSED_TC", "order": 767, "seconds": 1e-2},
+                            {"path": "GEMM", "order": 767, "seconds": 2e-2}],
+                  "fastest": [{"order": 7, "path": "FUSED_TC", "seconds": 1e-4, "paths": 1, "se": None, "screened": None},
+                              {"order": 767, "path": "FUSED_TC", "seconds": 1e-2, "paths": 2, "se": 0.4,
+                               "screened": False}]}
+    (tmp_path / "p.json").write_text(json.dumps(prediction))
+    target = tmp_path / "crossover.toml"
+    assert main(["campaign", "--out", str(tmp_path / "c"), "--write-crossover", "--predictions", str(tmp_path / "p.json"),
+                 "--crossover", str(target)]) == 0
+    entry = load_crossover(target).machines["h200"]
+    assert entry.gpu == "NVIDIA H200"  # the GPU the measurements name
+    orders = entry.orders
+    assert orders[7].decided == "measured" and orders[7].path == "FUSED"  # a measurement wins over a prediction
+    assert orders[767].decided == "predicted" and orders[767].se == 0.4 and orders[767].runner_up == "GEMM"
+    assert "p=767 -> FUSED_TC (predicted on h200: 100.0 % ahead of GEMM, S/E 0.40 not screened in" in capsys.readouterr().out

@@ -19,6 +19,12 @@ from composer.report.cells import CellIndex
 from composer.report.sources import discover
 
 
+def measured_gpu(root: Path) -> str | None:
+    """The GPU the bench runs under ``root`` ran on, when they name one and only one."""
+    names = {s.identity.gpu for s in discover([root]).bench if s.identity.gpu}
+    return names.pop() if len(names) == 1 else None
+
+
 def measured_choices(root: Path, machine: str, gpu: str | None, metric: str = "device_per_call_s"
                      ) -> dict[int, Choice]:
     """The measured choice of every order measured under ``root`` on ``gpu`` (any GPU when None)."""
@@ -71,6 +77,8 @@ def crossover_entries(root: Path, machine: str, gpu: str | None, predictions: li
 
     from composer.report.sources import PREDICTIONS_SCHEMA
 
+    if gpu is None and Path(root).is_dir():
+        gpu = measured_gpu(root)  # written without a GPU: the one the measurements name
     measured = measured_choices(root, machine, gpu, metric) if Path(root).is_dir() else {}
     by_machine: dict[str, dict[int, Choice]] = {machine: dict(measured)} if measured else {}
     for file in predictions:
@@ -87,4 +95,4 @@ def crossover_entries(root: Path, machine: str, gpu: str | None, predictions: li
             for name, choices in sorted(by_machine.items()) if choices]
 
 
-__all__ = ["crossover_entries", "measured_choices", "predicted_choices"]
+__all__ = ["crossover_entries", "measured_choices", "measured_gpu", "predicted_choices"]
