@@ -39,8 +39,10 @@ THIRD_ORDER_RATIO = 8.0
 RATIO_BAND = (7.0, 9.0)
 #: The dt/2 - dt/4 difference must exceed this many eps per step at dt/4: 14 times its round-off
 #: when the temporal error is far below it (0.14 eps per step, measured at p = 7, 15, 31), so noise
-#: moves the ratio by less than 0.6. The defaults resolve it up to p = 127 (1.65e-14 against a floor
-#: of 3.6e-15, ratio 8.055); from p = 255 on the stable dt leaves the temporal error at round-off.
+#: moves the ratio by less than 0.6. With the initial wave at the resolution limit
+#: (resolved_wavenumber) the defaults resolve it at every order: p = 127 gives 1.09e-9 against a
+#: floor of 3.6e-15, ratio 8.000 (with the k = 1 wave it was 1.65e-14, ratio 8.055, and round-off
+#: from p = 255 on).
 ROUNDOFF_FACTOR = 2.0
 #: Allowed mass drift, relative to the integral of |q0|: this many eps per step taken.
 MASS_DRIFT_FACTOR = 10.0
@@ -137,6 +139,17 @@ class IntegrationSettings:
     nstep: int
 
 
+def resolved_wavenumber(order: int, grid: object) -> int:
+    """The initial condition's wavenumber for the time-integration check: the largest k that keeps
+    MIN_NODES_PER_PERIOD nodes on each period along the coarsest axis (k = 1 up to p = 7 on the
+    default grids). Why: the stable dt shrinks as 1/p^2 while a k = 1 wave's frequency stays put,
+    so at high order its temporal error (dt omega)^3 sinks below FP64 round-off (at p = 255 with
+    k = 1 the dt/2 - dt/4 difference was round-off); a wave near the resolution limit keeps
+    dt omega of order 1/p and the ratio measurable at every order."""
+    nodes = (order + 1) * min(dg.check_grid(grid))
+    return max(1, nodes // MIN_NODES_PER_PERIOD)
+
+
 def default_integration(order: int, grid: object | None = None, dt: float | None = None,
                         nstep: int | None = None) -> IntegrationSettings:
     """Grid, dt and steps for ``integration_check`` at ``order``; given values are kept.
@@ -171,6 +184,7 @@ class IntegrationCheck:
     differences: tuple[float, float]  # |q(dt) - q(dt/2)| / |q(dt/2)|, |q(dt/2) - q(dt/4)| / |q(dt/4)|
     mass_drift: float  # largest |mass(q) - mass(q0)| of the three runs
     mass_scale: float  # the integral of |q0|
+    wavenumber: int = 1  # of the initial wave sin(2 pi k x) sin(2 pi k y) sin(2 pi k z)
 
     @property
     def convergence_ratio(self) -> float:
@@ -226,16 +240,18 @@ class IntegrationCheck:
 
 def integration_check(
     tendency: TendencyFn, order: int, grid: object, dt: float, nstep: int,
-    on_step: Callable[[int, int], None] | None = None,
+    on_step: Callable[[int, int], None] | None = None, wavenumber: int | None = None,
 ) -> IntegrationCheck:
-    """Integrate the benchmark problem to ``dt * nstep`` with dt, dt/2 and dt/4."""
+    """Integrate the benchmark problem (initial wave of ``wavenumber``, default
+    :func:`resolved_wavenumber`) to ``dt * nstep`` with dt, dt/2 and dt/4."""
     if not (math.isfinite(dt) and dt > 0) or isinstance(nstep, bool) or int(nstep) != nstep or nstep < 1:
         raise ValueError(f"need a finite dt > 0 and an integer nstep >= 1, got dt={dt}, nstep={nstep}")
     grid = dg.check_grid(grid)
     mesh = dg.Mesh(order, grid)
-    fields = dg.make_fields(order, grid)
+    k = resolved_wavenumber(order, grid) if wavenumber is None else int(wavenumber)
+    fields = dg.make_fields(order, grid, wavenumber=k)
     end_time = dt * nstep
-    exact = dg.exact_solution(mesh, end_time)
+    exact = dg.exact_solution(mesh, end_time, k)
     q0 = fields["q"]
     mass0 = dg.mass(q0, mesh)
 
@@ -256,4 +272,4 @@ def integration_check(
         differences = tuple(dg.relative_l2_error(a, b, mesh) for a, b in zip(solutions, solutions[1:]))
         drift = float(np.max([abs(dg.mass(q, mesh) - mass0) for q in solutions]))  # nan propagates
     return IntegrationCheck(order, grid, dt, nstep, end_time, errors, differences,  # type: ignore[arg-type]
-                            drift, dg.mass(np.abs(q0), mesh))
+                            drift, dg.mass(np.abs(q0), mesh), k)
