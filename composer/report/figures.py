@@ -104,7 +104,7 @@ def tick_labels(ticks: Sequence[float], log: bool) -> list[str]:
     labels, last = [], None
     for t in ticks:
         crowded = log and last is not None and t > 0 and math.log10(t / last) < MIN_TICK_GAP_DECADES
-        labels.append("" if crowded else f"{t:g}")
+        labels.append("" if crowded else (f"{t:.0f}" if float(t).is_integer() else f"{t:.3g}"))
         if not crowded:
             last = t
     return labels

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from composer.report.cells import key
+from composer.report.cells import key, ordered_paths
 from composer.report.document import ReportData, Section, us
 from composer.report.figures import Figure, Panel, Point, Ref, Series
 from composer.report.tables import Column, Table, plain, sig
@@ -47,8 +47,9 @@ def balance_tables(data: ReportData, counts: list[int]) -> tuple[Table, Table]:
         Column("resolved", "resolved"), Column("source", "run / file")])
     all_counts = sorted(set(counts) | {data.machine.sm_count})
     orders = sorted({c.order for c in data.index.measured() if _SMS.match(c.variant)})
-    paths = data.index.paths(None)
     for order in orders:
+        # the paths run on fewer SMs at this order (a path timed only on the whole machine has no axis)
+        paths = ordered_paths(c.path for c in data.index.measured() if c.order == order and _SMS.match(c.variant))
         for sms in all_counts:
             x = coordinate(data, sms)
             for path in paths:
@@ -80,7 +81,9 @@ def _panels(table: Table, x_key: str, y_key: str, xlabel: str, ylabel: str, ysca
     panels = []
     for order in sorted({r["p"] for r in table.rows}):
         series = []
-        names = sorted({r.get("ratio", r.get("path")) for r in table.rows if r["p"] == order})
+        found = {r.get("ratio", r.get("path")) for r in table.rows if r["p"] == order}
+        order_of = {p: i for i, p in enumerate(ordered_paths(n.split("/")[0] for n in found))}
+        names = sorted(found, key=lambda n: (order_of[n.split("/")[0]], n))
         for name in names:
             for kind in ("measured", "predicted"):
                 rows = sorted([(i, r) for i, r in enumerate(table.rows) if r["p"] == order
@@ -92,6 +95,7 @@ def _panels(table: Table, x_key: str, y_key: str, xlabel: str, ylabel: str, ysca
                                          path=name.split("/")[0], linestyle="--" if kind == "predicted" else "-",
                                          hollow=kind == "predicted"))
         panels.append(Panel(f"p = {order}", xlabel, ylabel, series, yscale=yscale,
+                            xticks=sorted({r[x_key] for r in table.rows if r["p"] == order}),
                             hlines=[(1.0, "1")] if y_key == "value" else []))
     return panels
 

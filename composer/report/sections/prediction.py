@@ -88,12 +88,28 @@ def score_table(data: ReportData) -> Table:
     return table
 
 
+def choices_table(data: ReportData) -> Table:
+    table = Table("score_choices", "Scored choices: the predicted fastest path against the measured one", [
+        Column("target", "target"), Column("p", "p"), Column("predicted", "predicted fastest"),
+        Column("measured", "measured fastest"), Column("right", "right"),
+        Column("loss_pct", "loss % (chosen/best − 1)", lambda x: plain(x) if x is None else f"{x:.1f}"),
+        Column("se", "S/E", lambda x: plain(x) if x is None else f"{x:.2f}"), Column("screened", "screened in"),
+        Column("score", "file")])
+    for f in data.inputs.of_kind("score"):
+        for c in f.document.get("choices", []):
+            table.add(target=c.get("target"), p=c.get("order"), predicted=c.get("predicted"), measured=c.get("measured"),
+                      right=c.get("right"), loss_pct=c.get("loss_pct"), se=c.get("se"), screened=c.get("screened"),
+                      score=f.label)
+    table.notes.append("From the score file: S/E with the family errors of the other targets (leave-target-out).")
+    return table
+
+
 def scatter(table: Table) -> Figure:
     matched = [(i, r) for i, r in enumerate(table.rows) if r["measured_us"] is not None]
     series = []
     for path in ordered_paths({r["path"] for _, r in matched}):
         series.append(Series(path, [Point(r["measured_us"], r["predicted_us"], Ref(table.name, i, "measured_us",
-                                                                                   "predicted_us"), label=f"p{r['p']}")
+                                                                                   "predicted_us"))
                                     for i, r in matched if r["path"] == path], path=path, style="scatter"))
     values = [r[k] for _, r in matched for k in ("measured_us", "predicted_us")]
     lo, hi = min(values) / 1.5, max(values) * 1.5
@@ -115,4 +131,7 @@ def build(data: ReportData) -> list[Section]:
             figures.append(scatter(predicted))
     if data.inputs.of_kind("score"):
         tables.append(score_table(data))
+        choices = choices_table(data)
+        if choices.rows:
+            tables.append(choices)
     return [Section("model", "Model: predicted against measured (Fig. 5 analogue)", [], tables, figures)]
