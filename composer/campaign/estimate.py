@@ -7,7 +7,8 @@ Basis of each step, the first that applies ("prior" or "model" in the plan's tab
   A run is priced at what the same path and order took in any bench run under the campaign
   directory (end-to-end time per step × steps + RUN_SETUP_S) — prior; else from the schedule's
   size: the order's roofline time on the machine over ASSUMED_ROOF_FRACTION, per stage, times its
-  stages, + RUN_SETUP_S — model. A step with runs left also pays, per path, the field check
+  stages, + RUN_SETUP_S — model; on N of the machine's SMs (the balance axis) the timed part grows by
+  SMs / N, the most it can. A step with runs left also pays, per path, the field check
   (VALIDATION_S) and the first compile (COMPILE_S), and once the NumPy reference the field checks
   compare with (its FLOP at REFERENCE_FLOPS).
 - profile: per path not yet in the step's profile summary, PROFILE_S + PROFILE_REPLAYS calls
@@ -55,7 +56,8 @@ class PriorTimes:
         runs: dict[tuple[str, int], list[RunRecord]] = {}
         for file in sorted(Path(root).rglob(ResultStore.RUNS)):
             for record in ResultStore(file.parent).records(include_failed=False):
-                runs.setdefault((record.path, record.order), []).append(record)
+                if not record.options.get("sms"):  # the whole machine; a restricted step scales these
+                    runs.setdefault((record.path, record.order), []).append(record)
         prior = cls()
         for k, records in runs.items():
             walls = [r.end_to_end_s * r.nstep for r in records if math.isfinite(r.end_to_end_s)]
@@ -115,6 +117,8 @@ class Estimator:
                 if not left:
                     continue
                 seconds, basis = self.run_s(path, step.order)
+                if step.sms:  # fewer SMs: the timed loop takes longer in proportion (at most)
+                    seconds = RUN_SETUP_S + (seconds - RUN_SETUP_S) * self.machine.sm_count / step.sms
                 bases.add(basis)
                 runs += len(left)
                 total += len(left) * seconds + VALIDATION_S + COMPILE_S
