@@ -64,6 +64,7 @@ class Identity:
     max_sm_clock_mhz: int | None = None
     power_limit_w: float | None = None
     command: str | None = None
+    environment: str | None = None  # the recorded COMPOSER_*/CUDA_* variables, "NAME=value ..."
 
     @classmethod
     def of_provenance(cls, session: dict[str, Any] | None, date: str | None = None) -> Identity:
@@ -83,7 +84,8 @@ class Identity:
             sm_count=int(sms.group(1)) if sms else None,
             driver=nvml.get("driver_version"), cuda_driver=session.get("cuda_driver_version"),
             max_sm_clock_mhz=gpu.get("max_sm_clock_mhz"), power_limit_w=gpu.get("enforced_power_limit_w"),
-            command=" ".join(_command(session.get("argv") or [])) or None)
+            command=" ".join(_command(session.get("argv") or [])) or None,
+            environment=" ".join(f"{k}={v}" for k, v in sorted((session.get("env") or {}).items())) or None)
 
     @property
     def arch(self) -> str | None:

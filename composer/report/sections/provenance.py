@@ -14,13 +14,14 @@ def sources_table(data: ReportData) -> Table:
         Column("label", "label"), Column("kind", "kind"), Column("location", "location"), Column("date_utc", "date (UTC)"),
         Column("commit", "commit"), Column("host", "host"), Column("gpu", "GPU"), Column("driver", "driver"),
         Column("cuda_driver", "CUDA"), Column("max_sm_clock_mhz", "max SM MHz"), Column("power_limit_w", "power limit W"),
-        Column("runs", "runs"), Column("command", "command")])
+        Column("runs", "runs"), Column("command", "command"), Column("environment", "environment")])
     for s in data.inputs.bench:
         i = s.identity
         table.add(label=s.label, kind="bench", location=s.display, date_utc=i.date_utc, commit=i.short_commit,
                   host=i.host, gpu=i.gpu, driver=i.driver, cuda_driver=i.cuda_driver, max_sm_clock_mhz=i.max_sm_clock_mhz,
                   power_limit_w=i.power_limit_w, runs=len(s.records),
-                  command=" | ".join(x.command or "?" for x in s.sessions) or None)
+                  command=" | ".join(x.command or "?" for x in s.sessions) or None,
+                  environment=" | ".join(sorted({x.environment for x in s.sessions if x.environment})) or None)
     for f in data.inputs.files:
         i = f.identity
         table.add(label=f.label, kind=f.kind, location=f.display, date_utc=f.date,
