@@ -191,16 +191,17 @@ def test_outputs_and_provenance(shipped):
 def test_model_section_agrees_with_composer_model_score(shipped):
     """The shipped balance-axis predictions matched with the report's own cells give exactly the
     measured values and errors `composer model score` wrote (docs/data/h200_s6/model)."""
-    _, out = shipped
+    report, out = shipped
     score = json.loads((DATA / "h200_s6" / "model" / "score_balance.json").read_text())
     scored = {(c["target"], c["path"], c["order"]): c for c in score["cells"]}
-    rows = read_csv(out, "predicted")
+    balance_files = {f.label for f in report.data.inputs.of_kind("predictions") if "predict_h200_sms" in f.display}
+    rows = [r for r in read_csv(out, "predicted") if r["predictions"] in balance_files]
     assert len(rows) == len(scored) == 32
     for row in rows:
         cell = scored[(row["target"], row["path"], int(row["p"]))]
         assert float(row["measured_us"]) == pytest.approx(cell["measured_s"] * 1e6, rel=1e-12)
         assert float(row["error_pct"]) == pytest.approx(cell["error_pct"], rel=1e-9)
-    summary = read_csv(out, "score_summary")[0]
+    summary = next(r for r in read_csv(out, "score_summary") if "score_balance" in r["score"])
     assert float(summary["median_abs_pct"]) == score["summary"]["paths"]["median_abs_pct"]
 
 
@@ -248,15 +249,19 @@ def test_model_and_balance_sections_appear_with_their_files(tmp_path):
                    "fastest": [{"order": 255, "path": "FUSED_TC", "seconds": 1.4e-3, "paths": 2, "se": 1.3,
                                 "screened": True}]}
     (tmp_path / "pred.json").write_text(json.dumps(predictions))
+    other = {**predictions, "target": {"machine": "gb200", "label": "gb200", "sm_count": 152, "full_sm_count": 152}}
+    (tmp_path / "pred_gb200.json").write_text(json.dumps(other))  # another machine: nothing of it was measured
     out = tmp_path / "report"
     report = build_report([tmp_path], out)
     ids = [s.id for s in report.sections]
     assert "model" in ids and "balance" in ids
-    predicted = {r["path"]: r for r in read_csv(out, "predicted")}
+    rows = read_csv(out, "predicted")
+    assert all(not r["measured_us"] for r in rows if r["target"] == "gb200")
+    predicted = {r["path"]: r for r in rows if r["target"] == "h200@66"}
     median = 1.6e-3 * 1.0015  # of the sms=66 run's four rounds
     assert float(predicted["GEMM"]["measured_us"]) == pytest.approx(median * 1e6, rel=1e-12)
     assert float(predicted["GEMM"]["error_pct"]) == pytest.approx(100 * math.log(1.7e-3 / median), rel=1e-9)
-    fastest = read_csv(out, "predicted_fastest")[0]
+    fastest = next(r for r in read_csv(out, "predicted_fastest") if r["target"] == "h200@66")
     assert fastest["predicted"] == fastest["measured"] == "FUSED_TC" and fastest["right"] == "true"
     balance = {(r["kind"], int(r["sms"])): r for r in read_csv(out, "balance_ratios")}
     assert float(balance[("measured", 66)]["value"]) == pytest.approx(1.6 / 1.5, rel=1e-12)

@@ -6,8 +6,8 @@ What the section reads of a predictions file (schema ``composer.model-prediction
 composer/model/predict.py): ``target`` (``label``, ``machine``, ``sm_count``, ``full_sm_count``),
 ``paths`` (``path``, ``order``, ``seconds``: the predicted device time per call) and ``fastest``
 (``order``, ``path``, ``se``, ``screened``). A prediction is matched with the report's own cell of
-the path and order at the target's SM count (``sms=N`` variant; the default variant at the full
-count). Errors are 100 ln(predicted / measured). Of a score file (``composer.model-score``) the
+the path and order measured on the target's machine (the machine-table entry its GPU is) at the
+target's SM count (``sms=N`` variant; the default variant at the full count). Errors are 100 ln(predicted / measured). Of a score file (``composer.model-score``) the
 section shows ``summary`` as it is.
 """
 
@@ -29,8 +29,21 @@ def target_variants(target: dict[str, Any]) -> tuple[str, ...]:
     return (f"sms={sms}",)
 
 
+def source_machine(data: ReportData, cell: Cell) -> str | None:
+    """The machine-table entry of the GPU a cell was measured on (composer.arch.identify)."""
+    from composer.arch.identify import identify_machine
+
+    i = cell.source.identity
+    if not (i.arch and i.sm_count and i.gpu_memory_bytes):
+        return data.machine.name  # a run that does not say: the report's machine
+    found = identify_machine(i.arch, i.sm_count, i.gpu_memory_bytes)
+    return found.name if found else None
+
+
 def measured_cell(data: ReportData, target: dict[str, Any], path: str, order: int) -> Cell | None:
-    return data.index.latest(key(path, *target_variants(target)), order)
+    """The newest cell of ``path`` at ``order`` measured on the target's machine at its SM count."""
+    found = data.index.candidates(key(path, *target_variants(target)), order)
+    return next((c for c in found if source_machine(data, c) == target.get("machine")), None)
 
 
 def predicted_table(data: ReportData) -> Table:
