@@ -18,12 +18,18 @@ def tendency(fields: Mapping[str, np.ndarray], order: int, grid: object, path: s
 
     Same inputs and output as :func:`composer.dg.reference_tendency`; ``options`` are handed
     to the path (those it declares: ``path_class(path).options``; any other key is an error).
-    Checks the options and the device memory before allocating.
+    ``path="auto"`` takes the fastest path of the order on this GPU from the crossover map
+    (:mod:`composer.config.crossover`; the choice is printed on stderr). Checks the options and the
+    device memory before allocating.
     """
+    from composer.config.crossover import is_auto, resolve_auto
     from composer.paths.problem import DeviceProblem, check_fits
 
     mesh = dg.Mesh(order, grid)
     dg.check_fields(fields, mesh)
+    if is_auto(path):
+        device = device or Device()
+        path = resolve_auto(mesh.order, device).path
     cls = path_class(path)
     cls.check_order(mesh.order)
     cls.parse_options(options)

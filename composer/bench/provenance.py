@@ -27,9 +27,13 @@ T = TypeVar("T")
 #: Distributions whose versions are recorded (None when not installed).
 DISTRIBUTIONS = ("composer-dg", "numpy", "cuda-bindings", "cuda-core", "nvidia-ml-py",
                  "nvmath-python", "nvidia-cuda-nvrtc", "rich")
-#: Environment variables that change which GPU or which clocks a run sees.
+#: Environment variables that change which GPU or which clocks a run sees, and which kernels it runs:
+#: a build directory's cubins (COMPOSER_BUILD_DIR) are compiled elsewhere, with another compiler,
+#: than the kernels NVRTC compiles on the machine (the session-6 balance runs used such a build and
+#: timed FUSED_TC 8-10 % slower than the runs before them, with nothing in their record to say why).
 ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING",
-            "SLURM_JOB_ID", "SLURMD_NODENAME", "PBS_JOBID", "JOB_ID")
+            "SLURM_JOB_ID", "SLURMD_NODENAME", "PBS_JOBID", "JOB_ID",
+            "COMPOSER_BUILD_DIR", "COMPOSER_CACHE_DIR", "COMPOSER_SCHEDULES")
 
 
 def _safe(errors: dict[str, str], key: str, fn: Callable[[], T]) -> T | None:

@@ -53,6 +53,8 @@ class BenchPlan:
     baseline: str | None = None
     arrangement: str = "rotate"
     options: dict[str, dict] = field(default_factory=dict)
+    #: When set, only these (path, order) cells run (``--paths auto``: one path per order).
+    cells: set[tuple[str, int]] | None = None
 
 
 def run_once(schedule: Schedule, path: str, fields: dict[str, np.ndarray], device: Device,
@@ -171,9 +173,11 @@ def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | 
     paths = [path_class(p).name for p in plan.paths]
     schedules = {order: schedule_for(order) for order in plan.orders}
     skipped = unsupported_cells(paths, plan.orders)
+    unplanned = set() if plan.cells is None else {(p, o) for p in paths for o in plan.orders
+                                                  if (p, o) not in plan.cells and (p, o) not in skipped}
     for order, schedule in schedules.items():  # fail fast, before any GPU work
         for path in paths:
-            if (path, order) not in skipped:
+            if (path, order) not in skipped | unplanned:
                 check_fits(order, schedule.benchmark.grid, path, device)
     if plan.graph:
         no_graph = [p for p in paths if not getattr(path_class(p), "supports_graph", True)]
@@ -181,6 +185,7 @@ def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | 
             raise ComposerError(f"--graph: paths {no_graph} cannot be captured into a CUDA graph")
     for path, order in sorted(skipped):
         print(f"note: path {path} does not implement order {order}; that cell is skipped")
+    skipped |= unplanned  # not asked for (plan.cells): no note
     store = ResultStore(plan.out_dir)
     store.write_provenance({**collect_provenance(), "device": repr(device), "plan": {
         "paths": paths, "orders": list(plan.orders), "rounds": plan.rounds, "graph": plan.graph,

@@ -10,6 +10,7 @@ from typing import Any
 
 from composer.arch.machines import DEFAULT_MACHINE
 from composer.cli.arguments import csv_list, options_by_path, path_option, positive_int
+from composer.config.crossover import expand_auto, is_auto
 from composer.config.schedules import available_orders
 from composer.errors import ComposerError
 from composer.paths.registry import paths_with, requested_path_options
@@ -31,7 +32,8 @@ def register(subparsers: Any) -> None:
         "validated on the point-varying input first. Results (JSONL runs, JSON/CSV/Markdown "
         "summaries, provenance) go to --out; an interrupted sweep resumes there.")
     parser.add_argument("--paths", type=csv_list(str), default=list(DEFAULT_PATHS),
-                        help=f"comma-separated paths (default: {','.join(DEFAULT_PATHS)})")
+                        help=f"comma-separated paths (default: {','.join(DEFAULT_PATHS)}); `auto`: the fastest "
+                             "path of each order on this GPU from the crossover map (composer campaign writes it)")
     parser.add_argument("--orders", type=csv_list(positive_int), default=list(DEFAULT_ORDERS),
                         help=f"comma-separated orders (default: {','.join(map(str, DEFAULT_ORDERS))})")
     parser.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS, help="interleaved rounds (default: 3)")
@@ -62,13 +64,18 @@ def run(args: argparse.Namespace) -> int:
     unknown = sorted(set(args.orders) - set(available_orders()))
     if unknown:
         raise ComposerError(f"no schedule for orders {unknown}; available: {available_orders()}")
-    options = requested_path_options(options_by_path(args.options), args.paths)
+    # checked before the GPU is opened; with `auto` once its choices name the paths
+    auto = any(is_auto(p) for p in args.paths)
+    options = None if auto else requested_path_options(options_by_path(args.options), args.paths)
     machine = get_machine(args.machine)
     _check_out_sms(Path(args.out), args.sms)
     device = open_device(args.sms)  # NoGpuError says what works without a GPU
-    plan = BenchPlan(paths=args.paths, orders=args.orders, rounds=args.rounds, graph=args.graph,
+    paths, cells = expand_auto(args.paths, args.orders, device)  # prints each auto choice on stderr
+    if options is None:
+        options = requested_path_options(options_by_path(args.options), paths)
+    plan = BenchPlan(paths=paths, orders=args.orders, rounds=args.rounds, graph=args.graph,
                      validate=args.validate, out_dir=args.out, baseline=args.baseline,
-                     options=options)
+                     options=options, cells=cells)
     if not args.json:
         print(run_sweep(plan, machine, device))
         return 0

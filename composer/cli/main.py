@@ -37,7 +37,7 @@ from typing import NoReturn
 from composer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CheckFailed, ComposerError
 
 COMMANDS: tuple[str, ...] = ("info", "validate", "bench", "build", "inspect", "graph", "sweep_library", "sweep_fused",
-                             "profile", "model")
+                             "profile", "model", "report", "campaign")
 DEBUG_ENV = "COMPOSER_DEBUG"
 EXIT_INTERRUPTED = 130
 

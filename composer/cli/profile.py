@@ -6,6 +6,7 @@ import argparse
 import json
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
                                     f"{(proc.stderr or proc.stdout)[-2000:]}")
             kernels = [summarize(row).as_dict() for row in parse_raw_csv(log.read_text())]
             summary[key] = {"path": name, "order": order, "sections": sections, "kernels": kernels,
-                            "options": options.get(path_class(name).name, {})}
+                            "options": options.get(path_class(name).name, {}),
+                            "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}  # newest wins in reports
             if args.sms is not None:
                 summary[key]["sms"] = _active_sms(smid_file, args.sms, key)
             atomic_write_text(summary_path, json.dumps(summary, indent=1))
