@@ -16,7 +16,7 @@ for round in 1 2; do
   done
 done
 export COMPOSER_BUILD_DIR=$ROOT/.cache/build_gf
-[ -x .cache/gemm_fused_device.sh ] && bash .cache/gemm_fused_device.sh
+source tools/gemm_fused_device.sh
 tar -C $OUT -czf $OUT/results.tgz logs ab gf 2>/dev/null
 rm -rf $OUT/ab $OUT/gf
 cat $OUT/logs/times.txt; grep imports $OUT/logs/ab_*.log
