@@ -40,6 +40,18 @@ class PathContext:
 TableCheck = Callable[[Table, PathContext], None]
 
 
+def _check_library(table: Table) -> None:
+    """``library``: role -> library (GEMM_CUTE's assignment, and GEMM_FUSED's override of it)."""
+    from composer.gemm.cute.sweep import LIBRARIES
+    from composer.gemm.roles import ROLES
+
+    library = table.optional_table("library")
+    if library is not None:
+        for role in ROLES:
+            library.optional(role, one_of(LIBRARIES))
+        library.reject_unknown()
+
+
 def _no_settings(table: Table, context: PathContext) -> None:
     """A path without per-order settings (yet): only an empty table is accepted."""
     table.reject_unknown()
@@ -60,15 +72,10 @@ def _gemm_cute(table: Table, context: PathContext) -> None:
     """``mma`` (an MMA shape of ``composer.arch.mma``, spelled ``16x8x4``), ``library`` (role ->
     library) and ``tiles`` (per-role overrides of the kernel tile, optionally per MMA shape:
     ``tiles.<role>`` or ``tiles.<shape>.<role>``, as ``composer build`` reads them)."""
-    from composer.gemm.cute.sweep import LIBRARIES
     from composer.gemm.roles import ROLES
 
     mma = table.optional("mma", one_of(SHAPES))
-    library = table.optional_table("library")
-    if library is not None:
-        for role in ROLES:
-            library.optional(role, one_of(LIBRARIES))
-        library.reject_unknown()
+    _check_library(table)
     tiles = table.optional_table("tiles")
     if tiles is not None:
         for key in list(tiles.data):
@@ -114,7 +121,6 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
     checked by ``GemmConfig.validate`` when an MMA shape is named (else the build's ``--mma``
     decides, and only the types are checked here)."""
     from composer.epilogues.settings import FLUX_SOURCES, FusedSettingsError, fused_settings
-    from composer.gemm.cute.sweep import LIBRARIES
     from composer.gemm.cute.tiles import TILE_KEYS
     from composer.gemm.roles import ROLES
 
@@ -123,11 +129,7 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
     table.optional("store_group", positive_int)
     table.optional("flux", one_of(FLUX_SOURCES))
     mma = table.optional("mma", one_of(SHAPES))
-    library = table.optional_table("library")
-    if library is not None:
-        for role in ROLES:
-            library.optional(role, one_of(LIBRARIES))
-        library.reject_unknown()
+    _check_library(table)
     tile = table.optional_table("carrier_tile")
     if tile is not None:
         for key in TILE_KEYS:

@@ -17,7 +17,6 @@ result is a complete schedule that differs from the one it came from only by wha
 
 from __future__ import annotations
 
-import importlib.resources
 import os
 import re
 from dataclasses import dataclass
