@@ -197,10 +197,22 @@ def test_model_section_agrees_with_composer_model_score(shipped):
     balance_files = {f.label for f in report.data.inputs.of_kind("predictions") if "predict_h200_sms" in f.display}
     rows = [r for r in read_csv(out, "predicted") if r["predictions"] in balance_files]
     assert len(rows) == len(scored) == 32
+    # the report takes the newest run of each cell: the balance runs (call 4) unless a later run
+    # measured the same cell (call 5 re-timed GEMM at p = 511 on the full machine)
+    benches = {b.label: b for b in report.data.inputs.bench}
+    balance = [b for b in benches.values() if "/call4/bal/" in b.display.replace("\\", "/")]
+    newest_balance = max(b.date for b in balance)
+    agreed = 0
     for row in rows:
         cell = scored[(row["target"], row["path"], int(row["p"]))]
-        assert float(row["measured_us"]) == pytest.approx(cell["measured_s"] * 1e6, rel=1e-12)
-        assert float(row["error_pct"]) == pytest.approx(cell["error_pct"], rel=1e-9)
+        source = benches[row["measured_source"]]
+        if source in balance:
+            assert float(row["measured_us"]) == pytest.approx(cell["measured_s"] * 1e6, rel=1e-12)
+            assert float(row["error_pct"]) == pytest.approx(cell["error_pct"], rel=1e-9)
+            agreed += 1
+        else:
+            assert source.date > newest_balance, (row, source.display)
+    assert agreed >= 30
     summary = next(r for r in read_csv(out, "score_summary") if "score_balance" in r["score"])
     assert float(summary["median_abs_pct"]) == score["summary"]["paths"]["median_abs_pct"]
 

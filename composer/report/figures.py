@@ -136,6 +136,21 @@ def draw(figure: Figure) -> bytes:
         plt.close(fig)
 
 
+def _runs(points: Sequence[Point], ticks: Sequence[float] | None) -> list[list[Point]]:
+    """``points`` split where the series skips a tick (an order it was not measured at), so a
+    line never joins two measurements across a gap and suggests values nobody measured."""
+    if not ticks:
+        return [list(points)]
+    position = {x: i for i, x in enumerate(sorted(ticks))}
+    runs: list[list[Point]] = []
+    for p in sorted(points, key=lambda q: q.x):
+        if runs and p.x in position and runs[-1][-1].x in position and position[p.x] == position[runs[-1][-1].x] + 1:
+            runs[-1].append(p)
+        else:
+            runs.append([p])
+    return runs
+
+
 def _draw_panel(ax: Any, panel: Panel, fixed_locator: Any, null_locator: Any) -> None:
     for s in panel.series:
         if not s.points:
@@ -149,8 +164,10 @@ def _draw_panel(ax: Any, panel: Panel, fixed_locator: Any, null_locator: Any) ->
         elif s.style == "curve":
             ax.plot(xs, ys, label=s.label, color=color, linestyle=s.linestyle, linewidth=1.2, zorder=1)
         else:
-            ax.plot(xs, ys, label=s.label, color=color, linestyle=s.linestyle, marker=s.marker,
-                    markerfacecolor=face, markersize=5, linewidth=1.4, zorder=2)
+            for i, run in enumerate(_runs(s.points, panel.xticks)):
+                ax.plot([p.x for p in run], [p.y for p in run], label=s.label if i == 0 else None, color=color,
+                        linestyle=s.linestyle, marker=s.marker, markerfacecolor=face, markersize=5, linewidth=1.4,
+                        zorder=2)
         for p in s.points:
             if p.label:
                 ax.annotate(p.label, (p.x, p.y), textcoords="offset points", xytext=(3, 3), fontsize=6, color=color)
