@@ -91,6 +91,7 @@ BAD_INPUT = [
     (["sweep-library", "--order", "7", "--rounds", "0"], "argument --rounds"),
     (["sweep-library", "--order", "7", "--calls", "nan"], "argument --calls"),
     (["sweep-library", "--order", "8", "--dry-run"], "no schedule for order 8"),
+    (["sweep-carrier", "--order", "8", "--dry-run"], "no schedule for order 8"),
     (["sweep-library", "--order", "7", "--mma", "1x1x1", "--dry-run"], "unknown FP64 MMA shape"),
     (["sweep-fused"], "the following arguments are required: STEP"),
     (["sweep-fused", "check", "--orders", "7", "--workers", "0"], "argument --workers"),

@@ -126,3 +126,19 @@ def remaining_jobs(schedule: Sequence[Job], completed: Iterable[JobKey]) -> list
 
 __all__ = ["Arrangement", "Job", "williams_rows", "round_orders", "interleaved_schedule",
            "remaining_jobs"]
+
+
+def interleaved_samples(measure: Callable[[str], float], labels: Sequence[str], rounds: int) -> dict[str, list[float]]:
+    """``measure(label)`` of every label once per round, the order rotated each round (drift spreads
+    over all candidates alike): label -> its samples. A sample that is not a positive time is an
+    error naming the label (a broken timer must not pick a winner)."""
+    if rounds < 1:
+        raise ValueError("rounds must be >= 1")
+    samples: dict[str, list[float]] = {lab: [] for lab in labels}
+    for order in round_orders(list(labels), rounds, "rotate"):
+        for lab in order:
+            t = float(measure(lab))
+            if not t > 0:
+                raise ValueError(f"measure({lab}) returned {t}: expected a positive time")
+            samples[lab].append(t)
+    return samples

@@ -99,7 +99,7 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
     (``composer.epilogues.settings``; ``mma`` default: GEMM_FUSED's, else GEMM_CUTE's shape), for
     the schedule's carrier and fold or every legal one (``variants="all"``, each as the path
     resolves it given that carrier and fold as options). A tree job's spec records the tree."""
-    from composer.epilogues.settings import FLUX_SOURCES, fused_settings
+    from composer.epilogues.settings import fused_settings, legal_variants
 
     if variants not in FUSED_VARIANTS:
         raise PlanError(f"GEMM_FUSED variants {variants!r}: expected one of {FUSED_VARIANTS}")
@@ -109,11 +109,10 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
     check_supported(scheduled.mma, arch)
     chosen = [scheduled]
     if variants == "all":
-        for flux in FLUX_SOURCES:
-            for carrier, fold in [*((r, False) for r in ROLES), ("z", True)]:
-                if (carrier, fold, flux) != (scheduled.carrier, scheduled.fold, scheduled.flux):
-                    chosen.append(fused_settings(order, paths, {**given, "carrier": carrier, "fold": fold,
-                                                                "flux": flux}))
+        for carrier, fold, flux in legal_variants():
+            if (carrier, fold, flux) != (scheduled.carrier, scheduled.fold, scheduled.flux):
+                chosen.append(fused_settings(order, paths, {**given, "carrier": carrier, "fold": fold,
+                                                            "flux": flux}))
     shape = scheduled.mma.replace("x", "_")
     jobs: dict[str, BuildJob] = {}
     for settings in chosen:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from composer.build import build, plan
-from composer.build.plan import BUILDABLE_PATHS, DEFAULT_PATHS
+from composer.build.plan import BUILDABLE_PATHS, DEFAULT_PATHS, FUSED_VARIANTS
 from composer.cli.arguments import csv_list, positive_int
 from composer.errors import ComposerError
 from composer.paths.registry import paths_with
@@ -31,6 +31,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--paths", default=",".join(DEFAULT_PATHS), metavar="NAME[,NAME...]",
                         help=f"paths whose kernels to build: {', '.join(BUILDABLE_PATHS)} "
                              f"(default: {','.join(DEFAULT_PATHS)})")
+    parser.add_argument("--fused-variants", choices=FUSED_VARIANTS, default="schedule",
+                        help="GEMM_FUSED: the schedule's carrier, fold and flux source, or every legal one "
+                             "(what composer sweep-carrier times; default: schedule)")
     parser.add_argument("--out", default=None, metavar="BUILD_DIR", help="output (default: build/<arch>)")
     parser.add_argument("--force", action="store_true", help="recompile everything")
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
@@ -44,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     if args.mma is not None and not any(p.upper() in readers for p in paths):
         print(f"note: --mma applies to {', '.join(readers)} only; ignored for {','.join(paths)}", file=sys.stderr)
     try:
-        jobs = plan(args.arch, args.mma, args.orders, paths)
+        jobs = plan(args.arch, args.mma, args.orders, paths, args.fused_variants)
         report = build(jobs, out, force=args.force,
                        log=None if args.json else lambda msg: print(msg, file=sys.stderr))
     except ImportError as exc:

@@ -36,7 +36,8 @@ from typing import NoReturn
 
 from composer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CheckFailed, ComposerError
 
-COMMANDS: tuple[str, ...] = ("info", "validate", "bench", "build", "inspect", "graph", "sweep_library", "sweep_fused",
+COMMANDS: tuple[str, ...] = ("info", "validate", "bench", "build", "inspect", "graph", "sweep_library", "sweep_carrier",
+                             "sweep_fused",
                              "profile", "model", "report", "campaign")
 DEBUG_ENV = "COMPOSER_DEBUG"
 EXIT_INTERRUPTED = 130

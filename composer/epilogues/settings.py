@@ -47,6 +47,14 @@ class FusedSettingsError(ComposerError, ValueError):
         self.source, self.key, self.message = source, key, message
 
 
+def legal_variants() -> list[tuple[str, bool, str]]:
+    """Every (carrier, fold, flux) the resolver accepts: each carrier without the fold and z with
+    it, each with the flux from arrays or formed in the mainloop (what ``composer build``
+    compiles with ``fused_variants="all"`` and the carrier sweep times)."""
+    return [(carrier, fold, flux) for flux in FLUX_SOURCES
+            for carrier, fold in [*((r, False) for r in ROLES), ("z", True)]]
+
+
 def default_fold(nq: int, carrier: str) -> bool:
     """The paper's fold: from Nq = 64 on, with the z GEMM carrying."""
     return carrier == "z" and nq >= FOLD_BOTH_IN_Y_NQ
@@ -84,7 +92,8 @@ def _pick(key: str, options: Mapping[str, Any], fused: Mapping[str, Any]) -> tup
 def fused_settings(order: int, paths: Mapping[str, Mapping[str, Any]],
                    options: Mapping[str, Any] | None = None) -> FusedSettings:
     """The settings of order ``order`` from a schedule's ``[paths]`` tables and parsed options
-    (``carrier``, ``fold``, ``mma``, ``library`` as role -> library)."""
+    (``carrier``, ``fold``, ``mma``, ``library`` as role -> library, ``flux``, ``carrier_tile`` as
+    tile key -> value over GEMM_CUTE's tile of the carrier)."""
     options = options or {}
     fused = paths.get("GEMM_FUSED", {})
     cute = paths.get("GEMM_CUTE", {})
@@ -125,8 +134,12 @@ def fused_settings(order: int, paths: Mapping[str, Mapping[str, Any]],
             library[role] = "cute"
     tiles_table = cute.get("tiles", {})
     tiles = {role: role_overrides(tiles_table, role, mma) for role in ROLES}
-    # the table's carrier tile is its carrier's: another carrier (an option) keeps GEMM_CUTE's tile
+    # the table's carrier tile is its carrier's: another carrier (an option) keeps GEMM_CUTE's tile,
+    # unless the options name the tile too
     own = carrier == (fused.get("carrier") or DEFAULT_CARRIER)
-    carrier_tile = dict(fused.get("carrier_tile") or {}) if own else {}
+    if options.get("carrier_tile") is not None:
+        carrier_tile = dict(options["carrier_tile"])
+    else:
+        carrier_tile = dict(fused.get("carrier_tile") or {}) if own else {}
     store_group = int(fused.get("store_group") or DEFAULT_STORE_GROUP)
     return FusedSettings(order, mma, carrier, fold, library, tiles, carrier_tile, store_group, flux)

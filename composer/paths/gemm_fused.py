@@ -7,7 +7,7 @@ array disappear. With the fold (carrier z) the x and y epilogues build the weigh
 one array, which the carrier reads instead of two derivatives and three weights. Which GEMM
 carries, the fold, the carrier's tile and the MMA shape are per-order schedule data
 (``[paths.GEMM_FUSED]``, resolved by :mod:`composer.epilogues.settings`); the options
-``carrier=``/``fold=``/``mma=``/``library=`` override them.
+``carrier=``/``fold=``/``mma=``/``library=``/``carrier_tile=`` override them.
 
 Beyond the paper, ``flux = "mainloop"`` has each GEMM form its flux operand (q*u, q*v, q*w) while
 staging it (``GemmConfig.product``): the volume_flux kernel and its three arrays disappear.
@@ -31,6 +31,7 @@ from composer.epilogues.kernels import FusedGemm
 from composer.epilogues.settings import FLUX_SOURCES, FusedSettings, FusedSettingsError, fused_settings
 from composer.epilogues.tree import text
 from composer.errors import ComposerError
+from composer.gemm.cute.tiles import TILE_KEYS
 from composer.gemm.roles import ROLES
 from composer.paths.base import Launcher, PathOption
 from composer.paths.gemm_cute import GemmCutePath, find_gemm_entry
@@ -56,6 +57,24 @@ def carrier_option(value: str) -> str:
     if role not in ROLES:
         raise ValueError(f"expected one of {', '.join(ROLES)}, got {value!r}")
     return role
+
+
+def tile_option(value: Mapping[str, Any] | str) -> dict[str, Any]:
+    """A carrier tile given as an option: a mapping, or ``bm=128,bn=64,stages=3,swap=false``
+    (keys: ``composer.gemm.cute.tiles.TILE_KEYS``)."""
+    if isinstance(value, Mapping):
+        pairs = dict(value)
+    else:
+        pairs = {}
+        for item in filter(None, str(value).split(",")):
+            key, sep, raw = item.partition("=")
+            if not sep:
+                raise ValueError(f"expected KEY=VALUE items, got {item!r}")
+            pairs[key.strip()] = bool_option(raw) if key.strip() == "swap" else int(raw)
+    unknown = sorted(set(pairs) - set(TILE_KEYS))
+    if unknown:
+        raise ValueError(f"unknown tile keys {unknown} (allowed: {', '.join(TILE_KEYS)})")
+    return pairs
 
 
 def bool_option(value: bool | str) -> bool:
@@ -98,6 +117,8 @@ class GemmFusedPath(GemmCutePath):
                                               "(default: the schedule's, else z)"),
         "fold": PathOption(bool_option, "fold the metric weights into the x and y epilogues (carrier z only; "
                                         "default: the schedule's, else from Nq = 64)"),
+        "carrier_tile": PathOption(tile_option, "the carrier's tile over GEMM_CUTE's for its role, e.g. "
+                                                "bm=128,bn=64,stages=3 (default: the schedule's carrier_tile)"),
         "flux": PathOption(flux_option, "where the GEMMs' flux operands come from: array (the volume_flux "
                                         "kernel) or mainloop (each GEMM forms q*u, q*v, q*w while staging; "
                                         "every GEMM then a CuTe one; default: the schedule's, else array)"),

@@ -10,14 +10,13 @@ plus the ``mma`` shape it was measured with.
 from __future__ import annotations
 
 import itertools
-import re
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from composer.bench.interleave import round_orders
-from composer.fileio import atomic_write_text
+from composer.bench.interleave import interleaved_samples
+from composer.config.schedule_edit import set_table_lines
 from composer.gemm.roles import ROLES
 
 LIBRARIES = ("cute", "cublas")
@@ -63,47 +62,18 @@ class SweepResult:
 def sweep(measure: Callable[[Assignment], float], rounds: int = 5,
           assignments: list[Assignment] | None = None) -> SweepResult:
     """Run ``measure`` on every assignment once per round, rotating the order each round."""
-    if rounds < 1:
-        raise ValueError("rounds must be >= 1")
     cands = assignments or all_assignments()
-    labels = [label(a) for a in cands]
-    by_label = dict(zip(labels, cands))
-    samples: dict[str, list[float]] = {lab: [] for lab in labels}
-    for order in round_orders(labels, rounds, "rotate"):
-        for lab in order:
-            t = float(measure(by_label[lab]))
-            if not t > 0:
-                raise ValueError(f"measure({lab}) returned {t}: expected a positive time")
-            samples[lab].append(t)
+    by_label = {label(a): a for a in cands}
+    samples = interleaved_samples(lambda lab: measure(by_label[lab]), list(by_label), rounds)
     medians = {k: statistics.median(v) for k, v in samples.items()}
     # ties resolve to the assignment using cuBLAS more (the reference path is the safe default)
-    winner = min(labels, key=lambda lab: (medians[lab], lab.count("cute")))
+    winner = min(by_label, key=lambda lab: (medians[lab], lab.count("cute")))
     return SweepResult(samples, winner)
 
 
-_SECTION = re.compile(r"^\[paths\.GEMM_CUTE\]\s*$", re.M)
-_NEXT_SECTION = re.compile(r"^\[", re.M)
-
-
 def write_assignment(schedule_file: Path, assignment: Assignment | Mapping[str, str], mma: str) -> None:
-    """Set ``library`` and ``mma`` in the file's ``[paths.GEMM_CUTE]`` table (created if absent).
-
-    Edits the text in place so comments and the rest of the schedule stay as they are.
-    """
+    """Set ``library`` and ``mma`` in the file's ``[paths.GEMM_CUTE]`` table (created if absent)."""
     lib = dict(assignment)
-    line_lib = "library = { " + ", ".join(f'{r} = "{lib[r]}"' for r in ROLES) + " }"
-    line_mma = f'mma = "{mma}"'
-    text = schedule_file.read_text()
-    match = _SECTION.search(text)
-    if match is None:
-        text = text.rstrip("\n") + f"\n\n[paths.GEMM_CUTE]\n{line_mma}\n{line_lib}\n"
-    else:
-        start = match.end()
-        nxt = _NEXT_SECTION.search(text, start)
-        end = nxt.start() if nxt else len(text)
-        body = text[start:end]
-        for key, line in (("library", line_lib), ("mma", line_mma)):
-            pattern = re.compile(rf"^{key}\s*=.*$", re.M)
-            body = pattern.sub(line, body, count=1) if pattern.search(body) else f"\n{line}" + body
-        text = text[:start] + body + text[end:]
-    atomic_write_text(schedule_file, text)  # a schedule is never left half-written
+    set_table_lines(schedule_file, "paths.GEMM_CUTE", {
+        "library": "library = { " + ", ".join(f'{r} = "{lib[r]}"' for r in ROLES) + " }",
+        "mma": f'mma = "{mma}"'})

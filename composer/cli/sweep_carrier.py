@@ -1,0 +1,150 @@
+"""``composer sweep-carrier``: every legal GEMM_FUSED setting of one order (carrier, fold, flux
+source, carrier tile), each validated on the GPU against the reference on the point-varying input,
+the validated ones timed in interleaved rounds; the fastest written into ``[paths.GEMM_FUSED]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from composer.cli.arguments import positive_int
+from composer.epilogues.carrier_sweep import (Candidate, build_command, candidates, not_built_note, sweep,
+                                              with_build, write_winner)
+from composer.errors import ComposerError
+
+DEFAULT_ROUNDS = 5
+DEFAULT_CALLS = 20
+DEFAULT_ARCH = "sm_90"  # the arch --dry-run lists for when no GPU says otherwise
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "sweep-carrier", help="choose GEMM_FUSED's carrier, fold, flux source and carrier tile by measurement (GPU)",
+        description="Lists every legal GEMM_FUSED setting of the order (carrier x, y or z; the fold with z; "
+        "the flux from arrays or formed in the mainloop; the schedule's carrier tile and a few alternatives), "
+        "validates each built one against the NumPy reference on the point-varying input, times the "
+        "validated ones in interleaved rounds (median of device time per call) and writes the fastest "
+        "into the schedule's [paths.GEMM_FUSED] table.")
+    parser.add_argument("--order", "-p", type=positive_int, required=True, metavar="P")
+    parser.add_argument("--mma", default=None, metavar="SHAPE", help="default: GEMM_FUSED's shape of the schedule")
+    parser.add_argument("--arch", default=None, metavar="sm_XX",
+                        help=f"with --dry-run: the target to list for (default {DEFAULT_ARCH}); else the GPU's")
+    parser.add_argument("--build-dir", default=None, metavar="DIR", help="composer build output (default: build/<arch>)")
+    parser.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS)
+    parser.add_argument("--calls", type=positive_int, default=DEFAULT_CALLS, help="tendency calls per sample")
+    parser.add_argument("--schedules-dir", default=None, metavar="DIR",
+                        help="directory whose pNNNN.toml to write (default: the user schedules directory, "
+                        "$COMPOSER_SCHEDULES or ~/.config/composer/schedules); a missing file starts as a "
+                        "copy of the schedule in use")
+    parser.add_argument("--dry-run", action="store_true", help="list the candidates and which are built; no GPU")
+    parser.set_defaults(func=run)
+
+
+def gpu_steps(order: int, build_dir: str, calls: int) -> tuple[Callable, Callable, Callable[[], None]]:
+    """(validate, measure, close) on the GPU: validation on the schedule's validation grid with
+    its tolerance, timing on the benchmark grid (events around ``calls`` launches after a warm-up)."""
+    from composer import dg
+    from composer.api import tendency
+    from composer.config.schedules import load_schedule
+    from composer.paths.gemm_fused import GemmFusedPath
+    from composer.paths.problem import DeviceProblem
+    from composer.runtime import Event
+    from composer.runtime.device import ensure_context
+    from composer.validation import field_check
+
+    schedule = load_schedule(order)
+    device = ensure_context(None)
+    grid = schedule.benchmark.grid
+    problem = DeviceProblem.upload(dg.make_fields(order, grid), order, grid, device)
+    start, end = Event(device), Event(device)
+
+    def validate(candidate: Candidate) -> tuple[bool, str]:
+        def run_path(fields, o, g):
+            return tendency(fields, o, g, path="GEMM_FUSED", device=device, build_dir=build_dir,
+                            **candidate.options())
+        check = field_check(run_path, order, schedule.validation.grid, schedule.validation.tolerance)
+        return check.passed, check.criterion().measured
+
+    def measure(candidate: Candidate) -> float:
+        path = GemmFusedPath(problem, build_dir=build_dir, **candidate.options())
+        try:
+            q, out = problem.ptr("q"), problem.dqdt.ptr
+            path.launch(q, out)  # warm-up (module load)
+            start.record(problem.stream)
+            for _ in range(calls):
+                path.launch(q, out)
+            end.record(problem.stream)
+            end.synchronize()
+            return start.elapsed_ms(end) / 1e3 / calls
+        finally:
+            problem.stream.synchronize()
+            path.close()
+
+    return validate, measure, problem.close
+
+
+def listing(cands: list[Candidate], command: str) -> list[dict[str, Any]]:
+    """Each candidate's label and state: runnable, skipped (why) or not built (what to run)."""
+    rows = []
+    for c in cands:
+        state = ("skipped: " + c.skipped if c.settings is None
+                 else not_built_note(c, command) if c.missing else "built")
+        rows.append({"candidate": c.label, "tile": dict(c.tile), "state": state})
+    return rows
+
+
+def run(args: argparse.Namespace, steps: Callable[[int, str, int], tuple[Callable, Callable, Callable]] = gpu_steps) -> int:
+    """``steps`` is the GPU seam (tests pass fakes): ``(order, build_dir, calls) -> (validate,
+    measure, close)``."""
+    from composer.arch.mma import mma_shape
+    from composer.config.schedule_files import writable_schedule_file
+    from composer.config.schedules import load_schedule
+    from composer.runtime.manifest import read_manifest
+
+    if args.mma is not None:
+        mma_shape(args.mma)
+    paths = load_schedule(args.order).paths  # an unknown order fails here, before the GPU is touched
+    arch = args.arch
+    if not args.dry_run:
+        from composer.runtime import gpu_available
+
+        if steps is gpu_steps and not gpu_available():
+            raise ComposerError("composer sweep-carrier validates and times on a GPU, and none is usable here; "
+                                "--dry-run lists the candidates without one")
+        if steps is gpu_steps:
+            from composer.runtime.device import ensure_context
+
+            gpu_arch = ensure_context(None).arch
+            if arch is not None and arch != gpu_arch:
+                raise ComposerError(f"--arch {arch}: this GPU is {gpu_arch}; leave --arch out to sweep on it")
+            arch = gpu_arch
+    arch = arch or DEFAULT_ARCH
+    build_dir = args.build_dir or str(Path("build") / arch)
+    manifest = Path(build_dir) / "manifest.json"
+    entries = read_manifest(manifest) if manifest.is_file() else []
+    cands = with_build(candidates(args.order, paths, arch, args.mma), entries, arch)
+    mma = next((c.settings.mma for c in cands if c.settings is not None), args.mma or "?")
+    command = build_command(args.order, arch, mma, build_dir)
+    report: dict[str, Any] = {"order": args.order, "arch": arch, "build_dir": build_dir,
+                              "candidates": listing(cands, command)}
+    if args.dry_run:
+        print(json.dumps(report, indent=2))
+        return 0
+    if not any(c.runnable for c in cands):
+        raise ComposerError(f"p={args.order}: no GEMM_FUSED candidate is built in {build_dir}; run: {command}")
+    validate, measure, close = steps(args.order, build_dir, args.calls)
+    try:
+        result = sweep(cands, validate, measure, args.rounds)
+    finally:
+        close()
+    report.update({"validation": {k: {"passed": ok, "measured": m} for k, (ok, m) in result.verdicts.items()},
+                   "medians_s": result.medians, "winner": result.winner.label if result.winner else None})
+    print(json.dumps(report, indent=2))
+    if result.winner is None:
+        raise ComposerError(f"p={args.order}: no GEMM_FUSED candidate passed validation; nothing written")
+    target = writable_schedule_file(args.order, args.schedules_dir)
+    write_winner(target, result.winner)
+    print(f"wrote {result.winner.label} to {target}")
+    return 0

@@ -1,0 +1,191 @@
+"""The carrier sweep: every legal GEMM_FUSED setting of one order (carrier x|y|z, the fold with z,
+the flux from arrays or formed in the mainloop, the carrier's tile: the schedule's and a few
+alternatives the arch accepts), which of them the build directory holds, each validated and then
+timed in interleaved rounds; the fastest validated one is written into ``[paths.GEMM_FUSED]``.
+
+Pure logic: the GPU steps come in as callables (``validate(candidate) -> (passed, detail)``,
+``measure(candidate) -> seconds per call``), so the choice is tested with fakes. A candidate that
+fails validation is never timed, and so never written.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from composer.bench.interleave import interleaved_samples
+from composer.config.schedule_edit import set_table_lines
+from composer.epilogues.settings import FusedSettings, fused_settings, legal_variants
+from composer.epilogues.tree import text
+from composer.errors import ComposerError
+from composer.gemm.cute.tiles import TILE_KEYS, role_kernel
+
+#: The tile of the schedule (GEMM_CUTE's for the carrier's role, over it the table's carrier_tile).
+SHIPPED = "shipped"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One GEMM_FUSED setting. ``tile`` is the carrier's whole tile; ``shipped`` whether it is the
+    schedule's. ``settings`` is None and ``skipped`` says why when the setting cannot be built."""
+
+    carrier: str
+    fold: bool
+    flux: str
+    tile: Mapping[str, Any]
+    shipped: bool
+    settings: FusedSettings | None = None
+    skipped: str = ""
+    missing: tuple[str, ...] = field(default=())  # kernels absent from the build directory
+
+    @property
+    def tile_label(self) -> str:
+        t = self.tile
+        return SHIPPED if self.shipped else f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}.s{t['stages']}"
+
+    @property
+    def label(self) -> str:
+        return (f"carrier={self.carrier},fold={'on' if self.fold else 'off'},flux={self.flux},"
+                f"tile={self.tile_label}")
+
+    @property
+    def runnable(self) -> bool:
+        return self.settings is not None and not self.missing
+
+    def options(self) -> dict[str, Any]:
+        """The GEMM_FUSED path options that run this setting."""
+        return {"carrier": self.carrier, "fold": self.fold, "flux": self.flux, "carrier_tile": dict(self.tile)}
+
+
+def tile_of(config: Any, swap: bool) -> dict[str, Any]:
+    """A GemmConfig's tile as the schedule's tile keys."""
+    return {**{key: getattr(config, key) for key in TILE_KEYS if key != "swap"}, "swap": swap}
+
+
+def tile_alternatives(tile: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A small neighbourhood of ``tile``: one pipeline stage fewer and more, bk halved and doubled."""
+    out = []
+    for key, value in (("stages", tile["stages"] - 1), ("stages", tile["stages"] + 1),
+                       ("bk", tile["bk"] // 2), ("bk", tile["bk"] * 2)):
+        if value >= 1:
+            out.append({**tile, key: value})
+    return out
+
+
+def _checked(order: int, paths: Mapping[str, Any], options: Mapping[str, Any], arch: str) -> tuple[FusedSettings | None, str]:
+    """The settings of ``options`` when every kernel builds for ``arch``, else (None, why)."""
+    try:
+        settings = fused_settings(order, paths, options)
+        for gemm in settings.gemms().values():
+            gemm.config.validate(arch)
+    except ValueError as exc:  # GemmConfigError, UnsupportedShapeError, FusedSettingsError
+        return None, str(exc)
+    return settings, ""
+
+
+def candidates(order: int, paths: Mapping[str, Any], arch: str, mma: str | None = None) -> list[Candidate]:
+    """Every legal setting of ``order`` (schedule ``[paths]`` tables ``paths``) on ``arch``, the
+    schedule's carrier tile first for each variant. A setting whose shipped tile cannot be built
+    (the mainloop flux's factor tile overflowing shared memory, say) is kept with its reason; an
+    alternative tile that does not validate is left out (it was never a real candidate)."""
+    given = {"mma": mma} if mma else {}
+    out = []
+    for carrier, fold, flux in legal_variants():
+        variant = {**given, "carrier": carrier, "fold": fold, "flux": flux}
+        base = fused_settings(order, paths, variant)  # GEMM_CUTE's tile, the table's when it carries
+        rk = role_kernel(carrier, order + 1, 1, base.mma, {**base.tiles.get(carrier, {}), **base.carrier_tile})
+        shipped = tile_of(rk.config, rk.swap)
+        settings, why = _checked(order, paths, {**variant, "carrier_tile": shipped}, arch)
+        out.append(Candidate(carrier, fold, flux, shipped, True, settings, why))
+        for tile in tile_alternatives(shipped):
+            settings, why = _checked(order, paths, {**variant, "carrier_tile": tile}, arch)
+            if settings is not None:
+                out.append(Candidate(carrier, fold, flux, tile, False, settings))
+    return out
+
+
+def missing_kernels(candidate: Candidate, entries: Sequence[Any], arch: str) -> tuple[str, ...]:
+    """The kernels of ``candidate`` the build manifest ``entries`` lack (a CuTe GEMM absent, or
+    built with another tile), as ``role: what``."""
+    from composer.paths.gemm_cute import entry_gemm_config, find_gemm_entry
+
+    settings = candidate.settings
+    assert settings is not None
+    missing = []
+    for role, gemm in settings.gemms().items():
+        if settings.library[role] != "cute":
+            continue
+        epilogue = "store" if gemm.plain else text(gemm.tree)
+        try:
+            entry = find_gemm_entry(list(entries), settings.order, role, settings.mma, arch, epilogue,
+                                    gemm.config.product)
+        except ComposerError:
+            missing.append(f"{role}: no kernel")
+            continue
+        if entry_gemm_config(entry) != gemm.config:
+            missing.append(f"{role}: built with tile {entry_gemm_config(entry).tag}, needs {gemm.config.tag}")
+    return tuple(missing)
+
+
+def with_build(cands: Sequence[Candidate], entries: Sequence[Any], arch: str) -> list[Candidate]:
+    """``cands`` with ``missing`` filled in from the build manifest ``entries``."""
+    return [replace(c, missing=missing_kernels(c, entries, arch)) if c.settings is not None else c for c in cands]
+
+
+def build_command(order: int, arch: str, mma: str, build_dir: str) -> str:
+    """What builds every variant's kernels with the schedule's tiles."""
+    return (f"composer build --arch {arch} --mma {mma} --orders {order} --paths GEMM_FUSED "
+            f"--fused-variants all --out {build_dir}")
+
+
+def not_built_note(candidate: Candidate, command: str) -> str:
+    """Why ``candidate`` cannot run here and what to do about it."""
+    if candidate.shipped:
+        return f"not built ({'; '.join(candidate.missing)}); run: {command}"
+    return (f"not built ({'; '.join(candidate.missing)}): an alternative carrier tile, which the build "
+            f"compiles once it is paths.GEMM_FUSED.carrier_tile of a user schedule; then run: {command}")
+
+
+@dataclass(frozen=True)
+class CarrierSweepResult:
+    """Validation verdicts of every runnable candidate, samples of the validated ones, the winner."""
+
+    verdicts: dict[str, tuple[bool, str]]
+    samples: dict[str, list[float]]
+    winner: Candidate | None
+
+    @property
+    def medians(self) -> dict[str, float]:
+        return {k: statistics.median(v) for k, v in self.samples.items()}
+
+
+def sweep(cands: Sequence[Candidate], validate: Callable[[Candidate], tuple[bool, str]],
+          measure: Callable[[Candidate], float], rounds: int) -> CarrierSweepResult:
+    """Validate every runnable candidate, time those that pass in interleaved rounds, pick the one
+    of the smallest median (ties: the earlier in ``cands``, i.e. the schedule's tile first)."""
+    runnable = [c for c in cands if c.runnable]
+    verdicts = {c.label: validate(c) for c in runnable}
+    passed = {c.label: c for c in runnable if verdicts[c.label][0]}
+    if not passed:
+        return CarrierSweepResult(verdicts, {}, None)
+    samples = interleaved_samples(lambda lab: measure(passed[lab]), list(passed), rounds)
+    medians = {k: statistics.median(v) for k, v in samples.items()}
+    winner = min(passed.values(), key=lambda c: (medians[c.label], list(passed).index(c.label)))
+    return CarrierSweepResult(verdicts, samples, winner)
+
+
+def _toml(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else (f'"{value}"' if isinstance(value, str) else str(value))
+
+
+def write_winner(schedule_file: Path, winner: Candidate) -> None:
+    """Set carrier, fold, flux, mma and carrier_tile (the whole tile) in ``[paths.GEMM_FUSED]``."""
+    assert winner.settings is not None
+    tile = ", ".join(f"{k} = {_toml(v)}" for k, v in winner.tile.items())
+    set_table_lines(schedule_file, "paths.GEMM_FUSED", {
+        "carrier": f'carrier = "{winner.carrier}"', "fold": f"fold = {_toml(winner.fold)}",
+        "flux": f'flux = "{winner.flux}"', "mma": f'mma = "{winner.settings.mma}"',
+        "carrier_tile": f"carrier_tile = {{ {tile} }}"})

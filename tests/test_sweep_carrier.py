@@ -1,0 +1,170 @@
+"""composer sweep-carrier: the candidate list, the validate-then-time choice and the write."""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from dataclasses import replace
+
+import pytest
+
+from composer.config.schedules import load_schedule
+from composer.epilogues import carrier_sweep as cs
+from composer.epilogues.settings import fused_settings
+
+
+def _cands(order: int, arch: str = "sm_90") -> list[cs.Candidate]:
+    return cs.candidates(order, load_schedule(order).paths, arch)
+
+
+@pytest.mark.parametrize("order", [7, 63, 511])
+def test_candidates_fold_only_with_z_and_never_cublas_carrier(order: int) -> None:
+    cands = _cands(order)
+    assert {c.carrier for c in cands} == {"x", "y", "z"}
+    assert all(c.carrier == "z" for c in cands if c.fold)
+    assert any(c.fold for c in cands) and {c.flux for c in cands} == {"array", "mainloop"}
+    for c in cands:
+        if c.settings is not None:
+            assert c.settings.library[c.carrier] == "cute"
+            assert c.settings.carrier == c.carrier and c.settings.fold == c.fold
+    shipped = [c for c in cands if c.shipped]
+    assert len(shipped) == 8  # one per legal (carrier, fold, flux)
+    assert all(c.label.endswith("tile=shipped") for c in shipped)
+
+
+def test_mainloop_flux_skipped_where_shipped_tile_has_no_room() -> None:
+    cands = _cands(511)
+    skipped = [c for c in cands if c.shipped and c.flux == "mainloop" and c.settings is None]
+    assert skipped and all("shared memory" in c.skipped for c in skipped)
+    assert all(c.settings is not None for c in cands if c.flux == "array")
+
+
+def test_alternative_tiles_validate_for_arch() -> None:
+    for c in _cands(63):
+        if not c.shipped:
+            for gemm in c.settings.gemms().values():
+                gemm.config.validate("sm_90")
+            assert c.tile != next(s.tile for s in _cands(63) if s.shipped and s.label.split(",tile")[0]
+                                  == c.label.split(",tile")[0])
+
+
+def test_missing_kernels_named_with_build_command(tmp_path, capsys) -> None:
+    from composer.cli.main import main
+
+    assert main(["sweep-carrier", "--order", "7", "--dry-run", "--build-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "not built" in out and "--fused-variants all" in out
+    assert f"--out {tmp_path}" in out
+
+
+def _runnable(cands):
+    return [replace(c, missing=()) for c in cands if c.settings is not None]
+
+
+def test_winner_is_fastest_validated_and_failed_never_timed() -> None:
+    cands = _runnable(_cands(7))[:4]
+    times = {cands[0].label: 3.0, cands[1].label: 1.0, cands[2].label: 2.0, cands[3].label: 0.5}
+    failing = cands[3].label  # the fastest, but wrong
+    timed: list[str] = []
+
+    def validate(c):
+        return (c.label != failing, "fake")
+
+    def measure(c):
+        timed.append(c.label)
+        return times[c.label]
+
+    result = cs.sweep(cands, validate, measure, rounds=3)
+    assert result.winner.label == cands[1].label
+    assert failing not in timed and failing not in result.samples
+    assert set(result.verdicts) == set(times)
+    assert timed.count(cands[1].label) == 3
+
+
+def test_unbuilt_candidate_never_validated() -> None:
+    cands = _cands(7)
+    built = replace(cands[0], missing=())
+    unbuilt = replace(cands[1], missing=("x: no kernel",))
+    seen = []
+    result = cs.sweep([built, unbuilt], lambda c: (seen.append(c.label) or True, ""), lambda c: 1.0, 2)
+    assert seen == [built.label] and result.winner.label == built.label
+
+
+def _cli_args(tmp_path, **kw):
+    ns = dict(order=7, mma=None, arch="sm_90", build_dir=str(tmp_path / "build"), rounds=2, calls=1,
+              schedules_dir=str(tmp_path / "user"), dry_run=False)
+    ns.update(kw)
+    return argparse.Namespace(**ns)
+
+
+def test_cli_writes_winner_to_user_dir_only(tmp_path, monkeypatch, capsys) -> None:
+    from composer.cli import sweep_carrier
+    from composer.packaged import packaged_dir
+
+    cands = _cands(7)
+    pick = next(c for c in cands if c.carrier == "z" and c.fold and c.flux == "array" and not c.shipped)
+    monkeypatch.setattr(sweep_carrier, "with_build", lambda cs_, entries, arch: _runnable(cs_))
+    failing = {c.label for c in cands if c.carrier == "x"}
+    closed = []
+
+    def steps(order, build_dir, calls):
+        return ((lambda c: (c.label not in failing, "fake")),
+                (lambda c: 0.5 if c.label == pick.label else (0.1 if c.label in failing else 1.0)),
+                lambda: closed.append(True))
+
+    packaged_before = {p.name: p.read_bytes() for p in packaged_dir().iterdir() if p.name.endswith(".toml")}
+    assert sweep_carrier.run(_cli_args(tmp_path), steps=steps) == 0
+    assert closed == [True]
+    written = tmp_path / "user" / "p0007.toml"
+    table = tomllib.loads(written.read_text())["paths"]["GEMM_FUSED"]
+    assert table["carrier"] == "z" and table["fold"] is True and table["flux"] == "array"
+    assert table["carrier_tile"] == dict(pick.tile)
+    # the written table resolves to the winner's settings
+    paths = tomllib.loads(written.read_text())["paths"]
+    assert dict(fused_settings(7, paths).carrier_tile) == dict(pick.tile)
+    assert {p.name: p.read_bytes() for p in packaged_dir().iterdir() if p.name.endswith(".toml")} == packaged_before
+    assert pick.label in capsys.readouterr().out
+
+
+def test_cli_nothing_written_when_all_fail(tmp_path, monkeypatch) -> None:
+    from composer.cli import sweep_carrier
+    from composer.errors import ComposerError
+
+    monkeypatch.setattr(sweep_carrier, "with_build", lambda cs_, entries, arch: _runnable(cs_))
+    steps = lambda o, b, c: ((lambda cand: (False, "1e-3")), (lambda cand: pytest.fail("timed")), lambda: None)
+    with pytest.raises(ComposerError, match="no GEMM_FUSED candidate passed validation"):
+        sweep_carrier.run(_cli_args(tmp_path), steps=steps)
+    assert not (tmp_path / "user").exists()
+
+
+def test_write_winner_keeps_other_tables(tmp_path) -> None:
+    target = tmp_path / "p0007.toml"
+    target.write_text('# note\n[paths.GEMM_FUSED]\ncarrier = "x"\nstore_group = 2\n\n[paths.GEMM_CUTE]\nmma = "16x8x4"\n')
+    win = next(c for c in _cands(7) if c.carrier == "y" and c.settings is not None)
+    cs.write_winner(target, win)
+    data = tomllib.loads(target.read_text())
+    assert data["paths"]["GEMM_FUSED"]["carrier"] == "y" and data["paths"]["GEMM_FUSED"]["store_group"] == 2
+    assert data["paths"]["GEMM_CUTE"] == {"mma": "16x8x4"} and target.read_text().startswith("# note")
+
+
+@pytest.mark.gpu
+def test_gpu_sweep_two_candidates_p7(tmp_path) -> None:
+    """Build two z-carrier candidates at p = 7, validate and time them on the GPU."""
+    from composer.build import build, plan
+    from composer.cli.sweep_carrier import gpu_steps
+    from composer.runtime.device import ensure_context
+    from composer.runtime.manifest import read_manifest
+
+    arch = ensure_context(None).arch
+    out = tmp_path / "build"
+    build(plan(arch, None, [7], ["GEMM_FUSED"], "all"), out)
+    cands = cs.with_build(_cands(7, arch), read_manifest(out / "manifest.json"), arch)
+    two = [c for c in cands if c.runnable and c.carrier == "z" and c.flux == "array"][:2]
+    assert len(two) == 2
+    validate, measure, close = gpu_steps(7, str(out), 2)
+    try:
+        result = cs.sweep(two, validate, measure, rounds=2)
+    finally:
+        close()
+    assert all(ok for ok, _ in result.verdicts.values()), result.verdicts
+    assert result.winner is not None and result.winner.label in {c.label for c in two}
