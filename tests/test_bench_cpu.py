@@ -48,6 +48,27 @@ def test_event_timer_counts_exactly_the_timed_calls(monkeypatch) -> None:
     assert timer.total_ms == pytest.approx(57.0)
 
 
+def test_seconds_per_call_times_the_calls_after_one_warm_up() -> None:
+    from types import SimpleNamespace
+
+    from composer.paths.timer import seconds_per_call
+
+    launched: list[str] = []
+
+    class Path:
+        problem = SimpleNamespace(stream="main", ptr=lambda name: name, dqdt=SimpleNamespace(ptr="dqdt"))
+
+        def launch(self, q, out):
+            launched.append("warm-up" if start.t is None else ("timed" if end.t is None else "late"))
+            FakeEvent.clock += 1000.0  # 1 s of device time per call on the fake clock
+
+    start, end = FakeEvent(), FakeEvent()
+    seconds = seconds_per_call(Path(), start, end, calls=4)
+    assert launched == ["warm-up"] + ["timed"] * 4 and end.synced
+    # the records tick the fake clock by 1 ms each: (4 calls x 1000 ms + 1 ms) / 4 calls
+    assert seconds == pytest.approx((4 * 1000.0 + 1.0) / 1e3 / 4)
+
+
 def test_bench_without_gpu_names_what_needs_one(capsys) -> None:
     from composer.runtime import gpu_available
 

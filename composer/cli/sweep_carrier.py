@@ -50,6 +50,7 @@ def gpu_steps(order: int, build_dir: str, calls: int) -> tuple[Callable, Callabl
     from composer.config.schedules import load_schedule
     from composer.paths.gemm_fused import GemmFusedPath
     from composer.paths.problem import DeviceProblem
+    from composer.paths.timer import seconds_per_call
     from composer.runtime import Event
     from composer.runtime.device import ensure_context
     from composer.validation import field_check
@@ -70,14 +71,7 @@ def gpu_steps(order: int, build_dir: str, calls: int) -> tuple[Callable, Callabl
     def measure(candidate: Candidate) -> float:
         path = GemmFusedPath(problem, build_dir=build_dir, **candidate.options())
         try:
-            q, out = problem.ptr("q"), problem.dqdt.ptr
-            path.launch(q, out)  # warm-up (module load)
-            start.record(problem.stream)
-            for _ in range(calls):
-                path.launch(q, out)
-            end.record(problem.stream)
-            end.synchronize()
-            return start.elapsed_ms(end) / 1e3 / calls
+            return seconds_per_call(path, start, end, calls)
         finally:
             problem.stream.synchronize()
             path.close()

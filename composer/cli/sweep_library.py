@@ -43,6 +43,7 @@ def measure_on_gpu(order: int, mma: str, build_dir: str | None, calls: int):
     from composer.config.schedules import load_schedule
     from composer.paths.gemm_cute import GemmCutePath
     from composer.paths.problem import DeviceProblem
+    from composer.paths.timer import seconds_per_call
     from composer.runtime import Event
     from composer.runtime.device import ensure_context
 
@@ -54,14 +55,7 @@ def measure_on_gpu(order: int, mma: str, build_dir: str | None, calls: int):
     def measure(assignment: Assignment) -> float:
         path = GemmCutePath(problem, library=dict(assignment), mma=mma, build_dir=build_dir)
         try:
-            q, out = problem.ptr("q"), problem.dqdt.ptr
-            path.launch(q, out)  # warm-up (module load, cuBLAS heuristics)
-            start.record(problem.stream)
-            for _ in range(calls):
-                path.launch(q, out)
-            end.record(problem.stream)
-            end.synchronize()
-            return start.elapsed_ms(end) / 1e3 / calls
+            return seconds_per_call(path, start, end, calls)
         finally:
             problem.stream.synchronize()
             path.close()

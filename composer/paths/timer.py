@@ -8,7 +8,27 @@ that ``total_ms`` covers, so the sum divided by ``intervals`` is the device time
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from composer.runtime import Device, Event, Stream
+
+if TYPE_CHECKING:
+    from composer.paths.base import Path
+
+
+def seconds_per_call(path: Path, start: Event, end: Event, calls: int) -> float:
+    """Device seconds per tendency call of ``path`` on its problem: one warm-up call (module
+    load, library heuristics), then ``calls`` back-to-back calls between ``start`` and ``end``
+    on the main stream (what the sweeps time their candidates with)."""
+    pb = path.problem
+    q, out = pb.ptr("q"), pb.dqdt.ptr
+    path.launch(q, out)
+    start.record(pb.stream)
+    for _ in range(calls):
+        path.launch(q, out)
+    end.record(pb.stream)
+    end.synchronize()
+    return start.elapsed_ms(end) / 1e3 / calls
 
 
 class EventTimer:
