@@ -28,6 +28,9 @@ def register(subparsers: Any) -> None:
                         help="timer of the figures and ratios (default: device_per_call_s)")
     parser.add_argument("--machine", default=None, metavar="NAME",
                         help="machine-table entry of the roofs and the balance axis (default: the runs' GPU)")
+    parser.add_argument("--update-markdown", action="append", default=[], type=Path, metavar="FILE",
+                        help="also rewrite the generated blocks of FILE (`<!-- composer report: TABLE begin -->` … "
+                        "`<!-- composer report: TABLE end -->`) from the report's table TABLE, atomically; repeatable")
     parser.add_argument("--title", default="composer: crossover report", help="the page's title")
     parser.set_defaults(func=run)
 
@@ -37,12 +40,15 @@ def run(args: argparse.Namespace) -> int:
 
     command = "composer " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["report"] else None
     report = build_report(args.inputs, args.out, exclude=args.exclude, metric=args.metric, machine=args.machine,
-                          title=args.title, command=command)
+                          title=args.title, command=command,
+                          update_markdown=args.update_markdown)
     data = report.data
     print(f"report of {len(data.inputs.bench)} benchmark runs and {len(data.inputs.files)} other files "
           f"({len(report.rendered.tables)} tables, {len(report.rendered.figures)} figures) in {report.rendered.directory}:")
     for name in ("report.html", "report.md"):
         print(f"  {report.rendered.directory / name}")
+    for path in args.update_markdown:
+        print(f"  {path} (generated blocks)")
     for line in data.inputs.skipped:
         print(f"note: skipped {line}", file=sys.stderr)
     return 0
