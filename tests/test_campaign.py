@@ -266,6 +266,11 @@ def test_cli_without_gpu_says_what_works(tmp_path, capsys):
     assert main(["campaign", "--out", str(tmp_path / "c"), "--orders", "7,15", "--axes", "paths", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "paths/p0007" in out and "estimated time left" in out
+    assert main(["campaign", "--out", str(tmp_path / "c"), "--orders", "7,15", "--axes", "paths", "--dry-run",
+                 "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert [s["step"] for s in plan["steps"]] == ["paths/p0007", "paths/p0015"]
+    assert plan["estimated_left_s"] == pytest.approx(sum(s["estimate_s"] for s in plan["steps"]))
     assert not (tmp_path / "c").exists()  # a dry run writes nothing
 
 

@@ -8,10 +8,12 @@ A rerun of the same command resumes: finished steps are skipped (failed ones too
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from composer.arch.machines import Machine
 from composer.bench.progress import SweepProgress
@@ -49,19 +51,32 @@ def _hms(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def print_plan(plan: Plan, estimates: dict[str, Estimate], journal: Journal, budget_s: float | None) -> float:
-    """The plan table on stdout; returns the estimated seconds of what is left."""
+def plan_rows(plan: Plan, estimates: dict[str, Estimate], journal: Journal) -> list[dict[str, Any]]:
+    """One row per step: what the plan table shows (and ``--json`` prints)."""
+    rows = []
+    for step in plan.steps:
+        e = estimates[step.id]
+        rows.append({"step": step.id, "what": step.what, "paths": list(step.paths), "runs": e.remaining_runs,
+                     "estimate_s": e.seconds, "basis": e.basis, "status": journal.status(step.id) or "to do"})
+    return rows
+
+
+def print_plan(plan: Plan, estimates: dict[str, Estimate], journal: Journal, budget_s: float | None,
+               as_json: bool = False) -> float:
+    """The plan table (or, ``as_json``, its rows as JSON) on stdout; returns the estimated seconds
+    of what is left."""
+    rows = plan_rows(plan, estimates, journal)
+    left = sum(r["estimate_s"] for r in rows if r["status"] != DONE)
+    if as_json:
+        print(json.dumps({"steps": rows, "notes": list(plan.notes), "estimated_left_s": left,
+                          "budget_s": budget_s}, indent=2))
+        return left
     con = output.console()
     table = output.table(["step", "what", "paths", "runs", "estimate", "basis", "status"],
                          title="composer campaign: plan", right=("runs", "estimate"))
-    left = 0.0
-    for step in plan.steps:
-        e = estimates[step.id]
-        status = journal.status(step.id) or "to do"
-        if status != DONE:
-            left += e.seconds
-        table.add_row(step.id, step.what, ",".join(step.paths), str(e.remaining_runs or "—"),
-                      _hms(e.seconds) if e.basis != "done" else "—", e.basis, status)
+    for r in rows:
+        table.add_row(r["step"], r["what"], ",".join(r["paths"]), str(r["runs"] or "—"),
+                      _hms(r["estimate_s"]) if r["basis"] != "done" else "—", r["basis"], r["status"])
     con.print(table)
     for note in plan.notes:
         con.print(f"note: {note}")

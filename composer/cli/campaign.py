@@ -53,6 +53,7 @@ def register(subparsers: Any) -> None:
                         help="crossover map to write (default: crossover.toml in the user schedules directory)")
     parser.add_argument("--retry-failed", action="store_true", help="rerun steps that failed in an earlier session")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and its estimate only (no GPU)")
+    parser.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
     parser.add_argument("--write-crossover", action="store_true",
                         help="only write the crossover map from DIR's measurements and --predictions (no GPU)")
     parser.set_defaults(func=run)
@@ -119,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         raise ComposerError("nothing to run: " + ("; ".join(plan.notes) or "no step in the plan"))
     if args.dry_run:
         estimator = Estimator(args.out, machine)
-        print_plan(plan, {s.id: estimator.estimate(s) for s in plan.steps}, Journal.open(args.out), args.budget_s)
+        print_plan(plan, {s.id: estimator.estimate(s) for s in plan.steps}, Journal.open(args.out), args.budget_s,
+                   as_json=args.json)
         return 0
     from composer.campaign.execute import CliExecutor
 

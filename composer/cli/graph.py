@@ -126,7 +126,9 @@ def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeat
     problem = DeviceProblem.upload(dg.make_fields(order, grid), order, grid, device)
     reports = []
     try:
-        for cls in classes:
+        progress = output.console(stderr=True)
+        for i, cls in enumerate(classes, 1):
+            progress.print(f"[{i}/{len(classes)}] {cls.name} p={order}: building, then {repeats} timed repetitions")
             impl = cls(problem, **options)
             try:
                 with ClockSampler(device.ordinal) as clocks:  # clocks with every figure (power cap)
