@@ -94,6 +94,9 @@ def runtime(monkeypatch):
             pass
 
     class Event(Stream):
+        def __init__(self, device=None, timing: bool = True) -> None:
+            pass
+
         def record(self, stream) -> None:
             pass
 
