@@ -27,6 +27,7 @@ Expected order: critical path <= measured <= serial sum + gaps (tested on the GP
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -80,7 +81,13 @@ def measure_overlap(path: Any, repeats: int = 20, warmup: int = 3, event: Any = 
     launches = path.bind(pb.ptr("q"), pb.dqdt.ptr)
     serial = plan(path.plan.graph, 1)
     names = list(serial.issue_order)
-    new = lambda: (event(device), event(device))  # noqa: E731
+    made: list[Any] = []  # every event, closed however the measurement ends
+
+    def new() -> tuple[Any, Any]:
+        pair = (event(device), event(device))
+        made.extend(pair)
+        return pair
+
     node_events = {n: [new() for _ in range(repeats)] for n in names}
     serial_events = [new() for _ in range(repeats)]
     call_events = [new() for _ in range(repeats)]
@@ -99,44 +106,49 @@ def measure_overlap(path: Any, repeats: int = 20, warmup: int = 3, event: Any = 
         call()
         end.record(main)
 
-    main.synchronize()
-    for _ in range(warmup):
-        run_plan(serial, path.streams, {}, launches)
-        path.launch(pb.ptr("q"), pb.dqdt.ptr)
-    # No synchronization until the end: the host enqueues ahead of the device, so no timing starts
-    # on an idle device and pays the host's launch time (an event recorded on an idle stream stamps
-    # before the kernel has even been launched; H200 call 2 saw 38 us per call that way).
-    for r in range(repeats):
-        # kernel by kernel in program order, then the serial call, the planned call, the planned call
-        # with its kernels' spans: one repetition of each, so clock drift touches all alike
-        run_plan(serial, path.streams, {}, spanned(node_events, r))
-        timed(serial_events, r, lambda: run_plan(serial, path.streams, {}, launches))
-        timed(call_events, r, lambda: path.launch(pb.ptr("q"), pb.dqdt.ptr))
-        timed(spanned_call_events, r,
-              lambda: run_plan(path.plan, path.streams, path.events, spanned(span_events, r)))
-    main.synchronize()
-    node_ms = {n: _median_ms(node_events[n]) for n in names}
-    serial_sum = sum(node_ms.values())
-    crit = critical_path(path.plan.graph, node_ms)
-    crit_ms = sum(node_ms[n] for n in crit)
-    serial_call = _median_ms(serial_events)
-    measured = _median_ms(call_events)
-    origin = [spanned_call_events[r][0] for r in range(repeats)]
-    spans = {n: (statistics.median(origin[r].elapsed_ms(span_events[n][r][0]) for r in range(repeats)),
-                 statistics.median(origin[r].elapsed_ms(span_events[n][r][1]) for r in range(repeats)))
-             for n in names}
-    predicted = contention_estimate(path, node_ms)
-    for pairs in (*node_events.values(), serial_events, call_events, spanned_call_events, *span_events.values()):
-        for a, b in pairs:
-            a.close()
-            b.close()
-    return OverlapFigures(
-        path=path.name, order=pb.order, streams=path.plan.streams, node_ms=node_ms, serial_sum_ms=serial_sum,
-        critical_path=tuple(crit), critical_path_ms=crit_ms, serial_call_ms=serial_call,
-        launch_gaps_ms=serial_call - serial_sum, measured_ms=measured, overlap_ms=serial_call - measured,
-        overlap_pct=100.0 * (serial_call - measured) / serial_call if serial_call else 0.0, spans=spans,
-        predicted_ms=predicted, prediction_error_pct=100.0 * (predicted - measured) / measured if measured else 0.0,
-        repeats=repeats)
+    try:
+        main.synchronize()
+        for _ in range(warmup):
+            run_plan(serial, path.streams, {}, launches)
+            path.launch(pb.ptr("q"), pb.dqdt.ptr)
+        # No synchronization until the end: the host enqueues ahead of the device, so no timing starts
+        # on an idle device and pays the host's launch time (an event recorded on an idle stream stamps
+        # before the kernel has even been launched; H200 call 2 saw 38 us per call that way).
+        for r in range(repeats):
+            # kernel by kernel in program order, then the serial call, the planned call, the planned call
+            # with its kernels' spans: one repetition of each, so clock drift touches all alike
+            run_plan(serial, path.streams, {}, spanned(node_events, r))
+            timed(serial_events, r, lambda: run_plan(serial, path.streams, {}, launches))
+            timed(call_events, r, lambda: path.launch(pb.ptr("q"), pb.dqdt.ptr))
+            timed(spanned_call_events, r,
+                  lambda: run_plan(path.plan, path.streams, path.events, spanned(span_events, r)))
+        main.synchronize()
+        node_ms = {n: _median_ms(node_events[n]) for n in names}
+        serial_sum = sum(node_ms.values())
+        crit = critical_path(path.plan.graph, node_ms)
+        crit_ms = sum(node_ms[n] for n in crit)
+        serial_call = _median_ms(serial_events)
+        measured = _median_ms(call_events)
+        origin = [spanned_call_events[r][0] for r in range(repeats)]
+        spans = {n: (statistics.median(origin[r].elapsed_ms(span_events[n][r][0]) for r in range(repeats)),
+                     statistics.median(origin[r].elapsed_ms(span_events[n][r][1]) for r in range(repeats)))
+                 for n in names}
+        predicted = contention_estimate(path, node_ms)
+        figures = OverlapFigures(
+            path=path.name, order=pb.order, streams=path.plan.streams, node_ms=node_ms, serial_sum_ms=serial_sum,
+            critical_path=tuple(crit), critical_path_ms=crit_ms, serial_call_ms=serial_call,
+            launch_gaps_ms=serial_call - serial_sum, measured_ms=measured, overlap_ms=serial_call - measured,
+            overlap_pct=100.0 * (serial_call - measured) / serial_call if serial_call else 0.0, spans=spans,
+            predicted_ms=predicted, prediction_error_pct=100.0 * (predicted - measured) / measured if measured else 0.0,
+            repeats=repeats)
+    except BaseException:  # a failed launch mid-way: release the events, keep the launch's error
+        for e in made:
+            with contextlib.suppress(Exception):
+                e.close()
+        raise
+    for e in made:
+        e.close()
+    return figures
 
 
 def contention_estimate(path: Any, node_ms: dict[str, float]) -> float:
