@@ -54,7 +54,6 @@ class EinsumPath(Path):
     def __init__(self, problem: DeviceProblem, **options: Any) -> None:
         super().__init__(problem, **options)
         self.cp, self.cpx = _cupy()
-        self.stream = self.cp.cuda.ExternalStream(int(problem.stream.handle))
         mesh = problem.mesh
         self.volume_shape, self.face_shape = mesh.volume_shape, mesh.face_shape
         self.arrays = {key: self._wrap(buf.ptr, self.volume_shape if key in "q u v w Ex Ey Ez".split()
@@ -71,12 +70,13 @@ class EinsumPath(Path):
         return cp.ndarray(shape, dtype, cp.cuda.MemoryPointer(memory, 0))
 
     def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
-        return {"einsum": lambda _stream: self.evaluate(q_ptr, dqdt_ptr)}
+        return {"einsum": lambda stream: self.evaluate(q_ptr, dqdt_ptr, stream)}
 
-    def evaluate(self, q_ptr: int, dqdt_ptr: int) -> None:
-        """The whole operator in CuPy on the problem's stream (the plan's only stream)."""
+    def evaluate(self, q_ptr: int, dqdt_ptr: int, stream: Any) -> None:
+        """The whole operator in CuPy on ``stream``, the one the plan gives its only node (the
+        problem's main stream): CuPy's kernels and pool temporaries follow that stream."""
         cp, a, d = self.cp, self.arrays, self.diff
-        with self.stream:
+        with cp.cuda.ExternalStream(int(stream.handle)):
             q = self._wrap(q_ptr, self.volume_shape)
             volume = a["Ex"] * cp.einsum("im,ekjm->ekji", d, q * a["u"])
             volume += a["Ey"] * cp.einsum("jm,ekmi->ekji", d, q * a["v"])
