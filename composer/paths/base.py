@@ -191,7 +191,8 @@ class Path(ABC):
         machine = cost_machine(pb.device.arch, pb.device.sm_count)
         self.plan = self.launch_plan(pb.order, pb.num_elements, machine, **self.options)
         self.side_streams = [Stream(pb.device) for _ in range(self.plan.streams - 1)]
-        self.events = {name: Event(pb.device) for name in self.plan.events}
+        # synchronization only: the fork and done events are never timed
+        self.events = {name: Event(pb.device, timing=False) for name in self.plan.events}
 
     @property
     def streams(self) -> list[Stream]:

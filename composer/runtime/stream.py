@@ -62,13 +62,20 @@ def _ready(drv: Any, result: tuple, api: str) -> bool:
 
 
 class Event:
-    """A timing-enabled event: ``start.elapsed_ms(end)`` is the GPU time between two records."""
+    """A timing-enabled event: ``start.elapsed_ms(end)`` is the GPU time between two records.
 
-    def __init__(self, device: Device | None = None) -> None:
+    ``timing=False`` makes a synchronization-only event (CU_EVENT_DISABLE_TIMING): what a
+    cross-stream record/wait needs, and cheaper to record and wait on, since the device writes
+    no timestamp; ``elapsed_ms`` on it is an error.
+    """
+
+    def __init__(self, device: Device | None = None, timing: bool = True) -> None:
         self.handle: Any = None
         self.device = ensure_context(device)
         self._drv = self.device._drv
-        self.handle = check(self._drv.cuEventCreate(self._drv.CUevent_flags.CU_EVENT_DEFAULT), "cuEventCreate")
+        kind = self._drv.CUevent_flags
+        flags = kind.CU_EVENT_DEFAULT if timing else kind.CU_EVENT_DISABLE_TIMING
+        self.handle = check(self._drv.cuEventCreate(flags), "cuEventCreate")
 
     def record(self, stream: Stream | None = None) -> Event:
         """Record on ``stream`` (the legacy stream 0 if None); returns self for chaining."""
