@@ -96,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
                 raise ComposerError(f"ncu on {key} ran past --timeout {args.timeout:g} s; "
                                     "give it more with --timeout") from None
             if proc.returncode != 0 or not log.exists():
-                raise ComposerError(f"ncu failed for {key} (exit {proc.returncode}): "
-                                    f"{(proc.stderr or proc.stdout)[-2000:]}")
+                raise ComposerError(f"ncu failed for {key} (exit {proc.returncode}): {_failure_text(proc, log)}")
             kernels = [summarize(row).as_dict() for row in parse_raw_csv(log.read_text())]
             summary[key] = {"path": name, "order": order, "sections": sections, "kernels": kernels,
                             "options": options.get(path_class(name).name, {}),
@@ -111,6 +110,18 @@ def run(args: argparse.Namespace) -> int:
         keys = [f"{name}@p{order}" for order in args.orders for name in args.paths]
         print(json.dumps({key: summary[key] for key in keys}, indent=1))
     return 0
+
+
+def _failure_text(proc: subprocess.CompletedProcess, log: Path) -> str:
+    """What ncu and its target said: with ``--log-file`` ncu writes its own errors (==ERROR==,
+    ==WARNING==) into the log, not to stderr, so the log's non-CSV lines come first, then the
+    target's stderr; one line, the tail only."""
+    said = []
+    if log.exists():
+        said += [ln for ln in log.read_text(errors="replace").splitlines() if ln.startswith("==")]
+    said += (proc.stderr or proc.stdout or "").strip().splitlines()
+    text = " | ".join(ln.strip() for ln in said if ln.strip()) or "no message from ncu or its target"
+    return text[-1500:]
 
 
 def _check_sms(sms: int) -> None:

@@ -5,6 +5,7 @@ the validated ones timed in interleaved rounds; the fastest written into ``[path
 from __future__ import annotations
 
 import argparse
+import os
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -13,6 +14,7 @@ from composer.cli.arguments import positive_int
 from composer.epilogues.carrier_sweep import (Candidate, build_command, candidates, not_built_note, sweep,
                                               with_build, write_winner)
 from composer.errors import ComposerError
+from composer.runtime.manifest import BUILD_DIR_ENV
 
 DEFAULT_ROUNDS = 5
 DEFAULT_CALLS = 20
@@ -31,7 +33,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--mma", default=None, metavar="SHAPE", help="default: GEMM_FUSED's shape of the schedule")
     parser.add_argument("--arch", default=None, metavar="sm_XX",
                         help=f"with --dry-run: the target to list for (default {DEFAULT_ARCH}); else the GPU's")
-    parser.add_argument("--build-dir", default=None, metavar="DIR", help="composer build output (default: build/<arch>)")
+    parser.add_argument("--build-dir", default=None, metavar="DIR", help="composer build output (default: $COMPOSER_BUILD_DIR, else build/<arch>)")
     parser.add_argument("--rounds", type=positive_int, default=DEFAULT_ROUNDS)
     parser.add_argument("--calls", type=positive_int, default=DEFAULT_CALLS, help="tendency calls per sample")
     parser.add_argument("--schedules-dir", default=None, metavar="DIR",
@@ -115,7 +117,7 @@ def run(args: argparse.Namespace, steps: Callable[[int, str, int], tuple[Callabl
                 raise ComposerError(f"--arch {arch}: this GPU is {gpu_arch}; leave --arch out to sweep on it")
             arch = gpu_arch
     arch = arch or DEFAULT_ARCH
-    build_dir = args.build_dir or str(Path("build") / arch)
+    build_dir = args.build_dir or os.environ.get(BUILD_DIR_ENV) or str(Path("build") / arch)
     manifest = Path(build_dir) / "manifest.json"
     entries = read_manifest(manifest) if manifest.is_file() else []
     cands = with_build(candidates(args.order, paths, arch, args.mma), entries, arch)

@@ -65,10 +65,30 @@ def positive_int_option(value: int | str) -> int:
     return number
 
 
+def node_times_option(value: Mapping[str, Any] | str) -> dict[str, float]:
+    """Measured kernel times in microseconds by node name, as a mapping or ``"name:us,name:us"``
+    (what ``composer graph --measure`` reports as ``node_ms``, times 1000)."""
+    if isinstance(value, str):
+        pairs = [item.split(":", 1) for item in value.split(",") if item.strip()]
+        if any(len(p) != 2 for p in pairs):
+            raise ValueError(f"expected name:microseconds[,name:microseconds...], got {value!r}")
+        value = {name.strip(): us for name, us in pairs}
+    if not isinstance(value, Mapping) or not value:
+        raise TypeError(f"expected a mapping of node name to microseconds, got {value!r}")
+    times = {str(name): float(us) for name, us in value.items()}
+    bad = [name for name, us in times.items() if not us >= 0.0]
+    if bad:
+        raise ValueError(f"node times must be non-negative numbers: {', '.join(bad)}")
+    return times
+
+
 #: Options every path reads: how its launch plan is built.
 SCHEDULE_OPTIONS: Mapping[str, PathOption] = MappingProxyType({
     "max_streams": PathOption(positive_int_option, "streams the launch plan may use, the main stream "
                                                    "included (1: the serial program order; default: no cap)"),
+    "node_us": PathOption(node_times_option, "measured kernel times (µs) by node name, the plan's weights in "
+                                             "place of the roofline cost hints (which chain is critical, "
+                                             "hence what runs on the main stream); default: the hints"),
 })
 
 
@@ -181,8 +201,16 @@ class Path(ABC):
         """The launch plan of one tendency call (``options`` already parsed; ``max_streams`` among them)."""
         options = dict(options)
         max_streams = options.pop("max_streams", None)
+        node_us = options.pop("node_us", None)
         nodes = cls.program(order, num_elements, machine, **options)
-        return plan(build_graph(nodes, PROBLEM_INPUTS), max_streams or len(nodes))
+        weights = None
+        if node_us is not None:
+            unknown = sorted(set(node_us) - {n.name for n in nodes})
+            if unknown:
+                raise ComposerError(f"{cls.name} p={order}: node_us names no kernel of the path: {', '.join(unknown)} "
+                                    f"(its kernels: {', '.join(n.name for n in nodes)})")
+            weights = {name: us * 1e-6 for name, us in node_us.items()}
+        return plan(build_graph(nodes, PROBLEM_INPUTS), max_streams or len(nodes), weights)
 
     def schedule(self) -> None:
         """Plan this instance's launches and create the side streams and events the plan uses.
