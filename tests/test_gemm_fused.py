@@ -3,6 +3,7 @@ kernels it declares to the scheduler, its memory estimate and what ``composer bu
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -20,14 +21,35 @@ from composer.paths.program import PROBLEM_INPUTS
 from composer.paths.registry import path_class
 from composer.sched import build_graph
 
+#: p = 511's schedule without its [paths.GEMM_FUSED] table (the last one; the tests add their own and
+#: read the defaults, carrier z, from what is left).
 P511 = (Path(__file__).resolve().parents[1] / "schedules" / "p0511.toml").read_text()
 MACHINE = get_machine("h200")
 GEMM_FUSED = path_class("GEMM_FUSED")
 
 
+def without_gemm_fused_table(text: str) -> str:
+    """A schedule's text without its [paths.GEMM_FUSED] table (the last table of a shipped file)."""
+    return re.split(r"\n(?:# GEMM_FUSED:[^\n]*\n(?:#[^\n]*\n)*)?\[paths\.GEMM_FUSED\]", text)[0] + "\n"
+
+
+@pytest.fixture
+def paper_defaults(tmp_path, monkeypatch):
+    """User schedules equal to the shipped ones less their [paths.GEMM_FUSED] tables, so that
+    GEMM_FUSED runs the paper's defaults (carrier z, the fold from Nq = 64, the flux from arrays)
+    that these tests are about, not the settings the carrier sweep shipped."""
+    user = tmp_path / "paper_defaults"
+    user.mkdir()
+    shipped = Path(__file__).resolve().parents[1] / "schedules"
+    for f in shipped.glob("p[0-9][0-9][0-9][0-9].toml"):
+        (user / f.name).write_text(without_gemm_fused_table(f.read_text()))
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(user))
+    return user
+
+
 def schedule_with(tmp_path: Path, table: str):
     path = tmp_path / "p0511.toml"
-    path.write_text(P511 + "\n[paths.GEMM_FUSED]\n" + table + "\n")
+    path.write_text(without_gemm_fused_table(P511) + "\n[paths.GEMM_FUSED]\n" + table + "\n")
     return path
 
 
@@ -101,7 +123,7 @@ def test_gemm_cute_library_is_kept_for_plain_gemms():
     assert fused_settings(127, paths, {"mma": "16x8x8"}).mma == "16x8x8"
 
 
-def test_options_that_cannot_run_name_the_option():
+def test_options_that_cannot_run_name_the_option(paper_defaults):
     with pytest.raises(ComposerError, match=r"path GEMM_FUSED at p=7: option fold: the fold needs the z GEMM"):
         settings_for(7, {"carrier": "x", "fold": True})
     with pytest.raises(ComposerError, match=r"option library: z is the carrier of GEMM_FUSED and must be a CuTe"):
@@ -120,7 +142,7 @@ def _graph(order, **options):
 
 
 @pytest.mark.parametrize("order", [63, 127, 767])
-def test_the_fold_is_one_chain_beside_the_face_flux(order):
+def test_the_fold_is_one_chain_beside_the_face_flux(order, paper_defaults):
     g = nx.transitive_reduction(_graph(order))
     assert set(g.edges) == {("volume_flux", "gemm_x"), ("gemm_x", "gemm_y"), ("gemm_y", "gemm_z"),
                             ("surface_flux", "gemm_z")}
@@ -144,7 +166,7 @@ def test_without_the_fold_the_non_carriers_run_concurrently(carrier):
 
 
 @pytest.mark.parametrize("order", [7, 127])
-def test_memory_is_one_volume_array_fewer_than_gemm_and_two_with_the_fold(order):
+def test_memory_is_one_volume_array_fewer_than_gemm_and_two_with_the_fold(order, paper_defaults):
     grid = (2, 3, 1)
     vol = counts.volume_array_bytes(order, grid)
     fewer = path_class("GEMM").device_bytes(order, grid) - GEMM_FUSED.device_bytes(order, grid)
@@ -154,7 +176,7 @@ def test_memory_is_one_volume_array_fewer_than_gemm_and_two_with_the_fold(order)
     assert "lift" not in str(items)
 
 
-def test_build_plan_adds_the_tree_kernels_and_checks_the_shape():
+def test_build_plan_adds_the_tree_kernels_and_checks_the_shape(paper_defaults):
     jobs = plan("sm_90", "16x8x4", [7, 127], ["GEMM_FUSED"])
     trees = {j.name: j.spec for j in jobs if "epilogue" in j.spec}
     assert sorted(trees) == ["dgemm_p0007_z_m16_8_4_carry", "dgemm_p0127_x_m16_8_4_fold",
@@ -190,7 +212,7 @@ def test_build_can_compile_every_legal_variant():
 
 
 @pytest.mark.parametrize("order", [7, 127])
-def test_the_flux_in_the_mainloop_drops_the_volume_flux_kernel_and_arrays(order):
+def test_the_flux_in_the_mainloop_drops_the_volume_flux_kernel_and_arrays(order, paper_defaults):
     nodes = {n.name: n for n in GEMM_FUSED.program(order, 64, MACHINE, flux="mainloop")}
     assert "volume_flux" not in nodes and not any(r.startswith("flux_") for n in nodes.values() for r in n.reads)
     assert {r: nodes[f"gemm_{r}"].reads[:3] for r in "xyz"} == {"x": ("D", "q", "u"), "y": ("D", "q", "v"),

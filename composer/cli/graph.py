@@ -55,6 +55,11 @@ def register(subparsers: Any) -> None:
                         help="repetitions of each timing with --measure (default: 20)")
     parser.add_argument("--out", type=Path, default=None, metavar="FILE",
                         help="also write the JSON to FILE (atomically)")
+    parser.add_argument("--record-times", action="store_true",
+                        help="with --measure: merge the measured node times into node_times.toml of the user "
+                        "schedules directory, where later launch plans of this GPU take them as weights")
+    parser.add_argument("--hints", action="store_true",
+                        help="plan from the roofline cost hints, not from recorded node times")
     parser.set_defaults(func=run)
 
 
@@ -76,7 +81,11 @@ def run(args: argparse.Namespace) -> int:
     for cls in classes:
         cls.check_order(args.order)
     grid = _grid(args.order, args.grid)
-    options = {"max_streams": args.max_streams} if args.max_streams else {}
+    if args.record_times and not args.measure:
+        raise ComposerError("--record-times records what --measure timed; add --measure")
+    options: dict[str, Any] = {"max_streams": args.max_streams} if args.max_streams else {}
+    if args.hints:
+        options["node_us"] = "hints"
     reports = (_measure(classes, args.order, grid, options, args.repeats) if args.measure
                else _plan_only(classes, args.order, grid, options, get_machine(args.machine)))
     if args.dot is not None:
@@ -91,6 +100,13 @@ def run(args: argparse.Namespace) -> int:
     text = json.dumps(document, indent=2)
     if args.out is not None:
         atomic_write_text(args.out, text + "\n")
+    if args.record_times:
+        from composer.sched.node_times import record_times
+
+        machine = reports[0]["cost_machine"]
+        target = record_times(document if len(reports) > 1 else {"order": args.order, "paths": reports}, machine)
+        output.console(stderr=True).print(f"node times of {', '.join(r['path'] for r in reports)} p={args.order} "
+                                          f"({machine}) recorded in {target}")
     if args.json:
         print(text)
     else:
@@ -118,6 +134,7 @@ def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeat
     from composer.bench.provenance import collect_provenance
     from composer.paths.problem import DeviceProblem, check_fits
     from composer.runtime import Device
+    from composer.paths.base import cost_machine
     from composer.sched.measure import measure_overlap
 
     device = Device()
@@ -136,6 +153,7 @@ def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeat
                     figures = measure_overlap(impl, repeats=repeats)
                     clocks.stop()
                 reports.append({**_report(cls.name, impl.plan), "device": device.name,
+                                "cost_machine": cost_machine(device.arch, device.sm_count).name,
                                 "measure": figures.as_dict(), "clocks": clocks.summary().to_dict()})
             finally:
                 impl.close()

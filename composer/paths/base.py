@@ -27,6 +27,7 @@ from composer import counts
 from composer.arch.machines import Machine, load_machines
 from composer.arch.mma import arch_number
 from composer.errors import ComposerError
+from composer.sched.node_times import measured_weights
 from composer.paths.problem import DeviceProblem
 from composer.paths.program import PROBLEM_INPUTS
 from composer.runtime import Event, Stream
@@ -67,7 +68,10 @@ def positive_int_option(value: int | str) -> int:
 
 def node_times_option(value: Mapping[str, Any] | str) -> dict[str, float]:
     """Measured kernel times in microseconds by node name, as a mapping or ``"name:us,name:us"``
-    (what ``composer graph --measure`` reports as ``node_ms``, times 1000)."""
+    (what ``composer graph --measure`` reports as ``node_ms``, times 1000); ``"hints"`` (an empty
+    mapping) plans from the roofline hints even where ``schedules/node_times.toml`` has times."""
+    if isinstance(value, str) and value.strip().lower() == "hints":
+        return {}
     if isinstance(value, str):
         pairs = [item.split(":", 1) for item in value.split(",") if item.strip()]
         if any(len(p) != 2 for p in pairs):
@@ -86,9 +90,11 @@ def node_times_option(value: Mapping[str, Any] | str) -> dict[str, float]:
 SCHEDULE_OPTIONS: Mapping[str, PathOption] = MappingProxyType({
     "max_streams": PathOption(positive_int_option, "streams the launch plan may use, the main stream "
                                                    "included (1: the serial program order; default: no cap)"),
-    "node_us": PathOption(node_times_option, "measured kernel times (µs) by node name, the plan's weights in "
-                                             "place of the roofline cost hints (which chain is critical, "
-                                             "hence what runs on the main stream); default: the hints"),
+    "node_us": PathOption(node_times_option, "measured kernel times (µs) by node name, name:us,..., the plan's "
+                                             "weights (which chain is critical, hence what runs on the main "
+                                             "stream); 'hints': the roofline cost hints; default: the times "
+                                             "of schedules/node_times.toml where they name the path's "
+                                             "kernels, else the hints"),
 })
 
 
@@ -203,8 +209,10 @@ class Path(ABC):
         max_streams = options.pop("max_streams", None)
         node_us = options.pop("node_us", None)
         nodes = cls.program(order, num_elements, machine, **options)
-        weights = None
-        if node_us is not None:
+        weights = measured_weights(machine.name, cls.name, order, [n.name for n in nodes])
+        if node_us == {}:
+            weights = None
+        elif node_us is not None:
             unknown = sorted(set(node_us) - {n.name for n in nodes})
             if unknown:
                 raise ComposerError(f"{cls.name} p={order}: node_us names no kernel of the path: {', '.join(unknown)} "
