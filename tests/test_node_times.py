@@ -124,3 +124,15 @@ def test_render_round_trips():
     assert parse_node_times(parse_toml(text, "r"), "r") == {k: {n: round(v, 1) for n, v in d.items()}
                                                              for k, d in times.items()}
     json.dumps(text)
+
+
+def test_the_plan_machine_is_the_gpu_identified_by_its_memory():
+    """H100 and H200 share sm_90 and 132 SMs: the memory tells them apart (session 7, call 4: the
+    first-match rule priced the H200 as an H100, so its recorded times never applied)."""
+    from composer.paths.base import cost_machine
+
+    machines = load_machines()
+    assert cost_machine("sm_90", 132, machines["h200"].memory_bytes).name == "h200"
+    assert cost_machine("sm_90", 132, machines["h100"].memory_bytes).name == "h100"
+    assert cost_machine("sm_90", 98, machines["h200"].memory_bytes).name == "h200"  # a green context
+    assert cost_machine("sm_80", 108).arch == "sm_80"

@@ -153,7 +153,7 @@ def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeat
                     figures = measure_overlap(impl, repeats=repeats)
                     clocks.stop()
                 reports.append({**_report(cls.name, impl.plan), "device": device.name,
-                                "cost_machine": cost_machine(device.arch, device.sm_count).name,
+                                "cost_machine": cost_machine(device.arch, device.sm_count, device.total_memory).name,
                                 "measure": figures.as_dict(), "clocks": clocks.summary().to_dict()})
             finally:
                 impl.close()

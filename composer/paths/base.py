@@ -98,13 +98,27 @@ SCHEDULE_OPTIONS: Mapping[str, PathOption] = MappingProxyType({
 })
 
 
-def cost_machine(arch: str, sm_count: int) -> Machine:
-    """The machine-table entry whose capacities price a device's kernels for the cost hints: the
-    one of the same architecture and SM count, else of the same architecture, else the first."""
-    machines = list(load_machines().values())
+def cost_machine(arch: str, sm_count: int, memory_bytes: int = 0) -> Machine:
+    """The machine-table entry whose capacities price a device's kernels for the cost hints and
+    whose recorded node times (``schedules/node_times.toml``) the plans take: the entry the GPU is
+    (``composer.arch.identify``: architecture, SM count and memory; the H100 and the H200 share
+    sm_90 and 132 SMs and differ only in memory), else the one of the same architecture and SM
+    count closest in memory, else of the same architecture (a green context of fewer SMs), else
+    the first."""
+    from composer.arch.identify import identify_machine
+
+    table = load_machines()
+    if memory_bytes > 0:
+        found = identify_machine(arch, sm_count, memory_bytes, table)
+        if found is not None:
+            return found
+    machines = list(table.values())
     same_arch = [m for m in machines if m.arch == arch]
     exact = [m for m in same_arch if m.sm_count == sm_count]
-    return (exact or same_arch or machines)[0]
+    candidates = exact or same_arch or machines
+    if memory_bytes > 0:
+        return min(candidates, key=lambda m: abs(m.memory_bytes - memory_bytes))
+    return candidates[0]
 
 
 def directory_option(value: str | FsPath) -> FsPath:
@@ -224,7 +238,7 @@ class Path(ABC):
         """Plan this instance's launches and create the side streams and events the plan uses.
         Subclasses call it at the end of ``__init__``, once their kernels are loaded."""
         pb = self.problem
-        machine = cost_machine(pb.device.arch, pb.device.sm_count)
+        machine = cost_machine(pb.device.arch, pb.device.sm_count, getattr(pb.device, "total_memory", 0))
         self.plan = self.launch_plan(pb.order, pb.num_elements, machine, **self.options)
         self.side_streams = [Stream(pb.device) for _ in range(self.plan.streams - 1)]
         # synchronization only: the fork and done events are never timed
