@@ -177,24 +177,28 @@ class CellIndex:
     def variants(self, path: str) -> list[str]:
         return sorted({c.variant for c in self.measured() if c.path == path})
 
-    def candidates(self, k: Key, order: int) -> list[Cell]:
-        """Cells of ``k`` at ``order``, newest results directory first."""
+    def candidates(self, k: Key, order: int, commits: frozenset[str] | None = None) -> list[Cell]:
+        """Cells of ``k`` at ``order``, newest results directory first; with ``commits``, only
+        cells of runs made from one of those commits."""
         path, variants = k
-        found = [c for c in self.measured() if c.path == path and c.order == order and c.variant in variants]
+        found = [c for c in self.measured() if c.path == path and c.order == order and c.variant in variants
+                 and (commits is None or c.source.identity.commit in commits)]
         return sorted(found, key=lambda c: (c.source.date, c.source.display), reverse=True)
 
-    def latest(self, k: Key, order: int) -> Cell | None:
-        found = self.candidates(k, order)
+    def latest(self, k: Key, order: int, commits: frozenset[str] | None = None) -> Cell | None:
+        found = self.candidates(k, order, commits)
         return found[0] if found else None
 
     def grid(self, order: int) -> tuple[int, int, int] | None:
         return next((c.grid for c in self.cells if c.order == order), None)
 
     # comparisons -----------------------------------------------------------------------------
-    def compare(self, num: Key, den: Key, order: int, via: Key | None = None) -> Comparison | None:
-        """num/den at ``order`` (module docstring); ``via`` is the baseline of a cross-run ratio."""
-        dens = {c.source.label: c for c in self.candidates(den, order)}
-        for a in self.candidates(num, order):
+    def compare(self, num: Key, den: Key, order: int, via: Key | None = None,
+                commits: frozenset[str] | None = None) -> Comparison | None:
+        """num/den at ``order`` (module docstring); ``via`` is the baseline of a cross-run ratio;
+        ``commits`` restricts the same-run pairs to runs of those commits."""
+        dens = {c.source.label: c for c in self.candidates(den, order, commits)}
+        for a in self.candidates(num, order, commits):
             b = dens.get(a.source.label)
             if b is not None and a is not b:
                 claim = claim_test(a.summary, b.summary, self.metric)

@@ -31,8 +31,31 @@ def coordinate(data: ReportData, sms: int) -> float:
     return m.hbm_bandwidth_nominal / (sms * m.clock_hz)
 
 
-def _variant(data: ReportData, sms: int) -> tuple[str, ...]:
-    return ("", f"sms={sms}") if sms == data.machine.sm_count else (f"sms={sms}",)
+def _variants(data: ReportData, sms: int) -> list[tuple[str, ...]]:
+    """The variants that stand for ``sms`` active SMs: at the full count a run in a green context of
+    all SMs or a plain bench run."""
+    return [(f"sms={sms}", "")] if sms == data.machine.sm_count else [(f"sms={sms}",)]
+
+
+def axis_commits(data: ReportData, order: int) -> frozenset[str] | None:
+    """The commits of the restricted runs at ``order``: a balance axis compares one build across SM
+    counts, so at the full count a run of the same commit stands for the point before a newer run
+    of other kernels (session 7: the device's NVRTC built FUSED_TC at p = 255 10 % faster than the
+    CUBINs the restricted runs used)."""
+    commits = {c.source.identity.commit for c in data.index.measured()
+               if c.order == order and _SMS.match(c.variant) and c.source.identity.commit}
+    return frozenset(commits) or None
+
+
+def _at(data: ReportData, order: int, sms: int, pick):
+    """``pick(variants, commits)`` for the variants of ``sms``: the axis's commits first, then any."""
+    commits = axis_commits(data, order) if sms == data.machine.sm_count else None
+    for variants in _variants(data, sms):
+        for allowed in ((commits, None) if commits else (None,)):
+            found = pick(variants, allowed)
+            if found is not None:
+                return found
+    return None
 
 
 def balance_tables(data: ReportData, counts: list[int]) -> tuple[Table, Table]:
@@ -53,13 +76,14 @@ def balance_tables(data: ReportData, counts: list[int]) -> tuple[Table, Table]:
         for sms in all_counts:
             x = coordinate(data, sms)
             for path in paths:
-                cell = data.index.latest(key(path, *_variant(data, sms)), order)
+                cell = _at(data, order, sms, lambda v, commits: data.index.latest(key(path, *v), order, commits))
                 if cell is not None:
                     times.add(path=path, p=order, sms=sms, bytes_per_sm_cycle=x, time_us=us(cell.median(data.metric)),
                               source=cell.source.label)
                 if path == REFERENCE:
                     continue
-                c = data.index.compare(key(path, *_variant(data, sms)), key(REFERENCE, *_variant(data, sms)), order)
+                c = _at(data, order, sms, lambda v, commits: data.index.compare(
+                    key(path, *v), key(REFERENCE, *v), order, commits=commits))
                 if c is not None:
                     ratios.add(ratio=f"{path}/{REFERENCE}", p=order, sms=sms, bytes_per_sm_cycle=x, value=c.value,
                                kind="measured", resolved=c.resolved, source=", ".join(c.sources))

@@ -42,8 +42,16 @@ def source_machine(data: ReportData, cell: Cell) -> str | None:
 
 def measured_cell(data: ReportData, target: dict[str, Any], path: str, order: int) -> Cell | None:
     """The newest cell of ``path`` at ``order`` measured on the target's machine at its SM count."""
-    found = data.index.candidates(key(path, *target_variants(target)), order)
-    return next((c for c in found if source_machine(data, c) == target.get("machine")), None)
+    from composer.report.sections.balance import axis_commits
+
+    sms, full = target.get("sm_count"), target.get("full_sm_count")
+    commits = axis_commits(data, order) if sms is None or sms == full else None
+    for allowed in ((commits, None) if commits else (None,)):  # the balance axis's build first
+        found = data.index.candidates(key(path, *target_variants(target)), order, allowed)
+        cell = next((c for c in found if source_machine(data, c) == target.get("machine")), None)
+        if cell is not None:
+            return cell
+    return None
 
 
 def predicted_table(data: ReportData) -> Table:
