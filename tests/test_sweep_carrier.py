@@ -168,3 +168,76 @@ def test_gpu_sweep_two_candidates_p7(tmp_path) -> None:
         close()
     assert all(ok for ok, _ in result.verdicts.values()), result.verdicts
     assert result.winner is not None and result.winner.label in {c.label for c in two}
+
+
+# --- carrier tiles and MMA shapes (composer.epilogues.carrier_tiles, --fused-variants tiles) -------
+
+
+def test_tiles_only_sweeps_the_schedule_setting_on_library_tiles_and_shapes() -> None:
+    from composer.epilogues.carrier_tiles import LIBRARY_TILES
+
+    paths = load_schedule(511).paths
+    scheduled = fused_settings(511, paths)
+    cands = cs.candidates(511, paths, "sm_90", tiles_only=True)
+    assert {(c.carrier, c.fold, c.flux) for c in cands} == {(scheduled.carrier, scheduled.fold, scheduled.flux)}
+    assert cands[0].shipped and cands[0].mma == ""
+    shapes = {c.mma or scheduled.mma for c in cands}
+    assert shapes == {"16x8x4", "16x8x8"}
+    for library in LIBRARY_TILES:  # each of cuBLAS's tiles with each shape (the shipped one counted once)
+        for shape in shapes:
+            assert any(all(c.tile[k] == v for k, v in library.items()) and (c.mma or scheduled.mma) == shape
+                       for c in cands), (library, shape)
+    labels = [c.label for c in cands]
+    assert len(labels) == len(set(labels))
+    alt = next(c for c in cands if c.mma)
+    assert alt.options()["mma"] == alt.mma and f",mma={alt.mma}" in alt.label
+    # sm_80 has one shape: only the schedule's (which it must run) is tried
+    assert all(not c.mma for c in cs.candidates(63, load_schedule(63).paths, "sm_80", "8x8x4", tiles_only=True))
+
+
+def test_tile_build_names_tag_only_the_carrier_and_hold_every_candidate() -> None:
+    from composer.build.plan import gemm_fused_jobs
+    from composer.epilogues.carrier_tiles import tile_tag
+
+    paths = load_schedule(63).paths
+    cands = [c for c in cs.candidates(63, paths, "sm_90", tiles_only=True) if c.settings is not None]
+    jobs = gemm_fused_jobs(63, "sm_90", variants="tiles")
+    names = [j.name for j in jobs]
+    assert len(names) == len(set(names))
+    for c in cands:
+        if c.shipped:
+            continue
+        tag = "_" + tile_tag(c.tile)
+        carried = [j for j in jobs if j.name.endswith(tag) and j.spec["role"] == c.carrier]
+        assert carried, c.label
+        assert all(j.spec["config"]["bm"] == c.tile["bm"] and j.spec["config"]["stages"] == c.tile["stages"]
+                   for j in carried)
+    assert not any(tile_tag(c.tile) in j.name for c in cands for j in jobs if j.spec["role"] != c.carrier
+                   and not c.shipped)
+
+
+def test_find_gemm_entry_picks_the_entry_of_the_tile() -> None:
+    """One build holds several tiles of one carrier: the path loads the one its settings name, and
+    says which it found when none matches."""
+    from composer.gemm.cute.config import GemmConfig
+    from composer.paths.gemm_cute import find_gemm_entry
+    from composer.runtime.manifest import KernelEntry
+
+    paths = load_schedule(511).paths
+    cands = [c for c in cs.candidates(511, paths, "sm_90", tiles_only=True) if c.settings is not None and not c.mma]
+    configs = [c.settings.gemms()[c.carrier].config for c in cands[:3]]
+    tree = cands[0].settings.gemms()[cands[0].carrier]
+
+    def entry(i: int, cfg: GemmConfig) -> KernelEntry:
+        return KernelEntry(symbol=f"k{i}", cubin=f"k{i}.cubin", sha256="0" * 64, block=(128, 1, 1), dynamic_smem=0,
+                           params=(), grid_rule={}, arch="sm_90",
+                           config={"kind": "cute_gemm", "order": 511, "role": "y", "mma": cands[0].settings.mma,
+                                   "gemm": cfg.to_dict(), "epilogue": {"text": tree.describe()["text"]}})
+
+    entries = [entry(i, c) for i, c in enumerate(configs)]
+    from composer.epilogues.tree import text
+
+    for i, cfg in enumerate(configs):
+        found = find_gemm_entry(entries, 511, "y", cands[0].settings.mma, "sm_90", text(tree.tree), "", cfg)
+        assert found.symbol == f"k{i}"
+    assert find_gemm_entry(entries[1:], 511, "y", cands[0].settings.mma, "sm_90", text(tree.tree)).symbol == "k1"

@@ -89,7 +89,7 @@ def cute_jobs(order: int, arch: str, mma: str | None = None) -> list[BuildJob]:
 #: ``composer build``'s choice of GEMM_FUSED variants: the schedule's carrier, fold and flux source,
 #: or every legal one (each carrier without the fold and z with it, each with the flux from arrays
 #: or formed in the mainloop: what a carrier sweep times).
-FUSED_VARIANTS = ("schedule", "all")
+FUSED_VARIANTS = ("schedule", "all", "tiles")
 
 
 def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str = "schedule") -> list[BuildJob]:
@@ -98,7 +98,10 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
     the same jobs as :func:`cute_jobs`), from the settings the path resolves
     (``composer.epilogues.settings``; ``mma`` default: GEMM_FUSED's, else GEMM_CUTE's shape), for
     the schedule's carrier and fold or every legal one (``variants="all"``, each as the path
-    resolves it given that carrier and fold as options). A tree job's spec records the tree."""
+    resolves it given that carrier and fold as options), or the schedule's variant with every
+    carrier tile and MMA shape the carrier sweep tries (``variants="tiles"``,
+    ``composer.epilogues.carrier_tiles``; those kernels' names end in the tile's tag, so that one
+    build holds them all). A tree job's spec records the tree."""
     from composer.epilogues.settings import fused_settings, legal_variants
 
     if variants not in FUSED_VARIANTS:
@@ -107,15 +110,22 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
     given = {"mma": mma} if mma is not None else {}
     scheduled = fused_settings(order, paths, given)
     check_supported(scheduled.mma, arch)
-    chosen = [scheduled]
+    chosen = [(scheduled, "")]
     if variants == "all":
         for carrier, fold, flux in legal_variants():
             if (carrier, fold, flux) != (scheduled.carrier, scheduled.fold, scheduled.flux):
-                chosen.append(fused_settings(order, paths, {**given, "carrier": carrier, "fold": fold,
-                                                            "flux": flux}))
-    shape = scheduled.mma.replace("x", "_")
+                chosen.append((fused_settings(order, paths, {**given, "carrier": carrier, "fold": fold,
+                                                             "flux": flux}), ""))
+    elif variants == "tiles":
+        from composer.epilogues.carrier_sweep import candidates
+        from composer.epilogues.carrier_tiles import tile_tag
+
+        for c in candidates(order, paths, arch, mma, tiles_only=True):
+            if not c.shipped and c.settings is not None:
+                chosen.append((c.settings, "_" + tile_tag(c.tile)))
     jobs: dict[str, BuildJob] = {}
-    for settings in chosen:
+    for settings, tagged in chosen:
+        shape = settings.mma.replace("x", "_")
         try:
             gemms = settings.gemms()
         except ValueError:
@@ -132,7 +142,8 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
                 continue
             variant = "" if gemm.plain else "_" + (
                 ("carry_fold" if settings.fold else "carry") if role == settings.carrier else "fold")
-            name = f"dgemm_p{order:04d}_{role}_m{shape}{variant}{formed}"
+            tag = tagged if role == settings.carrier else ""  # only the carrier's tile varies
+            name = f"dgemm_p{order:04d}_{role}_m{shape}{variant}{formed}{tag}"
             if not gemm.plain:
                 spec = {**spec, "epilogue": gemm.describe()}
             jobs.setdefault(name, BuildJob(name, "cute", arch, order, {

@@ -32,8 +32,9 @@ def register(subparsers: Any) -> None:
                         help=f"paths whose kernels to build: {', '.join(BUILDABLE_PATHS)} "
                              f"(default: {','.join(DEFAULT_PATHS)})")
     parser.add_argument("--fused-variants", choices=FUSED_VARIANTS, default="schedule",
-                        help="GEMM_FUSED: the schedule's carrier, fold and flux source, or every legal one "
-                             "(what composer sweep-carrier times; default: schedule)")
+                        help="GEMM_FUSED: the schedule's carrier, fold and flux source; every legal one "
+                             "(all); or the schedule's with every carrier tile and MMA shape the carrier sweep "
+                             "tries (tiles; composer sweep-carrier --tiles times them; default: schedule)")
     parser.add_argument("--out", default=None, metavar="BUILD_DIR", help="output (default: build/<arch>)")
     parser.add_argument("--force", action="store_true", help="recompile everything")
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")

@@ -25,7 +25,8 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "sweep-carrier", help="choose GEMM_FUSED's carrier, fold, flux source and carrier tile by measurement (GPU)",
         description="Lists every legal GEMM_FUSED setting of the order (carrier x, y or z; the fold with z; "
-        "the flux from arrays or formed in the mainloop; the schedule's carrier tile and a few alternatives), "
+        "the flux from arrays or formed in the mainloop; the schedule's carrier tile and a few alternatives; with "
+        "--tiles the schedule's setting on every carrier tile and MMA shape), "
         "validates each built one against the NumPy reference on the point-varying input, times the "
         "validated ones in interleaved rounds (median of device time per call) and writes the fastest "
         "into the schedule's [paths.GEMM_FUSED] table.")
@@ -40,6 +41,10 @@ def register(subparsers: Any) -> None:
                         help="directory whose pNNNN.toml to write (default: the user schedules directory, "
                         "$COMPOSER_SCHEDULES or ~/.config/composer/schedules); a missing file starts as a "
                         "copy of the schedule in use")
+    parser.add_argument("--tiles", action="store_true",
+                        help="the schedule's carrier, fold and flux only, with every carrier tile and MMA shape "
+                        "(cuBLAS's tiles, the schedule tile's neighbourhood; built by composer build "
+                        "--fused-variants tiles)")
     parser.add_argument("--dry-run", action="store_true", help="list the candidates and which are built; no GPU")
     parser.set_defaults(func=run)
 
@@ -127,9 +132,10 @@ def run(args: argparse.Namespace, steps: Callable[[int, str, int], tuple[Callabl
     build_dir = args.build_dir or os.environ.get(BUILD_DIR_ENV) or str(Path("build") / arch)
     manifest = Path(build_dir) / "manifest.json"
     entries = read_manifest(manifest) if manifest.is_file() else []
-    cands = with_build(candidates(args.order, paths, arch, args.mma), entries, arch)
+    tiles_only = getattr(args, "tiles", False)
+    cands = with_build(candidates(args.order, paths, arch, args.mma, tiles_only=tiles_only), entries, arch)
     mma = next((c.settings.mma for c in cands if c.settings is not None), args.mma or "?")
-    command = build_command(args.order, arch, mma, build_dir)
+    command = build_command(args.order, arch, mma, build_dir, "tiles" if tiles_only else "all")
     report: dict[str, Any] = {"order": args.order, "arch": arch, "build_dir": build_dir,
                               "candidates": listing(cands, command)}
     if args.dry_run:

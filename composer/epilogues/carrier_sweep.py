@@ -18,6 +18,7 @@ from typing import Any
 
 from composer.bench.interleave import interleaved_samples
 from composer.config.schedule_edit import set_table_lines
+from composer.epilogues.carrier_tiles import tile_neighbourhood, tile_variants
 from composer.epilogues.settings import FusedSettings, fused_settings, legal_variants
 from composer.epilogues.tree import text
 from composer.errors import ComposerError
@@ -40,16 +41,20 @@ class Candidate:
     settings: FusedSettings | None = None
     skipped: str = ""
     missing: tuple[str, ...] = field(default=())  # kernels absent from the build directory
+    mma: str = ""  # the MMA shape when it is not the schedule's ("": the schedule's)
 
     @property
     def tile_label(self) -> str:
         t = self.tile
-        return SHIPPED if self.shipped else f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}.s{t['stages']}"
+        if self.shipped:
+            return SHIPPED
+        warps = f".w{t['warps_m']}x{t['warps_n']}" if "warps_m" in t else ""
+        return f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}{warps}.s{t['stages']}"
 
     @property
     def label(self) -> str:
         return (f"carrier={self.carrier},fold={'on' if self.fold else 'off'},flux={self.flux},"
-                f"tile={self.tile_label}")
+                f"tile={self.tile_label}" + (f",mma={self.mma}" if self.mma else ""))
 
     @property
     def runnable(self) -> bool:
@@ -57,7 +62,8 @@ class Candidate:
 
     def options(self) -> dict[str, Any]:
         """The GEMM_FUSED path options that run this setting."""
-        return {"carrier": self.carrier, "fold": self.fold, "flux": self.flux, "carrier_tile": dict(self.tile)}
+        options = {"carrier": self.carrier, "fold": self.fold, "flux": self.flux, "carrier_tile": dict(self.tile)}
+        return {**options, "mma": self.mma} if self.mma else options
 
 
 def tile_of(config: Any, swap: bool) -> dict[str, Any]:
@@ -66,13 +72,8 @@ def tile_of(config: Any, swap: bool) -> dict[str, Any]:
 
 
 def tile_alternatives(tile: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """A small neighbourhood of ``tile``: one pipeline stage fewer and more, bk halved and doubled."""
-    out = []
-    for key, value in (("stages", tile["stages"] - 1), ("stages", tile["stages"] + 1),
-                       ("bk", tile["bk"] // 2), ("bk", tile["bk"] * 2)):
-        if value >= 1:
-            out.append({**tile, key: value})
-    return out
+    """A small neighbourhood of ``tile`` (``composer.epilogues.carrier_tiles.tile_neighbourhood``)."""
+    return tile_neighbourhood(tile)
 
 
 def _checked(order: int, paths: Mapping[str, Any], options: Mapping[str, Any], arch: str) -> tuple[FusedSettings | None, str]:
@@ -86,24 +87,36 @@ def _checked(order: int, paths: Mapping[str, Any], options: Mapping[str, Any], a
     return settings, ""
 
 
-def candidates(order: int, paths: Mapping[str, Any], arch: str, mma: str | None = None) -> list[Candidate]:
+def candidates(order: int, paths: Mapping[str, Any], arch: str, mma: str | None = None,
+               tiles_only: bool = False) -> list[Candidate]:
     """Every legal setting of ``order`` (schedule ``[paths]`` tables ``paths``) on ``arch``, the
-    schedule's carrier tile first for each variant. A setting whose shipped tile cannot be built
-    (the mainloop flux's factor tile overflowing shared memory, say) is kept with its reason; an
-    alternative tile that does not validate is left out (it was never a real candidate)."""
+    schedule's carrier tile first for each variant, then its neighbourhood; for the schedule's own
+    carrier, fold and flux also the library tiles with each swept MMA shape
+    (``composer.epilogues.carrier_tiles``). ``tiles_only``: the schedule's variant alone (what
+    ``composer build --fused-variants tiles`` compiles). A setting whose shipped tile cannot be
+    built (the mainloop flux's factor tile overflowing shared memory, say) is kept with its reason;
+    an alternative that does not validate is left out (it was never a real candidate)."""
     given = {"mma": mma} if mma else {}
+    scheduled = fused_settings(order, paths, given)
     out = []
     for carrier, fold, flux in legal_variants():
+        own = (carrier, fold, flux) == (scheduled.carrier, scheduled.fold, scheduled.flux)
+        if tiles_only and not own:
+            continue
         variant = {**given, "carrier": carrier, "fold": fold, "flux": flux}
         base = fused_settings(order, paths, variant)  # GEMM_CUTE's tile, the table's when it carries
         rk = role_kernel(carrier, order + 1, 1, base.mma, {**base.tiles.get(carrier, {}), **base.carrier_tile})
         shipped = tile_of(rk.config, rk.swap)
         settings, why = _checked(order, paths, {**variant, "carrier_tile": shipped}, arch)
         out.append(Candidate(carrier, fold, flux, shipped, True, settings, why))
-        for tile in tile_alternatives(shipped):
-            settings, why = _checked(order, paths, {**variant, "carrier_tile": tile}, arch)
+        pairs = (tile_variants(shipped, arch, base.mma) if own
+                 else [(base.mma, t) for t in tile_alternatives(shipped)])
+        for shape, tile in pairs:
+            options = {**variant, "carrier_tile": tile, **({"mma": shape} if shape != base.mma else {})}
+            settings, why = _checked(order, paths, options, arch)
             if settings is not None:
-                out.append(Candidate(carrier, fold, flux, tile, False, settings))
+                out.append(Candidate(carrier, fold, flux, tile, False, settings,
+                                     mma=shape if shape != base.mma else ""))
     return out
 
 
@@ -121,7 +134,7 @@ def missing_kernels(candidate: Candidate, entries: Sequence[Any], arch: str) -> 
         epilogue = "store" if gemm.plain else text(gemm.tree)
         try:
             entry = find_gemm_entry(list(entries), settings.order, role, settings.mma, arch, epilogue,
-                                    gemm.config.product)
+                                    gemm.config.product, gemm.config)
         except ComposerError:
             missing.append(f"{role}: no kernel")
             continue
@@ -135,18 +148,20 @@ def with_build(cands: Sequence[Candidate], entries: Sequence[Any], arch: str) ->
     return [replace(c, missing=missing_kernels(c, entries, arch)) if c.settings is not None else c for c in cands]
 
 
-def build_command(order: int, arch: str, mma: str, build_dir: str) -> str:
-    """What builds every variant's kernels with the schedule's tiles."""
+def build_command(order: int, arch: str, mma: str, build_dir: str, variants: str = "all") -> str:
+    """What builds the candidates' kernels: every variant with the schedule's tiles (``all``), or
+    the schedule's variant with every carrier tile and shape (``tiles``)."""
     return (f"composer build --arch {arch} --mma {mma} --orders {order} --paths GEMM_FUSED "
-            f"--fused-variants all --out {build_dir}")
+            f"--fused-variants {variants} --out {build_dir}")
 
 
 def not_built_note(candidate: Candidate, command: str) -> str:
     """Why ``candidate`` cannot run here and what to do about it."""
     if candidate.shipped:
         return f"not built ({'; '.join(candidate.missing)}); run: {command}"
-    return (f"not built ({'; '.join(candidate.missing)}): an alternative carrier tile, which the build "
-            f"compiles once it is paths.GEMM_FUSED.carrier_tile of a user schedule; then run: {command}")
+    return (f"not built ({'; '.join(candidate.missing)}): an alternative carrier tile; the schedule's variant's "
+            f"are built by {command.replace('--fused-variants all', '--fused-variants tiles')}, another "
+            f"variant's once it is the schedule's (paths.GEMM_FUSED of a user schedule)")
 
 
 @dataclass(frozen=True)

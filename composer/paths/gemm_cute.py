@@ -65,15 +65,27 @@ def entry_epilogue(entry: KernelEntry) -> str:
 
 
 def find_gemm_entry(entries: list[KernelEntry], order: int, role: str, mma: str, arch: str,
-                    epilogue: str = "store", product: str = "") -> KernelEntry:
+                    epilogue: str = "store", product: str = "", config: GemmConfig | None = None) -> KernelEntry:
     """The manifest entry of the ``role`` GEMM for ``order`` and ``mma`` built for ``arch`` with
-    ``epilogue`` ("store", or an epilogue tree's text) and product operand ``product`` ("": none)."""
+    ``epilogue`` ("store", or an epilogue tree's text) and product operand ``product`` ("": none).
+    With ``config``, the entry built with exactly that configuration (a build may hold several
+    tiles of one GEMM: the carrier sweep's), else the first match (the caller compares tiles)."""
+    matches = []
     for e in entries:
         c = e.config
         if c.get("kind") == "cute_gemm" and c.get("order") == order and c.get("role") == role \
                 and c.get("mma") == mma and e.arch == arch and entry_epilogue(e) == epilogue \
                 and (c.get("gemm") or {}).get("product", "") == product:
-            return e
+            matches.append(e)
+    if matches:
+        if config is not None:
+            for e in matches:
+                try:
+                    if GemmConfig.from_dict(e.config["gemm"]) == config:
+                        return e
+                except (KeyError, TypeError, ValueError):
+                    continue
+        return matches[0]
     if epilogue != "store" or product:
         what = f"the epilogue {epilogue}" + (" forming its flux in the mainloop" if product else "")
         raise ComposerError(f"no CuTe GEMM for p={order} role {role} mma {mma} on {arch} with {what} in the "

@@ -34,7 +34,7 @@ from composer.errors import ComposerError
 from composer.gemm.cute.tiles import TILE_KEYS
 from composer.gemm.roles import ROLES
 from composer.paths.base import Launcher, PathOption
-from composer.paths.gemm_cute import GemmCutePath, find_gemm_entry
+from composer.paths.gemm_cute import GemmCutePath, entry_gemm_config, find_gemm_entry
 from composer.paths.library import unfused_workspace
 from composer.paths.program import face_bytes, roof_seconds, volume_bytes
 from composer.runtime.manifest import KernelEntry
@@ -192,7 +192,12 @@ class GemmFusedPath(GemmCutePath):
             return super().gemm_entry(entries, role)
         pb = self.problem
         entry = find_gemm_entry(entries, pb.order, role, self.mma, pb.device.arch,
-                                "store" if gemm.plain else text(gemm.tree), gemm.config.product)
+                                "store" if gemm.plain else text(gemm.tree), gemm.config.product, gemm.config)
+        built = entry_gemm_config(entry)
+        if built != gemm.config:
+            raise ComposerError(f"{entry.symbol}: built with tile {built.tag}, the settings need {gemm.config.tag}; "
+                                f"build it: composer build --paths GEMM_FUSED --orders {pb.order} (with the tile in "
+                                f"paths.GEMM_FUSED.carrier_tile) or --fused-variants tiles")
         if gemm.plain:
             return entry
         recorded = entry.config["epilogue"]

@@ -1,0 +1,77 @@
+"""The carrier tiles and MMA shapes a carrier sweep tries beside the schedule's.
+
+Why these: the carrier is the one GEMM of GEMM_FUSED that must run our CuTe mainloop (cuBLAS has
+no epilogue), so its rate decides the path at large order. On the H200 at Nq = 512, ncu showed
+cuBLAS's three FP64 GEMMs at 91-93 % of the DMMA pipe with 128-thread blocks and the 16x8x8 DMMA
+(tiles 64x128x16 3-stage, 64x64x16 4-stage, 128x64x16 3-stage, 2x2 warps), where our 16x8x4
+128x128 and 64x64 tiles ran 65-75 % (session 7, docs/results.md section 8b). Building the y carrier
+on cuBLAS's y tile with 16x8x8 took p = 511 from 1.010 to 0.976 x GEMM. So the sweep tries the
+library's tiles with each shape the architecture has, and a neighbourhood of the schedule's tile
+(one stage fewer and more, bk halved and doubled) with the schedule's shape.
+
+A tile that does not validate for a shape or arch (warp tile not a multiple of the MMA, shared
+memory over the block limit) is dropped where the candidates are formed, not here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from composer.arch.mma import arch_number
+
+#: cuBLAS's FP64 tiles on sm_90 at Nq = 512 (ncu kernel names of GEMM at p = 511: tn 64x128x16
+#: stage3, nn 64x64x16 stage4, nn 128x64x16 stage3, warps 2x2x1, tensor 16x8x8).
+LIBRARY_TILES: tuple[dict[str, int], ...] = (
+    {"bm": 64, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 4},
+    {"bm": 64, "bn": 128, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3},
+    {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3},
+)
+#: Shapes the sweep tries besides the schedule's, where the arch has them (8x8x4 is every arch's, and
+#: measured slower than 16x8x4 for the CuTe GEMMs at every order on the H200: 1.24-1.61 x GEMM).
+SWEPT_SHAPES: tuple[str, ...] = ("16x8x4", "16x8x8")
+
+
+def tile_neighbourhood(tile: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One pipeline stage fewer and more, bk halved and doubled."""
+    out = []
+    for key, value in (("stages", tile["stages"] - 1), ("stages", tile["stages"] + 1),
+                       ("bk", tile["bk"] // 2), ("bk", tile["bk"] * 2)):
+        if value >= 1:
+            out.append({**tile, key: value})
+    return out
+
+
+def swept_shapes(arch: str, scheduled: str) -> list[str]:
+    """The schedule's shape first, then the others of SWEPT_SHAPES the arch runs (sm_90+)."""
+    shapes = [scheduled]
+    if arch_number(arch) >= 90:
+        shapes += [s for s in SWEPT_SHAPES if s != scheduled]
+    return shapes
+
+
+def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str) -> list[tuple[str, dict[str, Any]]]:
+    """(mma, tile) pairs beside (scheduled_mma, shipped): the neighbourhood with the schedule's
+    shape, the library tiles with every swept shape; ``swap`` kept from the shipped tile; no
+    duplicates, none equal to the shipped pair."""
+    swap = {"swap": shipped.get("swap", False)}
+    pairs = [(scheduled_mma, t) for t in tile_neighbourhood(shipped)]
+    pairs += [(mma, {**t, **swap}) for mma in swept_shapes(arch, scheduled_mma) for t in LIBRARY_TILES]
+    seen = {(scheduled_mma, tuple(sorted(dict(shipped).items())))}
+    out = []
+    for mma, tile in pairs:
+        key = (mma, tuple(sorted(tile.items())))
+        if key not in seen:
+            seen.add(key)
+            out.append((mma, tile))
+    return out
+
+
+def tile_tag(tile: Mapping[str, Any]) -> str:
+    """A kernel-name suffix naming a carrier tile: ``t64x64x16w2x2s4`` (``swap`` appends ``t``)."""
+    t = tile
+    return (f"t{t['bm']}x{t['bn']}x{t['bk']}w{t['warps_m']}x{t['warps_n']}s{t['stages']}"
+            + ("t" if t.get("swap") else ""))
+
+
+__all__ = ["LIBRARY_TILES", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]
