@@ -241,3 +241,20 @@ def test_find_gemm_entry_picks_the_entry_of_the_tile() -> None:
         found = find_gemm_entry(entries, 511, "y", cands[0].settings.mma, "sm_90", text(tree.tree), "", cfg)
         assert found.symbol == f"k{i}"
     assert find_gemm_entry(entries[1:], 511, "y", cands[0].settings.mma, "sm_90", text(tree.tree)).symbol == "k1"
+
+
+def test_candidate_that_cannot_run_fails_its_validation_and_the_sweep_goes_on() -> None:
+    from composer.errors import ComposerError
+
+    cands = _runnable(_cands(7))[:3]
+    too_big = cands[0].label
+
+    def validate(c):
+        if c.label == too_big:
+            raise ComposerError("path GEMM_FUSED at p=1023 needs 136.3 GiB; 133.4 GiB usable")
+        return True, "fake"
+
+    result = cs.sweep(cands, validate, lambda c: 1.0 + len(c.label) * 1e-3, rounds=2)
+    ok, why = result.verdicts[too_big]
+    assert not ok and why.startswith("did not run: ") and "136.3 GiB" in why
+    assert too_big not in result.samples and result.winner is not None

@@ -177,12 +177,21 @@ class CarrierSweepResult:
         return {k: statistics.median(v) for k, v in self.samples.items()}
 
 
+def _verdict(validate: Callable[[Candidate], tuple[bool, str]], candidate: Candidate) -> tuple[bool, str]:
+    """``validate(candidate)``; a candidate that cannot run at all (too large for the GPU's memory:
+    at p = 1023 only some settings fit) fails with the reason instead of ending the sweep."""
+    try:
+        return validate(candidate)
+    except ComposerError as exc:
+        return False, f"did not run: {exc}"
+
+
 def sweep(cands: Sequence[Candidate], validate: Callable[[Candidate], tuple[bool, str]],
           measure: Callable[[Candidate], float], rounds: int) -> CarrierSweepResult:
     """Validate every runnable candidate, time those that pass in interleaved rounds, pick the one
     of the smallest median (ties: the earlier in ``cands``, i.e. the schedule's tile first)."""
     runnable = [c for c in cands if c.runnable]
-    verdicts = {c.label: validate(c) for c in runnable}
+    verdicts = {c.label: _verdict(validate, c) for c in runnable}
     passed = {c.label: c for c in runnable if verdicts[c.label][0]}
     if not passed:
         return CarrierSweepResult(verdicts, {}, None)
