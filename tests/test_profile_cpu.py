@@ -72,6 +72,27 @@ def test_section_listing_and_command() -> None:
     cmd = ncu_command("/x/ncu", ["SpeedOfLight"], __import__("pathlib").Path("/tmp/l.csv"), ["python3", "-m", "t"])
     assert cmd[:1] == ["/x/ncu"] and "--profile-from-start" in cmd and cmd[cmd.index("--clock-control") + 1] == "none"
     assert cmd[-3:] == ["python3", "-m", "t"]
+    assert "--replay-mode" not in cmd
+    replayed = ncu_command("/x/ncu", ["SpeedOfLight"], __import__("pathlib").Path("/tmp/l.csv"), ["t"],
+                           replay="application")
+    assert replayed[replayed.index("--replay-mode") + 1] == "application" and replayed[-1] == "t"
+    with pytest.raises(ValueError, match="replay mode 'range'"):
+        ncu_command("/x/ncu", [], __import__("pathlib").Path("/tmp/l.csv"), ["t"], replay="range")
+
+
+def test_failure_text_reads_ncu_messages_from_its_log(tmp_path) -> None:
+    """With --log-file ncu writes its own errors into the log (session 7: exit 11 with an empty stderr)."""
+    import subprocess
+
+    from composer.cli.profile import _failure_text
+
+    log = tmp_path / "l.csv"
+    log.write_text('==PROF== Connected to process 1\n"ID","Kernel"\n==ERROR== The application returned an error code (11).\n')
+    proc = subprocess.CompletedProcess(["ncu"], 11, stdout="", stderr="")
+    text = _failure_text(proc, log)
+    assert "==ERROR== The application returned an error code (11)." in text and '"ID"' not in text
+    assert _failure_text(proc, tmp_path / "absent.csv") == "no message from ncu or its target"
+    assert "Traceback" in _failure_text(subprocess.CompletedProcess(["ncu"], 1, "", "Traceback: boom\n"), log)
 
 
 def test_missing_ncu_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,7 @@ from composer.cli import output
 from composer.cli.arguments import csv_list, options_by_path, parse_grid, path_option, positive_float, positive_int
 from composer.errors import ComposerError
 from composer.model.counters import REQUESTED_METRICS
-from composer.profile.ncu import SECTIONS, available_sections, find_ncu, ncu_command, parse_raw_csv, summarize
+from composer.profile.ncu import REPLAY_MODES, SECTIONS, available_sections, find_ncu, ncu_command, parse_raw_csv, summarize
 
 SUMMARY = "profile.json"
 
@@ -37,6 +37,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per (path, order)")
     parser.add_argument("--option", dest="options", action="append", type=path_option, default=None,
                         metavar="PATH.KEY=VALUE", help="a path option, repeatable (e.g. GEMM_CUTE.mma=8x8x4)")
+    parser.add_argument("--replay", choices=REPLAY_MODES, default=None,
+                        help="ncu's replay mode: kernel (ncu's default: each kernel rerun per pass with its "
+                        "memory saved and restored) or application (the profiled call rerun per pass)")
     parser.add_argument("--sms", type=positive_int, default=None,
                         help="run in a green context of N SMs (even, >= 2); the active SM count read "
                              "back with %%smid is recorded in the summary")
@@ -90,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 target += ["--option", f"{option}={value}"]
             console.print(f"profiling {key} ...")
             try:
-                proc = subprocess.run(ncu_command(ncu, sections, log, target, REQUESTED_METRICS),
+                proc = subprocess.run(ncu_command(ncu, sections, log, target, REQUESTED_METRICS, args.replay),
                                       capture_output=True, text=True, timeout=args.timeout)
             except subprocess.TimeoutExpired:
                 raise ComposerError(f"ncu on {key} ran past --timeout {args.timeout:g} s; "

@@ -63,13 +63,24 @@ def available_sections(listing: str) -> set[str]:
     return names
 
 
+#: ncu's replay modes: each kernel replayed with its memory saved and restored (ncu's default), or
+#: the whole profiled range rerun once per pass (no memory save/restore; the H200's p = 63 profiles
+#: crashed the target under kernel replay in sessions 6 and 7, not yet understood).
+REPLAY_MODES = ("kernel", "application")
+
+
 def ncu_command(ncu: str, sections: list[str], log_file: Path, target: list[str],
-                metrics: tuple[str, ...] = ()) -> list[str]:
+                metrics: tuple[str, ...] = (), replay: str | None = None) -> list[str]:
     """ncu command line: one call bracketed by cuProfilerStart/Stop, fixed clocks not forced;
-    ``metrics`` are collected on top of the sections (the performance model's counters)."""
+    ``metrics`` are collected on top of the sections (the performance model's counters);
+    ``replay`` one of REPLAY_MODES (None: ncu's default, kernel)."""
     cmd = [ncu, "--target-processes", "all", "--profile-from-start", "off",
            "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
            "--log-file", str(log_file)]
+    if replay is not None:
+        if replay not in REPLAY_MODES:
+            raise ValueError(f"replay mode {replay!r}: expected one of {', '.join(REPLAY_MODES)}")
+        cmd += ["--replay-mode", replay]
     for s in sections:
         cmd += ["--section", s]
     if metrics:
