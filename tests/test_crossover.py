@@ -152,9 +152,18 @@ def test_missing_map_is_one_clear_error(tmp_path, monkeypatch):
     import composer
     from composer import dg
 
+    from composer.config import crossover
+
     monkeypatch.setenv("COMPOSER_SCHEDULES", str(tmp_path / "none"))
+    monkeypatch.setattr(crossover, "packaged_crossover_file", lambda: tmp_path / "no-shipped-map.toml")
     with pytest.raises(ComposerError, match="needs a crossover map.*does not exist.*composer campaign"):
         composer.tendency(dg.make_fields(7, (1, 1, 1)), 7, (1, 1, 1), path="AUTO", device=FakeDevice())
+    # with the shipped map, a GPU it does not know still gets the one line
+    monkeypatch.undo()
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(tmp_path / "none"))
+    with pytest.raises(ComposerError, match="has no choice for p=7 on NVIDIA X1.*composer campaign"):
+        composer.tendency(dg.make_fields(7, (1, 1, 1)), 7, (1, 1, 1), path="AUTO",
+                          device=FakeDevice("NVIDIA X1", "sm_89", 76, 24 * 2**30))
 
 
 @pytest.mark.parametrize("body, where", [

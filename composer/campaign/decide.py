@@ -19,16 +19,17 @@ from composer.report.cells import CellIndex
 from composer.report.sources import discover
 
 
-def measured_gpu(root: Path) -> str | None:
+def measured_gpu(root: Path, exclude: tuple[str, ...] = ()) -> str | None:
     """The GPU the bench runs under ``root`` ran on, when they name one and only one."""
-    names = {s.identity.gpu for s in discover([root]).bench if s.identity.gpu}
+    names = {s.identity.gpu for s in discover([root], exclude).bench if s.identity.gpu}
     return names.pop() if len(names) == 1 else None
 
 
-def measured_choices(root: Path, machine: str, gpu: str | None, metric: str = "device_per_call_s"
-                     ) -> dict[int, Choice]:
-    """The measured choice of every order measured under ``root`` on ``gpu`` (any GPU when None)."""
-    inputs = discover([root])
+def measured_choices(root: Path, machine: str, gpu: str | None, metric: str = "device_per_call_s",
+                     exclude: tuple[str, ...] = ()) -> dict[int, Choice]:
+    """The measured choice of every order measured under ``root`` on ``gpu`` (any GPU when None),
+    skipping the results that match ``exclude`` (``composer report --exclude``'s globs)."""
+    inputs = discover([root], exclude)
     sources = [s for s in inputs.bench if gpu is None or s.identity.gpu in (gpu, None)]
     if not any(s.records for s in sources):
         return {}
@@ -70,7 +71,7 @@ def predicted_choices(document: dict[str, Any], source: str) -> tuple[str, dict[
 
 
 def crossover_entries(root: Path, machine: str, gpu: str | None, predictions: list[Path],
-                      metric: str = "device_per_call_s") -> list[MachineEntry]:
+                      metric: str = "device_per_call_s", exclude: tuple[str, ...] = ()) -> list[MachineEntry]:
     """The entries to merge into the map: this machine's measured choices, completed by its
     predicted ones where nothing was measured, and the predictions of other machines."""
     import json
@@ -78,8 +79,8 @@ def crossover_entries(root: Path, machine: str, gpu: str | None, predictions: li
     from composer.report.sources import PREDICTIONS_SCHEMA
 
     if gpu is None and Path(root).is_dir():
-        gpu = measured_gpu(root)  # written without a GPU: the one the measurements name
-    measured = measured_choices(root, machine, gpu, metric) if Path(root).is_dir() else {}
+        gpu = measured_gpu(root, exclude)  # written without a GPU: the one the measurements name
+    measured = measured_choices(root, machine, gpu, metric, exclude) if Path(root).is_dir() else {}
     by_machine: dict[str, dict[int, Choice]] = {machine: dict(measured)} if measured else {}
     for file in predictions:
         document = json.loads(Path(file).read_text())

@@ -54,6 +54,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--retry-failed", action="store_true", help="rerun steps that failed in an earlier session")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and its estimate only (no GPU)")
     parser.add_argument("--json", action="store_true", help="with --dry-run: the plan as JSON")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="with --write-crossover: skip results matching GLOB, as composer report --exclude "
+                        "(repeatable)")
     parser.add_argument("--write-crossover", action="store_true",
                         help="only write the crossover map from DIR's measurements and --predictions (no GPU)")
     parser.set_defaults(func=run)
@@ -96,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     gpu = getattr(device, "name", None)
 
     def write_map() -> tuple[Path | None, list[str]]:
-        entries = crossover_entries(args.out, machine.name, gpu, args.predictions)
+        entries = crossover_entries(args.out, machine.name, gpu, args.predictions, exclude=tuple(args.exclude))
         if not entries:
             return None, ["crossover map: nothing measured or predicted yet; not written"]
         crossover = read_or_empty(args.crossover)
