@@ -294,3 +294,57 @@ def test_write_crossover_without_gpu_from_measurements_and_a_prediction(tmp_path
     assert orders[7].decided == "measured" and orders[7].path == "FUSED"  # a measurement wins over a prediction
     assert orders[767].decided == "predicted" and orders[767].se == 0.4 and orders[767].runner_up == "GEMM"
     assert "p=767 -> FUSED_TC (predicted on h200: 100.0 % ahead of GEMM, S/E 0.40 not screened in" in capsys.readouterr().out
+
+
+# --- the carrier axis and the recorded node times ---------------------------------------------------------
+
+
+def test_carrier_steps_precede_their_orders_benches_and_graph_steps_record_times(tmp_path):
+    caps = Capabilities(paths=(*PATHS, "GEMM_CUTE", "GEMM_FUSED"), build_dir=tmp_path / "build", ncu=False,
+                        bench_sms=False)
+    plan = build_plan([7, 63], parse_axes("carrier,paths,overlap"), H200, caps, grid_of=one_element)
+    ids = [s.id for s in plan.steps]
+    assert ids.index("carrier/p0007") < ids.index("paths/p0007") < ids.index("carrier/p0063") < ids.index("paths/p0063")
+    step = plan.step("carrier/p0063")
+    argv = step.argv(tmp_path / "c")
+    assert argv[:3] == ["sweep-carrier", "--order", "63"] and argv[argv.index("--out") + 1].endswith("carrier/p0063.json")
+    from composer.cli.main import build_parser
+
+    build_parser().parse_args(argv)  # the plan's command line is one the command accepts
+    graph = plan.step("overlap/p0007").argv(tmp_path / "c")
+    assert "--record-times" in graph
+    build_parser().parse_args(graph)
+    # without GEMM_FUSED (no build directory) there is nothing to sweep
+    none = build_plan([7], parse_axes("carrier,paths"), H200, CAPS, grid_of=one_element)
+    assert not [s for s in none.steps if s.axis == "carrier"]
+
+
+def test_carrier_step_estimate_and_done_once_its_report_exists(tmp_path):
+    from composer.campaign.estimate import Estimator
+
+    caps = Capabilities(paths=("GEMM_FUSED",), build_dir=tmp_path / "build", ncu=False, bench_sms=False)
+    step = build_plan([63], parse_axes("carrier"), H200, caps, grid_of=one_element).step("carrier/p0063")
+    est = Estimator(tmp_path / "c", H200).estimate(step)
+    assert est.seconds > 0 and est.basis == "model" and est.remaining_runs == 8
+    (tmp_path / "c" / "carrier").mkdir(parents=True)
+    (tmp_path / "c" / step.out).write_text("{}")
+    assert Estimator(tmp_path / "c", H200).estimate(step).basis == "done"
+
+
+def test_sweep_carrier_out_file_is_written_after_the_winner(tmp_path, monkeypatch):
+    import argparse
+    import json
+
+    from composer.cli import sweep_carrier
+    from composer.config.schedules import load_schedule
+    from composer.epilogues import carrier_sweep as cs
+
+    cands = [c for c in cs.candidates(7, load_schedule(7).paths, "sm_90") if c.settings is not None][:3]
+    monkeypatch.setattr(sweep_carrier, "with_build", lambda cs_, entries, arch: cands)
+    steps = lambda o, b, c: ((lambda cand: (True, "ok")), (lambda cand: 1.0 + cands.index(cand)), lambda: None)
+    out = tmp_path / "c" / "carrier" / "p0007.json"
+    args = argparse.Namespace(order=7, mma=None, arch="sm_90", build_dir=str(tmp_path / "b"), rounds=2, calls=1,
+                              schedules_dir=str(tmp_path / "user"), dry_run=False, tiles=False, out=out)
+    assert sweep_carrier.run(args, steps=steps) == 0
+    report = json.loads(out.read_text())
+    assert report["winner"] == cands[0].label and report["written_to"].endswith("p0007.toml")

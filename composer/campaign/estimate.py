@@ -15,6 +15,8 @@ Basis of each step, the first that applies ("prior" or "model" in the plan's tab
   (+ the field check, counted as for bench).
 - graph: nothing when its file exists; else per path GRAPH_S + 4 × (repeats + 3) calls (+ the
   field check).
+- carrier: nothing when its file exists; else CARRIER_CANDIDATES settings, each validated and
+  timed (rounds × its calls + a warm-up), at GEMM_FUSED's call time, + the reference once.
 
 The constants are deliberately rough (an H200 session's orders of magnitude); the prior basis
 replaces them as soon as one run of a cell exists.
@@ -42,6 +44,7 @@ COMPILE_S = 20.0  # first NVRTC compile / module load of a path's kernels at an 
 PROFILE_S = 30.0  # ncu start-up and report per (path, order)
 PROFILE_REPLAYS = 60  # kernel replays of one profiled call (one per metric pass)
 GRAPH_S = 5.0  # upload and plan per path
+CARRIER_CANDIDATES = 8  # the carrier x fold x flux settings a build of --fused-variants all holds
 
 
 @dataclass
@@ -145,6 +148,15 @@ class Estimator:
                 bases.add(basis)
                 total += GRAPH_S + 4 * (GRAPH_REPEATS + 3) * call + VALIDATION_S
             return Estimate(total + self.reference_s(step.order), "model" if "model" in bases else "prior", len(step.paths))
+        if step.kind == "carrier":
+            if out.is_file():
+                return Estimate(0.0, "done")
+            from composer.cli.sweep_carrier import DEFAULT_CALLS
+
+            call, basis = self.call_s("GEMM_FUSED", step.order)
+            per = VALIDATION_S + (step.rounds * DEFAULT_CALLS + 1) * call + RUN_SETUP_S
+            return Estimate(CARRIER_CANDIDATES * per + COMPILE_S + self.reference_s(step.order), basis,
+                            CARRIER_CANDIDATES)
         raise ValueError(f"unknown step kind {step.kind!r}")
 
 

@@ -2,6 +2,10 @@
 
 Axes (``--axes``; ``all`` = every axis this installation can run):
 
+- ``carrier``: ``composer sweep-carrier`` at every order GEMM_FUSED runs, before that order's
+  benches: every built carrier x fold x flux setting validated and timed on this GPU, the winner
+  written into the user schedules directory, so that every later GEMM_FUSED run of the campaign is
+  this machine's best (the shipped choice is the H200's);
 - ``paths``: every path at every order in one interleaved sweep per order (the landscape and the
   crossover ratios; paired within the run). The one-axis ablations whose two sides are paths as
   scheduled (fused MMA shape FUSED_TC/FUSED_TC16, fusion GEMM_FUSED/GEMM_CUTE, instruction
@@ -10,7 +14,9 @@ Axes (``--axes``; ``all`` = every axis this installation can run):
 - ``library``: GEMM_CUTE all on CuTe (16x8x4) against cuBLAS GEMM (the 16x8x4 sweep of ``mma``);
 - ``fusion`` / ``instruction``: their pair alone, when ``paths`` is not run;
 - ``profiles``: ``composer profile`` of every path at every order (Nsight Compute; needs ncu);
-- ``overlap``: ``composer graph --measure`` of every path at every order (the scheduler's figures);
+- ``overlap``: ``composer graph --measure --record-times`` of every path at every order (the
+  scheduler's figures; the node times go into the user schedules directory's ``node_times.toml``,
+  the launch plans' weights on this GPU from then on);
 - ``balance``: the paths on fewer SMs (``composer bench --sms N``) at p = 63, 255, 511 — only when
   this composer's bench has ``--sms`` (detected on its parser).
 
@@ -31,7 +37,7 @@ from composer import counts
 from composer.arch.machines import Machine
 from composer.errors import ComposerError
 
-AXES = ("paths", "mma", "library", "fusion", "instruction", "profiles", "overlap", "balance")
+AXES = ("carrier", "paths", "mma", "library", "fusion", "instruction", "profiles", "overlap", "balance")
 #: Paper §4.2: six interleaved rounds at p <= 511, three above.
 ROUNDS_LOW, ROUNDS_HIGH, ROUNDS_SPLIT = 6, 3, 511
 #: Orders of the balance axis (paper §8: p = 63, 255, 511).
@@ -39,6 +45,7 @@ BALANCE_ORDERS = (63, 255, 511)
 #: Shares of the machine's SMs on the balance axis (paper §8: 75, 50, 40, 25 %).
 BALANCE_FRACTIONS = (0.75, 0.5, 0.4, 0.25)
 GRAPH_REPEATS = 10
+CARRIER_ROUNDS = 5  # interleaved rounds of a carrier sweep (sweep-carrier's default)
 ALL_CUTE = {"library": "cute"}
 
 
@@ -48,7 +55,7 @@ class Step:
 
     id: str
     axis: str
-    kind: str  # "bench", "profile" or "graph"
+    kind: str  # "bench", "profile", "graph" or "carrier"
     order: int
     paths: tuple[str, ...]
     out: str
@@ -72,7 +79,9 @@ class Step:
             return ["profile", "--paths", paths, "--orders", str(self.order), "--out", out, *opts]
         if self.kind == "graph":
             return ["graph", "--path", paths, "--order", str(self.order), "--measure", "--repeats",
-                    str(GRAPH_REPEATS), "--out", out]
+                    str(GRAPH_REPEATS), "--record-times", "--out", out]
+        if self.kind == "carrier":
+            return ["sweep-carrier", "--order", str(self.order), "--rounds", str(self.rounds), "--out", out]
         raise ValueError(f"unknown step kind {self.kind!r}")
 
 
@@ -205,6 +214,10 @@ def build_plan(orders: Sequence[int], axes: Sequence[str], machine: Machine, cap
             continue
         r = rounds_for(order, rounds)
         tag = f"p{order:04d}"
+        if "carrier" in axes and "GEMM_FUSED" in here:
+            bench_steps.append(Step(f"carrier/{tag}", "carrier", "carrier", order, ("GEMM_FUSED",),
+                                    f"carrier/{tag}.json", CARRIER_ROUNDS,
+                                    what="GEMM_FUSED's carrier, fold and flux chosen on this GPU (sweep-carrier)"))
         if "paths" in axes:
             bench_steps.append(Step(f"paths/{tag}", "paths", "bench", order, tuple(here), f"bench/paths/{tag}", r,
                                     what="every path (landscape, crossover ratios, paired ablations)"))

@@ -88,8 +88,8 @@ def print_plan(plan: Plan, estimates: dict[str, Estimate], journal: Journal, bud
 
 def _ensure_validated(step: Step, executor: Executor, journal: Journal) -> None:
     """The field check of every path of a graph or profile step that no bench step validated yet."""
-    if step.kind == "bench":
-        return  # composer bench validates every (path, order) before timing it
+    if step.kind in ("bench", "carrier"):
+        return  # composer bench and sweep-carrier validate every (path, order) or setting before timing it
     for path in step.paths:
         if journal.validated(path, step.order):
             continue

@@ -45,6 +45,8 @@ def register(subparsers: Any) -> None:
                         help="the schedule's carrier, fold and flux only, with every carrier tile and MMA shape "
                         "(cuBLAS's tiles, the schedule tile's neighbourhood; built by composer build "
                         "--fused-variants tiles)")
+    parser.add_argument("--out", type=Path, default=None, metavar="FILE",
+                        help="also write the JSON report (candidates, verdicts, medians, winner) to FILE, atomically")
     parser.add_argument("--dry-run", action="store_true", help="list the candidates and which are built; no GPU")
     parser.set_defaults(func=run)
 
@@ -156,4 +158,9 @@ def run(args: argparse.Namespace, steps: Callable[[int, str, int], tuple[Callabl
     target = writable_schedule_file(args.order, args.schedules_dir)
     write_winner(target, result.winner)
     print(f"wrote {result.winner.label} to {target}")
+    if getattr(args, "out", None) is not None:  # last: a campaign takes the file as "this step is done"
+        from composer.fileio import atomic_write_text
+
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(args.out, json.dumps({**report, "written_to": str(target)}, indent=2) + "\n")
     return 0
