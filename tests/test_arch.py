@@ -76,7 +76,8 @@ def _entry(**overrides: object) -> str:
     values = {"description": '"test"', "compute_capability": '"9.0"', "smem_per_sm_kib": 228,
               "smem_per_block_optin_kib": 227, "smem_reserved_per_block_kib": 1, "smem_static_per_block_kib": 48,
               "registers_per_sm": 65536, "registers_per_block": 65536, "max_registers_per_thread": 255,
-              "max_threads_per_block": 1024, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32, "warp_size": 32}
+              "max_threads_per_block": 1024, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32, "warp_size": 32,
+              "max_cluster_blocks": 16}
     values.update(overrides)
     return "[archs.sm_90]\n" + "".join(f"{k} = {v}\n" for k, v in values.items())
 

@@ -24,7 +24,7 @@ DEFAULT_ARCH = "sm_90"
 KIB = 1024
 _SMEM_KEYS = ("smem_per_sm", "smem_per_block_optin", "smem_reserved_per_block", "smem_static_per_block")
 _COUNT_KEYS = ("registers_per_sm", "registers_per_block", "max_registers_per_thread", "max_threads_per_block",
-               "max_threads_per_sm", "max_blocks_per_sm", "warp_size")
+               "max_threads_per_sm", "max_blocks_per_sm", "warp_size", "max_cluster_blocks")
 
 
 class UnknownArchError(ComposerError, ValueError):
@@ -49,6 +49,7 @@ class ArchLimits:
     max_threads_per_sm: int
     max_blocks_per_sm: int
     warp_size: int
+    max_cluster_blocks: int  # blocks of one thread-block cluster (1: no clusters), non-portable maximum
 
     @property
     def max_warps_per_sm(self) -> int:

@@ -236,7 +236,7 @@ def build_plan(orders: Sequence[int], axes: Sequence[str], machine: Machine, cap
                                         what=f"GEMM_CUTE all on CuTe at {shape} against cuBLAS GEMM"))
         if "overlap" in axes:
             later["overlap"].append(Step(f"overlap/{tag}", "overlap", "graph", order, tuple(here),
-                                         f"graph/{tag}.json", what="scheduler overlap (composer graph --measure)"))
+                                         f"graph/{tag}.json", what="scheduler overlap, node times recorded (composer graph --measure --record-times)"))
         if "profiles" in axes and caps.ncu:
             later["profiles"].append(Step(f"profiles/{tag}", "profiles", "profile", order, tuple(here), "profiles",
                                           what="Nsight Compute of one call per path"))

@@ -130,7 +130,17 @@ def build_report(order: int, grid: counts.Grid, machine: Machine, reserve: float
         },
         "memory": memory,
         "fused": _fused_floors(order, grid, machine, roof.bytes),
+        "splits": _split_floors(order, grid, machine, roof.bytes),
     }
+
+
+def _split_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) -> list[dict[str, Any]]:
+    """The byte floor of every direction split with each flux source (composer.fused.traffic.split_floors)."""
+    from composer.fused.traffic import split_floors
+
+    return [{"split": f.split, "flux": f.flux, "bytes": f.bytes, "floor_s": f.bytes / machine.hbm_bandwidth,
+             "over_unique": f.bytes / unique, "staged_bytes": f.staged_bytes, "placement": f.placement}
+            for f in split_floors(order, grid, machine.arch)]
 
 
 def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) -> list[dict[str, Any]]:
@@ -232,3 +242,16 @@ def render(report: dict[str, Any], console: Console) -> None:
                           kernels, _bytes(row["bytes"]), f"{row['over_unique']:.2f}", _seconds(row["floor_s"]),
                           f"{max(operand):.3f}" if operand else "-")
         console.print(fused)
+
+    if report.get("splits"):
+        numbers = ("total", "x unique", "byte floor", "staged per unit")
+        splits = output.table(("split", "flux", *numbers, "on chip"), right=numbers,
+                              title=f"byte floors of the fused decompositions on {m['name']}",
+                              caption="split: the volume kernels' directions (x|y|z one kernel each, xy|z, xyz one "
+                                      "kernel); staged: what the widest kernel holds on chip to read each flux value "
+                                      "once (a line, a k-plane of two fluxes, an element of three); on chip: where that "
+                                      "fits (composer.fused.traffic.split_floors)")
+        for row in report["splits"]:
+            splits.add_row(row["split"], row["flux"], _bytes(row["bytes"]), f"{row['over_unique']:.2f}",
+                           _seconds(row["floor_s"]), _bytes(row["staged_bytes"]), row["placement"])
+        console.print(splits)

@@ -52,18 +52,88 @@ def schedule_traffic(config: FusedConfig, grid: counts.Grid) -> list[KernelTraff
     face_points = nq * nq * ne  # nodes on one face of every element
     out: list[KernelTraffic] = []
     if config.flux == "array":
-        face_fields = 6 * face_points * (4 * FP64 + 2 * MAP + FP64)  # nx ny nz F, maps, fstar write
-        traces = 2 * 4 * face_points * (2 * SECTOR + 4 * FP64)  # q u v w, both sides; x faces strided
-        out.append(KernelTraffic(f"face flux nq{nq}", 0, face_fields + traces))
+        out.append(KernelTraffic(f"face flux nq{nq}", 0, _face_kernel_bytes(face_points)))
     for index, kernel in enumerate(config.kernels):
-        dirs = kernel.dirs
-        streamed = (1 + 2 * len(dirs)) * vol + (vol if index == 0 else 2 * vol)
-        faces = 2 * len(dirs) * face_points
-        if config.flux == "inline":
-            face_bytes = faces * (4 * FP64 + 2 * MAP + 2 * (3 - len(dirs)) * FP64)
-        else:
-            face_bytes = faces * FP64
+        streamed, face_bytes = _volume_kernel_bytes(len(kernel.dirs), index, config.flux, vol, face_points)
         out.append(KernelTraffic(f"k{index} {kernel.dir_names}", streamed, face_bytes))
+    return out
+
+
+def _face_kernel_bytes(face_points: int) -> int:
+    """The separate face kernel (``flux = "array"``): see the module docstring."""
+    face_fields = 6 * face_points * (4 * FP64 + 2 * MAP + FP64)  # nx ny nz F, maps, fstar write
+    traces = 2 * 4 * face_points * (2 * SECTOR + 4 * FP64)  # q u v w, both sides; x faces strided
+    return face_fields + traces
+
+
+def _volume_kernel_bytes(ndirs: int, index: int, flux: str, vol: int, face_points: int) -> tuple[int, int]:
+    """(volume, face) bytes of the ``index``-th volume kernel carrying ``ndirs`` directions."""
+    streamed = (1 + 2 * ndirs) * vol + (vol if index == 0 else 2 * vol)
+    faces = 2 * ndirs * face_points
+    if flux == "inline":
+        return streamed, faces * (4 * FP64 + 2 * MAP + 2 * (3 - ndirs) * FP64)
+    return streamed, faces * FP64
+
+
+#: The direction splits of a fused decomposition: one kernel per direction, x and y in one kernel
+#: then z, all three in one kernel (the S14.2 schedules use the first two at p >= 31, the last at p <= 15).
+SPLITS: dict[str, tuple[int, ...]] = {"x|y|z": (1, 1, 1), "xy|z": (2, 1), "xyz": (3,)}
+
+
+@dataclass(frozen=True)
+class SplitFloor:
+    """The byte floor of one direction split with one flux source, and what its largest kernel must
+    hold on chip per unit of work to read each value once (``staged_bytes``), and where that fits."""
+
+    split: str
+    flux: str
+    bytes: int
+    staged_bytes: int
+    placement: str  # "one block", "cluster of N blocks", or "does not fit on chip"
+
+
+def staged_bytes(split: str, nq: int) -> int:
+    """On-chip bytes the split's widest kernel needs per unit of work to read each flux value once:
+    a line of each flux (x|y|z), a (j, i) plane of q*u and q*v (xy|z: both directions of a k-plane),
+    or a whole element of the three fluxes (xyz)."""
+    widest = max(SPLITS[split])
+    if widest == 1:
+        return FP64 * nq
+    if widest == 2:
+        return 2 * FP64 * nq * nq
+    return 3 * FP64 * nq**3
+
+
+def placement(nbytes: int, arch: str = DEFAULT_ARCH) -> str:
+    """Where ``nbytes`` of staged data fit: one block's shared memory, a thread-block cluster's
+    distributed shared memory (sm_90+), or nowhere on chip (``composer.arch.limits``)."""
+    from composer.arch.limits import arch_limits
+
+    limits = arch_limits(arch)
+    per_block = limits.smem_per_block_optin
+    if nbytes <= per_block:
+        return "one block"
+    blocks = -(-nbytes // per_block)
+    if blocks <= limits.max_cluster_blocks:
+        return f"cluster of {1 << (blocks - 1).bit_length()} blocks"
+    return "does not fit on chip"
+
+
+def split_floors(order: int, grid: counts.Grid, arch: str = DEFAULT_ARCH) -> list[SplitFloor]:
+    """The byte floor of every direction split with each flux source at ``order`` on ``grid``: the
+    decompositions issue 16 weighs against its targets (a target below a split's floor cannot be
+    reached by tuning that split)."""
+    ne = counts.num_elements(grid)
+    nq = order + 1
+    vol, face_points = FP64 * nq**3 * ne, nq * nq * ne
+    out = []
+    for split, kernels in SPLITS.items():
+        staged = staged_bytes(split, nq)
+        where = placement(staged, arch)
+        for flux in ("array", "inline"):
+            total = _face_kernel_bytes(face_points) if flux == "array" else 0
+            total += sum(sum(_volume_kernel_bytes(n, i, flux, vol, face_points)) for i, n in enumerate(kernels))
+            out.append(SplitFloor(split, flux, total, staged, where))
     return out
 
 

@@ -1,0 +1,48 @@
+"""Byte floors of the direction splits (composer.fused.traffic.split_floors, `composer info`)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from composer.config.schedules import load_schedule
+from composer.fused.config import fused_config
+from composer.fused.traffic import SPLITS, byte_floor_bytes, placement, split_floors, staged_bytes
+
+
+@pytest.mark.parametrize("order, variant", [(7, "FUSED"), (15, "FUSED_TC16"), (63, "FUSED_TC16"), (127, "FUSED_TC16"),
+                                            (255, "FUSED_TC16")])
+def test_the_shipped_schedule_floor_is_its_split_row(order, variant):
+    """A shipped schedule's own floor is the row of its split and flux: one traffic model, not two."""
+    config = fused_config(variant, order)
+    grid = load_schedule(order).benchmark.grid
+    split = "|".join(k.dir_names for k in config.kernels)
+    row = next(f for f in split_floors(order, grid) if f.split == split and f.flux == config.flux)
+    assert row.bytes == byte_floor_bytes(config, grid)
+
+
+def test_fewer_kernels_move_fewer_bytes_and_need_more_on_chip():
+    grid = (2, 2, 2)
+    for flux in ("array", "inline"):
+        rows = {f.split: f for f in split_floors(127, grid) if f.flux == flux}
+        assert rows["x|y|z"].bytes > rows["xy|z"].bytes > rows["xyz"].bytes
+        assert rows["x|y|z"].staged_bytes < rows["xy|z"].staged_bytes < rows["xyz"].staged_bytes
+    assert set(SPLITS) == {f.split for f in split_floors(7, (1, 1, 1))}
+
+
+def test_placement_follows_the_arch_limits():
+    assert staged_bytes("xy|z", 64) == 64 * 1024 and placement(64 * 1024) == "one block"
+    assert placement(staged_bytes("xy|z", 128)) == "cluster of 2 blocks"  # 256 KiB > 227 KiB
+    assert placement(staged_bytes("xyz", 32)) == "cluster of 4 blocks"  # 768 KiB
+    assert placement(staged_bytes("xyz", 64)) == "does not fit on chip"  # 6 MiB > 16 x 227 KiB
+    assert placement(staged_bytes("xy|z", 128), "sm_80") == "does not fit on chip"  # no clusters on sm_80
+
+
+def test_info_json_lists_the_splits(capsys):
+    from composer.cli.main import main
+
+    assert main(["info", "--order", "127", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {(r["split"], r["flux"]) for r in report["splits"]} == {(s, f) for s in SPLITS for f in ("array", "inline")}
+    assert all(r["floor_s"] > 0 and r["over_unique"] >= 1.0 for r in report["splits"])
