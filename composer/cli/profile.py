@@ -37,6 +37,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--timeout", type=positive_float, default=600.0, help="seconds per (path, order)")
     parser.add_argument("--option", dest="options", action="append", type=path_option, default=None,
                         metavar="PATH.KEY=VALUE", help="a path option, repeatable (e.g. GEMM_CUTE.mma=8x8x4)")
+    parser.add_argument("--sections-only", action="store_true",
+                        help="collect ncu's sections without the model's extra counters (what composer model "
+                        "reads; a profile made so cannot calibrate the model): to tell a counter that fails "
+                        "from a replay that fails")
     parser.add_argument("--replay", choices=REPLAY_MODES, default=None,
                         help="ncu's replay mode: kernel (ncu's default: each kernel rerun per pass with its "
                         "memory saved and restored) or application (the profiled call rerun per pass)")
@@ -93,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
                 target += ["--option", f"{option}={value}"]
             console.print(f"profiling {key} ...")
             try:
-                proc = subprocess.run(ncu_command(ncu, sections, log, target, REQUESTED_METRICS, args.replay),
+                metrics = () if args.sections_only else REQUESTED_METRICS
+                proc = subprocess.run(ncu_command(ncu, sections, log, target, metrics, args.replay),
                                       capture_output=True, text=True, timeout=args.timeout)
             except subprocess.TimeoutExpired:
                 raise ComposerError(f"ncu on {key} ran past --timeout {args.timeout:g} s; "
@@ -102,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
                 raise ComposerError(f"ncu failed for {key} (exit {proc.returncode}): {_failure_text(proc, log)}")
             kernels = [summarize(row).as_dict() for row in parse_raw_csv(log.read_text())]
             summary[key] = {"path": name, "order": order, "sections": sections, "kernels": kernels,
+                            "model_counters": not args.sections_only,
                             "options": options.get(path_class(name).name, {}),
                             "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}  # newest wins in reports
             if args.sms is not None:
