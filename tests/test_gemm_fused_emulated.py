@@ -209,3 +209,42 @@ def test_gemm_fused_launches_compute_the_reference(runtime, build_dir, order, ca
     assert len(gemms) == 3 and f"_{carrier}_" in gemms[-1] and "carry" in gemms[-1]
     assert ("volume_flux" in log) == (flux == "array") and "separable_lift" not in log
     assert all(name.endswith("_qv_0") for name in gemms) == (flux == "mainloop")
+
+
+@pytest.fixture(scope="module")
+def tiles_build_dir(tmp_path_factory):
+    from composer.build import build, plan
+
+    out = tmp_path_factory.mktemp("gemm_fused_tiles")
+    build(plan("sm_90", None, [63], ["GEMM_FUSED"], fused_variants="tiles"), out)
+    return out
+
+
+def test_each_carrier_tile_of_one_build_runs_its_own_kernel(runtime, tiles_build_dir):
+    """--fused-variants tiles puts several tiles of one carrier into one build: the path loads the one its
+    settings name (tagged name, exact config) and computes the reference with it; a tile the build lacks is
+    one clear error naming the tile it found."""
+    from composer.config.schedules import load_schedule
+    from composer.epilogues.carrier_sweep import candidates
+    from composer.errors import ComposerError
+
+    memory, log, upload = runtime
+    order, grid = 63, ORDERS[63]
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    cands = [c for c in candidates(order, load_schedule(order).paths, "sm_90", tiles_only=True) if c.settings]
+    picked = [next(c for c in cands if c.shipped), next(c for c in cands if not c.shipped and not c.mma),
+              next(c for c in cands if c.mma)]
+    for cand in picked:
+        log.clear()
+        pb = upload(fields, order, grid)
+        path = path_class("GEMM_FUSED")(pb, build_dir=tiles_build_dir, **cand.options())
+        path.launch(pb.ptr("q"), pb.dqdt.ptr)
+        got = memory.arrays[pb.dqdt.ptr].reshape(pb.mesh.volume_shape)
+        assert np.max(np.abs(got - ref)) / np.max(np.abs(ref)) <= 1e-13, cand.label
+        carrier_kernel = [n for n in log if n.startswith("dgemm") and "carry" in n][-1]
+        assert ("_t" in carrier_kernel.split("carry")[-1]) == (not cand.shipped), (cand.label, carrier_kernel)
+    tile = picked[0].tile
+    odd = {**picked[0].options(), "carrier_tile": {**tile, "warps_m": tile["warps_n"], "warps_n": tile["warps_m"]}}
+    with pytest.raises(ComposerError, match="built with tile .* the settings need"):
+        path_class("GEMM_FUSED")(upload(fields, order, grid), build_dir=tiles_build_dir, **odd)
