@@ -76,3 +76,20 @@ def test_a_malformed_user_map_is_still_an_error(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPOSER_SCHEDULES", str(user))
     with pytest.raises(ConfigError, match="schema"):
         cx.resolve_auto(7, H200(), announce=False)
+
+
+def test_a_user_prediction_does_not_override_a_shipped_measurement(tmp_path, monkeypatch):
+    from composer.config.crossover import Choice, CrossoverMap, MachineEntry, write_crossover
+
+    user = tmp_path / "user"
+    user.mkdir()
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(user))
+    mine = CrossoverMap(str(user / "crossover.toml")).with_entry(MachineEntry("h200", None, "now", {
+        63: Choice(machine="h200", order=63, path="GEMM", decided="predicted", source="p.json", seconds=1e-3),
+        1023: Choice(machine="h200", order=1023, path="GEMM_FUSED", decided="predicted", source="p.json",
+                     seconds=1e-1)}))
+    write_crossover(mine)
+    shipped = load_crossover(ROOT / "schedules" / "crossover.toml").machines["h200"].orders
+    assert shipped[63].decided == "measured"
+    assert cx.resolve_auto(63, H200(), announce=False).path == shipped[63].path
+    assert cx.resolve_auto(1023, H200(), announce=False).path == "GEMM_FUSED"  # nothing shipped there

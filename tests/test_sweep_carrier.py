@@ -245,16 +245,31 @@ def test_find_gemm_entry_picks_the_entry_of_the_tile() -> None:
 
 def test_candidate_that_cannot_run_fails_its_validation_and_the_sweep_goes_on() -> None:
     from composer.errors import ComposerError
+    from composer.paths.problem import DoesNotFitError
 
     cands = _runnable(_cands(7))[:3]
     too_big = cands[0].label
 
     def validate(c):
         if c.label == too_big:
-            raise ComposerError("path GEMM_FUSED at p=1023 needs 136.3 GiB; 133.4 GiB usable")
+            raise DoesNotFitError("path GEMM_FUSED at p=1023 needs 136.3 GiB; 133.4 GiB usable")
         return True, "fake"
 
     result = cs.sweep(cands, validate, lambda c: 1.0 + len(c.label) * 1e-3, rounds=2)
     ok, why = result.verdicts[too_big]
     assert not ok and why.startswith("did not run: ") and "136.3 GiB" in why
     assert too_big not in result.samples and result.winner is not None
+
+
+def test_a_fault_ends_the_sweep_with_its_own_message() -> None:
+    """Only a candidate too large for memory is passed over; any other error (a kernel fault leaves the
+    context dead for every later candidate) stops the sweep."""
+    from composer.errors import ComposerError
+
+    cands = _runnable(_cands(7))[:2]
+
+    def validate(c):
+        raise ComposerError("CUDA_ERROR_ILLEGAL_ADDRESS in dgemm_p0007_y_m16_8_4_carry")
+
+    with pytest.raises(ComposerError, match="ILLEGAL_ADDRESS"):
+        cs.sweep(cands, validate, lambda c: 1.0, rounds=1)

@@ -15,8 +15,9 @@ Basis of each step, the first that applies ("prior" or "model" in the plan's tab
   (+ the field check, counted as for bench).
 - graph: nothing when its file exists; else per path GRAPH_S + 4 × (repeats + 3) calls (+ the
   field check).
-- carrier: nothing when its file exists; else CARRIER_CANDIDATES settings, each validated and
-  timed (rounds × its calls + a warm-up), at GEMM_FUSED's call time, + the reference once.
+- carrier: nothing when its file exists; else CARRIER_CANDIDATES settings (a build of
+  ``--fused-variants all``; a tiles build holds more), each validated, then per round a path set up
+  and its calls + a warm-up timed at GEMM_FUSED's call time, + the reference once.
 
 The constants are deliberately rough (an H200 session's orders of magnitude); the prior basis
 replaces them as soon as one run of a cell exists.
@@ -154,7 +155,7 @@ class Estimator:
             from composer.cli.sweep_carrier import DEFAULT_CALLS
 
             call, basis = self.call_s("GEMM_FUSED", step.order)
-            per = VALIDATION_S + (step.rounds * DEFAULT_CALLS + 1) * call + RUN_SETUP_S
+            per = VALIDATION_S + step.rounds * (RUN_SETUP_S + (DEFAULT_CALLS + 1) * call)  # a path and warm-up per sample
             return Estimate(CARRIER_CANDIDATES * per + COMPILE_S + self.reference_s(step.order), basis,
                             CARRIER_CANDIDATES)
         raise ValueError(f"unknown step kind {step.kind!r}")

@@ -5,7 +5,9 @@ Axes (``--axes``; ``all`` = every axis this installation can run):
 - ``carrier``: ``composer sweep-carrier`` at every order GEMM_FUSED runs, before that order's
   benches: every built carrier x fold x flux setting validated and timed on this GPU, the winner
   written into the user schedules directory, so that every later GEMM_FUSED run of the campaign is
-  this machine's best (the shipped choice is the H200's);
+  this machine's best (the shipped choice is the H200's). The sweep writes into a copy of the
+  order's whole schedule there, which from then on stands for that order in place of the shipped
+  file (later shipped changes to it need the copy removed or merged);
 - ``paths``: every path at every order in one interleaved sweep per order (the landscape and the
   crossover ratios; paired within the run). The one-axis ablations whose two sides are paths as
   scheduled (fused MMA shape FUSED_TC/FUSED_TC16, fusion GEMM_FUSED/GEMM_CUTE, instruction

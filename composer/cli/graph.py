@@ -103,7 +103,11 @@ def run(args: argparse.Namespace) -> int:
     if args.record_times:
         from composer.sched.node_times import record_times
 
-        machine = reports[0]["cost_machine"]
+        machine = reports[0].get("identified_machine")
+        if not machine:
+            raise ComposerError("--record-times: this GPU is none of the machine table's entries (architecture, SM "
+                                "count and memory; composer.arch.identify), so its times would be filed under "
+                                "another GPU's name; add it to machines.toml ($COMPOSER_MACHINES) first")
         target = record_times(document if len(reports) > 1 else {"order": args.order, "paths": reports}, machine)
         output.console(stderr=True).print(f"node times of {', '.join(r['path'] for r in reports)} p={args.order} "
                                           f"({machine}) recorded in {target}")
@@ -124,7 +128,8 @@ def _plan_only(classes: list, order: int, grid: counts.Grid, options: dict, mach
     for cls in classes:
         parsed = cls.parse_options(options)
         plan = cls.launch_plan(order, counts.num_elements(grid), machine, **parsed)
-        reports.append({**_report(cls.name, plan), "machine": machine.name})
+        reports.append({**_report(cls.name, plan), "machine": machine.name,
+                        "settings": cls.plan_settings(order, **parsed)})
     return reports
 
 
@@ -134,6 +139,7 @@ def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeat
     from composer.bench.provenance import collect_provenance
     from composer.paths.problem import DeviceProblem, check_fits
     from composer.runtime import Device
+    from composer.arch.identify import identify_machine
     from composer.paths.base import cost_machine
     from composer.sched.measure import measure_overlap
 
@@ -153,7 +159,10 @@ def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeat
                     figures = measure_overlap(impl, repeats=repeats)
                     clocks.stop()
                 reports.append({**_report(cls.name, impl.plan), "device": device.name,
+                                "settings": cls.plan_settings(order, **impl.options),
                                 "cost_machine": cost_machine(device.arch, device.sm_count, device.total_memory).name,
+                                "identified_machine": getattr(identify_machine(device.arch, device.sm_count,
+                                                                               device.total_memory), "name", None),
                                 "measure": figures.as_dict(), "clocks": clocks.summary().to_dict()})
             finally:
                 impl.close()

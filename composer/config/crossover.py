@@ -326,8 +326,8 @@ def packaged_crossover_file() -> Any:
 
 def _load_for_auto() -> CrossoverMap:
     """The user's crossover map over the shipped one: a choice the user's map makes (a campaign on
-    this machine) wins; the shipped map answers the orders and machines it does not hold, and
-    alone when the user has none."""
+    this machine) wins, except a predicted one over a shipped measurement; the shipped map answers
+    the orders and machines the user's does not hold, and alone when the user has none."""
     shipped_file = packaged_crossover_file()
     shipped = load_crossover(shipped_file) if shipped_file.is_file() else None
     try:
@@ -342,7 +342,11 @@ def _load_for_auto() -> CrossoverMap:
         return user
     merged = shipped
     for entry in user.machines.values():
-        merged = merged.with_entry(entry)
+        old = shipped.machines.get(entry.name)
+        # a measurement beats a prediction, whichever map holds it (the rule of campaign.decide too)
+        kept = {o: c for o, c in entry.orders.items()
+                if not (c.decided == PREDICTED and old and o in old.orders and old.orders[o].decided == MEASURED)}
+        merged = merged.with_entry(replace(entry, orders=kept))
     return replace(merged, file=f"{user.file} over {shipped.file}")
 
 

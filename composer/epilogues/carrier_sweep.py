@@ -178,11 +178,15 @@ class CarrierSweepResult:
 
 
 def _verdict(validate: Callable[[Candidate], tuple[bool, str]], candidate: Candidate) -> tuple[bool, str]:
-    """``validate(candidate)``; a candidate that cannot run at all (too large for the GPU's memory:
-    at p = 1023 only some settings fit) fails with the reason instead of ending the sweep."""
+    """``validate(candidate)``; a candidate too large for the GPU's memory (at p = 1023 only some
+    settings fit) fails with the reason instead of ending the sweep. Any other error (a kernel fault
+    leaves the context unusable for every later candidate) ends the sweep with its own message."""
+    from composer.paths.problem import DoesNotFitError
+    from composer.runtime.errors import OutOfDeviceMemory
+
     try:
         return validate(candidate)
-    except ComposerError as exc:
+    except (DoesNotFitError, OutOfDeviceMemory) as exc:
         return False, f"did not run: {exc}"
 
 

@@ -102,9 +102,11 @@ def cost_machine(arch: str, sm_count: int, memory_bytes: int = 0) -> Machine:
     """The machine-table entry whose capacities price a device's kernels for the cost hints and
     whose recorded node times (``schedules/node_times.toml``) the plans take: the entry the GPU is
     (``composer.arch.identify``: architecture, SM count and memory; the H100 and the H200 share
-    sm_90 and 132 SMs and differ only in memory), else the one of the same architecture and SM
-    count closest in memory, else of the same architecture (a green context of fewer SMs), else
-    the first."""
+    sm_90 and 132 SMs and differ only in memory); else, among the entries of the same architecture
+    and SM count, or failing those of the same architecture (a green context of fewer SMs), or
+    failing those all entries, the one closest in memory (the first without a memory size). Only
+    the identified entry is a statement about the GPU: ``composer graph --record-times`` files
+    times under it alone."""
     from composer.arch.identify import identify_machine
 
     table = load_machines()
@@ -217,21 +219,34 @@ class Path(ABC):
         and an instance plans its launches from the same declaration."""
 
     @classmethod
+    def plan_settings(cls, order: int, **options: Any) -> str:
+        """What, besides the order, decides which kernels the path launches and how long each
+        takes (``""``: nothing): recorded node times apply only to the same settings
+        (``composer.sched.node_times``). Paths with a library assignment, MMA shape or carrier
+        override it."""
+        return ""
+
+    @classmethod
     def launch_plan(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> LaunchPlan:
-        """The launch plan of one tendency call (``options`` already parsed; ``max_streams`` among them)."""
+        """The launch plan of one tendency call (``options`` already parsed; ``max_streams`` among them).
+
+        Weights: ``node_us`` "hints" ({}): the roofline hints; else the recorded node times of this
+        machine, path, order and settings where they exist, with ``node_us``'s times laid over them
+        (the hints fill any node neither names)."""
         options = dict(options)
         max_streams = options.pop("max_streams", None)
         node_us = options.pop("node_us", None)
         nodes = cls.program(order, num_elements, machine, **options)
-        weights = measured_weights(machine.name, cls.name, order, [n.name for n in nodes])
-        if node_us == {}:
-            weights = None
-        elif node_us is not None:
-            unknown = sorted(set(node_us) - {n.name for n in nodes})
+        names = [n.name for n in nodes]
+        weights: dict[str, float] | None = None
+        if node_us != {}:  # "hints" skips the recorded times (and so a user file that does not load)
+            weights = measured_weights(machine.name, cls.name, order, names, cls.plan_settings(order, **options))
+        if node_us:
+            unknown = sorted(set(node_us) - set(names))
             if unknown:
                 raise ComposerError(f"{cls.name} p={order}: node_us names no kernel of the path: {', '.join(unknown)} "
-                                    f"(its kernels: {', '.join(n.name for n in nodes)})")
-            weights = {name: us * 1e-6 for name, us in node_us.items()}
+                                    f"(its kernels: {', '.join(names)})")
+            weights = {**(weights or {}), **{name: us * 1e-6 for name, us in node_us.items()}}
         return plan(build_graph(nodes, PROBLEM_INPUTS), max_streams or len(nodes), weights)
 
     def schedule(self) -> None:

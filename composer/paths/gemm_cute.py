@@ -118,6 +118,12 @@ class GemmCutePath(LibraryPath):
     needs_build = True
     reads_mma = True
     min_sm = 80  # DMMA
+
+    @classmethod
+    def plan_settings(cls, order: int, **options: Any) -> str:
+        """The MMA shape and who runs each GEMM (cuBLAS or our CuTe kernels time differently)."""
+        mma, library = resolve_settings(order, options)
+        return f"mma={mma} library=" + ",".join(f"{r}:{library[r]}" for r in ROLES)
     options = MappingProxyType({
         "mma": PathOption(mma_option, f"the GEMMs' MMA shape (default: the schedule's, else {DEFAULT_MMA})"),
         "library": PathOption(library_option, "who runs each role's GEMM: LIB or ROLE=LIB[,ROLE=LIB...] "

@@ -125,6 +125,14 @@ class GemmFusedPath(GemmCutePath):
     })
 
     @classmethod
+    def plan_settings(cls, order: int, **options: Any) -> str:
+        """GEMM_CUTE's settings and the carrier, fold and flux source (the same node names carry
+        different work: the carrier's GEMM is the slow one)."""
+        s = settings_for(order, options)
+        return (f"mma={s.mma} library=" + ",".join(f"{r}:{s.library[r]}" for r in ROLES)
+                + f" carrier={s.carrier} fold={'on' if s.fold else 'off'} flux={s.flux}")
+
+    @classmethod
     def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
         """GEMM's workspace less the carrier's derivative (and, with the fold, less the second of
         the two non-carrier arrays: x and y accumulate into one; with the flux formed in the

@@ -119,6 +119,10 @@ class DeviceProblem:
         return problem
 
 
+class DoesNotFitError(ComposerError, MemoryError):
+    """A path's estimated footprint exceeds the device's free memory (raised before allocating)."""
+
+
 def check_fits(order: int, grid: object, path: str, device: Device) -> None:
     """Stop before allocating when the estimated footprint exceeds the device's free memory."""
     from composer.counts import device_memory_estimate
@@ -126,7 +130,7 @@ def check_fits(order: int, grid: object, path: str, device: Device) -> None:
     estimate = device_memory_estimate(order, dg.check_grid(grid), path)
     free = device.free_memory()
     if estimate.total_bytes > free:
-        raise ComposerError(
+        raise DoesNotFitError(
             f"order {order} on grid {tuple(dg.check_grid(grid))} with path {path} needs about "
             f"{estimate.total_bytes / 1e9:.1f} GB of device memory, but only {free / 1e9:.1f} GB "
             f"of {device.total_memory / 1e9:.1f} GB are free on {device.name}; use a smaller grid "

@@ -11,11 +11,20 @@ the wrong chain: at p = 7 on the H200 the hints make the face flux and lift crit
 
 The shipped file is ``schedules/node_times.toml``: per machine (machines.toml name), path and
 order, the device time in µs of every node of the path's program, as ``composer graph --measure``
-reports them (``node_ms``). A user file of the same name in the user schedules directory
-(``$COMPOSER_SCHEDULES``) adds or replaces entries; ``composer graph --measure --record-times``
-writes there. An entry applies only when it names exactly the nodes of the path's program at that
-order (a path whose kernels changed since it was measured falls back to the hints), and it only
-shapes the plan: results are the same bit for bit under every plan.
+reports them (``node_ms``), with the path's settings when it has any (``Path.plan_settings``: its
+MMA shape and library assignment, GEMM_FUSED's carrier, fold and flux source):
+
+    [h200.GEMM]
+    p7 = { volume_flux = 230.6, gemm_x = 212.2, ... }
+    [h200.GEMM_CUTE]
+    p63 = { settings = "mma=16x8x4 library=x:cute,y:cute,z:cute", nodes = { volume_flux = 230.0, ... } }
+
+A user file of the same name in the user schedules directory (``$COMPOSER_SCHEDULES``) adds or
+replaces entries; ``composer graph --measure --record-times`` writes there. An entry applies only
+when its settings are the path's and it names exactly the nodes of the path's program at that
+order (GEMM_FUSED's x, y and z carriers have the same node names: the settings tell them apart);
+otherwise the plan keeps its hints. It only shapes the plan: results are the same bit for bit under
+every plan.
 """
 
 from __future__ import annotations
@@ -32,8 +41,8 @@ from composer.packaged import packaged_dir
 
 NODE_TIMES_FILE = "node_times.toml"
 
-#: (machine, path, order) -> {node: µs}
-NodeTimes = dict[tuple[str, str, int], dict[str, float]]
+#: (machine, path, order) -> (settings, {node: µs}); settings "" for a path without any
+NodeTimes = dict[tuple[str, str, int], tuple[str, dict[str, float]]]
 
 
 class NodeTimesError(ComposerError, ValueError):
@@ -61,6 +70,16 @@ def parse_node_times(data: Mapping[str, Any], origin: str) -> NodeTimes:
                 where = f"{origin}: {machine}.{path}.{key}"
                 if not (key.startswith("p") and key[1:].isdigit()):
                     raise NodeTimesError(f"{where}: keys are orders written pN (e.g. p7)")
+                settings = ""
+                if isinstance(nodes, Mapping) and "nodes" in nodes:
+                    extra = sorted(set(nodes) - {"nodes", "settings"})
+                    if extra:
+                        raise NodeTimesError(f"{where}: unknown keys {extra} (an entry with settings has "
+                                             f"'settings' and 'nodes')")
+                    settings = nodes.get("settings", "")
+                    if not isinstance(settings, str):
+                        raise NodeTimesError(f"{where}.settings: expected a string, got {settings!r}")
+                    nodes = nodes["nodes"]
                 if not isinstance(nodes, Mapping) or not nodes:
                     raise NodeTimesError(f"{where}: expected a table of node = microseconds")
                 entry = {}
@@ -68,7 +87,7 @@ def parse_node_times(data: Mapping[str, Any], origin: str) -> NodeTimes:
                     if isinstance(us, bool) or not isinstance(us, (int, float)) or not us >= 0.0:
                         raise NodeTimesError(f"{where}.{node}: expected a non-negative time in µs, got {us!r}")
                     entry[str(node)] = float(us)
-                times[(machine, path, int(key[1:]))] = entry
+                times[(machine, path, int(key[1:]))] = (settings, entry)
     return times
 
 
@@ -93,11 +112,15 @@ def load_node_times() -> NodeTimes:
     return _load(str(user) if user else None)
 
 
-def measured_weights(machine: str, path: str, order: int, nodes: Iterable[str]) -> dict[str, float] | None:
-    """The recorded times (seconds) of ``path`` at ``order`` on ``machine`` when they name exactly
-    ``nodes``; else None (the plan keeps its hints)."""
-    entry = load_node_times().get((machine, path, order))
-    if entry is None or set(entry) != set(nodes):
+def measured_weights(machine: str, path: str, order: int, nodes: Iterable[str],
+                     settings: str = "") -> dict[str, float] | None:
+    """The recorded times (seconds) of ``path`` at ``order`` on ``machine`` when they were recorded
+    with ``settings`` and name exactly ``nodes``; else None (the plan keeps its hints)."""
+    found = load_node_times().get((machine, path, order))
+    if found is None:
+        return None
+    recorded, entry = found
+    if recorded != settings or set(entry) != set(nodes):
         return None
     return {name: us * 1e-6 for name, us in entry.items()}
 
@@ -105,19 +128,23 @@ def measured_weights(machine: str, path: str, order: int, nodes: Iterable[str]) 
 def render_node_times(times: NodeTimes, header: str) -> str:
     """The TOML text of ``times``, ``header`` as its leading comment lines."""
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
-    by_table: dict[tuple[str, str], list[tuple[int, dict[str, float]]]] = {}
-    for (machine, path, order), nodes in times.items():
-        by_table.setdefault((machine, path), []).append((order, nodes))
+    by_table: dict[tuple[str, str], list[tuple[int, str, dict[str, float]]]] = {}
+    for (machine, path, order), (settings, nodes) in times.items():
+        by_table.setdefault((machine, path), []).append((order, settings, nodes))
     for (machine, path), entries in sorted(by_table.items()):
         lines += ["", f"[{machine}.{path}]"]
-        for order, nodes in sorted(entries):
+        for order, settings, nodes in sorted(entries):
             cells = ", ".join(f"{name} = {us:.1f}" for name, us in nodes.items())
-            lines.append(f"p{order} = {{ {cells} }}")
+            lines.append(f'p{order} = {{ settings = "{settings}", nodes = {{ {cells} }} }}' if settings
+                         else f"p{order} = {{ {cells} }}")
     return "\n".join(lines) + "\n"
 
 
-def times_from_measure(report: Mapping[str, Any], machine: str) -> NodeTimes:
-    """The node times of a ``composer graph --measure --json`` report (one or several paths)."""
+def times_from_measure(report: Mapping[str, Any], machine: str,
+                       settings_of: Any = None) -> NodeTimes:
+    """The node times of a ``composer graph --measure --json`` report (one or several paths), with
+    the settings the report records for each path; ``settings_of(path, order)`` stands in for a
+    report that predates them (None: leave such a path out)."""
     times: NodeTimes = {}
     for entry in report.get("paths", [report]):
         measure = entry.get("measure") or {}
@@ -125,8 +152,13 @@ def times_from_measure(report: Mapping[str, Any], machine: str) -> NodeTimes:
         if not node_ms:
             continue
         order = int(measure.get("order", report.get("order")))
-        times[(machine, str(entry.get("path", measure.get("path"))), order)] = {
-            name: float(ms) * 1e3 for name, ms in node_ms.items()}
+        path = str(entry.get("path", measure.get("path")))
+        settings = entry.get("settings")
+        if settings is None:
+            settings = settings_of(path, order) if settings_of is not None else None
+            if settings is None:
+                continue
+        times[(machine, path, order)] = (str(settings), {name: float(ms) * 1e3 for name, ms in node_ms.items()})
     return times
 
 

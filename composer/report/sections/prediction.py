@@ -41,7 +41,9 @@ def source_machine(data: ReportData, cell: Cell) -> str | None:
 
 
 def measured_cell(data: ReportData, target: dict[str, Any], path: str, order: int) -> Cell | None:
-    """The newest cell of ``path`` at ``order`` measured on the target's machine at its SM count."""
+    """The newest cell of ``path`` at ``order`` measured on the target's machine at its SM count;
+    at the full count, where a balance axis was measured at that order, the newest of the axis's
+    own commit first (``balance.axis_commits``: the point the axis and its score compare)."""
     from composer.report.sections.balance import axis_commits
 
     sms, full = target.get("sm_count"), target.get("full_sm_count")
