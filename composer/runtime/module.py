@@ -11,7 +11,7 @@ from typing import Any
 from .device import Device, ensure_context
 from .errors import LaunchError, check
 from .manifest import KernelEntry
-from .params import BLOCK_LIMITS, GRID_LIMITS, PackedArgs, Param, dim3
+from .params import BLOCK_LIMITS, GRID_LIMITS, PORTABLE_CLUSTER_BLOCKS, PackedArgs, Param, cluster_dims, dim3
 
 STATIC_SMEM_LIMIT = 48 * 1024  # above this, dynamic shared memory must be opted into per function
 
@@ -141,8 +141,11 @@ class Kernel:
         self._smem_optin = max(self._smem_optin, nbytes)
 
     def launch(self, grid: Sequence[int] | int, block: Sequence[int] | int | None = None,
-               args: Sequence[Any] = (), shared: int | None = None, stream: Any = None) -> None:
-        """cuLaunchKernel with arguments validated against ``params`` (required for packing)."""
+               args: Sequence[Any] = (), shared: int | None = None, stream: Any = None,
+               cluster: Sequence[int] | int | None = None) -> None:
+        """cuLaunchKernel with arguments validated against ``params`` (required for packing);
+        with ``cluster``, cuLaunchKernelEx with that thread-block cluster shape (sm_90+; the
+        blocks of a cluster share their shared memory, ``composer.runtime.cluster``)."""
         if self.params is None:
             raise LaunchError(f"{self.name}: parameter list unknown; pass params= to get_kernel")
         g = dim3(grid, f"{self.name} grid", GRID_LIMITS)
@@ -158,8 +161,33 @@ class Kernel:
         packed = PackedArgs(self.params, args)
         h = 0 if stream is None else getattr(stream, "handle", stream)
         self.device.make_current()
-        check(self.device._drv.cuLaunchKernel(self.function, *g, *b, smem, h, packed.address, 0),
-              f"cuLaunchKernel({self.name})")
+        if cluster is None:
+            check(self.device._drv.cuLaunchKernel(self.function, *g, *b, smem, h, packed.address, 0),
+                  f"cuLaunchKernel({self.name})")
+            return
+        self._launch_cluster(g, b, smem, h, packed, cluster)
+
+    def _launch_cluster(self, g: tuple[int, int, int], b: tuple[int, int, int], smem: int, stream: Any,
+                        packed: PackedArgs, cluster: Sequence[int] | int) -> None:
+        from composer.arch.limits import arch_limits
+
+        drv = self.device._drv
+        c = cluster_dims(cluster, g, arch_limits(self.device.arch).max_cluster_blocks, f"{self.name} cluster")
+        if c[0] * c[1] * c[2] > PORTABLE_CLUSTER_BLOCKS:
+            check(drv.cuFuncSetAttribute(self.function,
+                                         drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                  f"cuFuncSetAttribute({self.name}, non-portable cluster size)")
+        attr = drv.CUlaunchAttribute()
+        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = c
+        config = drv.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = g
+        config.blockDimX, config.blockDimY, config.blockDimZ = b
+        config.sharedMemBytes = smem
+        config.hStream = stream
+        config.attrs = [attr]
+        config.numAttrs = 1
+        check(drv.cuLaunchKernelEx(config, self.function, packed.address, 0), f"cuLaunchKernelEx({self.name})")
 
     def __repr__(self) -> str:
         return f"Kernel({self.name!r}, params={len(self.params or ())})"

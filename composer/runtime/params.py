@@ -98,5 +98,25 @@ def dim3(value: int | Sequence[int], what: str, limits: tuple[int, int, int]) ->
     return dims  # type: ignore[return-value]
 
 
+def cluster_dims(cluster: int | Sequence[int], grid: tuple[int, int, int], max_blocks: int,
+                 what: str = "cluster") -> tuple[int, int, int]:
+    """A thread-block cluster shape for ``grid``: each axis divides the grid's, and the cluster
+    holds at most ``max_blocks`` blocks (the arch's limit, ``max_cluster_blocks`` of archs.toml:
+    1 where the arch has no clusters)."""
+    dims = dim3(cluster, what, GRID_LIMITS)
+    blocks = dims[0] * dims[1] * dims[2]
+    if blocks > max_blocks:
+        raise LaunchError(f"{what} {dims} holds {blocks} blocks; this architecture allows at most {max_blocks}"
+                          + (" (no thread-block clusters before sm_90)" if max_blocks <= 1 else ""))
+    bad = [axis for axis in range(3) if grid[axis] % dims[axis]]
+    if bad:
+        raise LaunchError(f"grid {grid} is not a whole number of {what}s {dims} along "
+                          + ", ".join("xyz"[a] for a in bad))
+    return dims
+
+
+#: Clusters of more blocks than this need the non-portable size attribute (CUDA Programming Guide).
+PORTABLE_CLUSTER_BLOCKS = 8
+
 GRID_LIMITS = (2**31 - 1, 65535, 65535)
 BLOCK_LIMITS = (1024, 1024, 64)
