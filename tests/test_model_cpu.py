@@ -81,6 +81,9 @@ def test_real_profiles_as_measured_kernel_sums():
     ("dgemm_p0511_x_m16_8_4_0", "cute_gemm", 511, "x", "16x8x4", True),
     ("dgemm_p0511_z_m8_8_4_carry_fold_0", "cute_gemm", 511, "z_carry_fold", "8x8x4", True),
     ("dgemm_p0063_y_m16_8_8_fold", "cute_gemm", 63, "y_fold", "16x8x8", True),
+    ("dgemm_p0007_y_m16_8_4_qv_0", "cute_gemm", 7, "y_qv", "16x8x4", True),  # flux formed in the mainloop
+    ("dgemm_p0063_x_m16_8_8_carry_qv_t64x128x16w2x2s3_0", "cute_gemm", 63, "x_carry_qv_t64x128x16w2x2s3",
+     "16x8x8", True),  # a swept carrier tile (--fused-variants tiles)
     ("fused_tc16_p511_s0_x", "fused", 511, "s0_x", None, True),
     ("fused_tc_p63_k0_xyz", "fused", 63, "k0_xyz", None, True),
     ("fused_dfma_p255_s1_y", "fused", 255, "s1_y", None, False),
@@ -243,3 +246,21 @@ def test_sm_counts_a_split_gives():
     with pytest.raises(SmCountError, match="machine h200 has 132"):
         capacities(get_machine("h200"), 140)
 
+
+
+def test_gemm_fused_profile_calibrates(tmp_path):
+    """GEMM_FUSED's kernels in a real H200 profile (session 7 call 2, p = 511, the z carrier with the
+    fold: docs/data/h200_s7/call2/prof/gf) are named, priced and closed like every other kernel."""
+    import json
+
+    from composer.cli.main import main
+
+    out = tmp_path / "model.json"
+    from pathlib import Path
+
+    profiles = Path(__file__).resolve().parents[1] / "docs" / "data" / "h200_s7" / "call2" / "prof" / "gf"
+    assert main(["model", "fit", "--profiles", str(profiles), "--out", str(out), "--json"]) == 0
+    model = json.loads(out.read_text())
+    text = json.dumps(model)
+    for role in ("x_fold", "y_fold", "z_carry_fold"):
+        assert role in text, role

@@ -9,7 +9,8 @@ cuBLAS kernels by the ``tensorMxNxK`` token their names carry (a cuBLAS kernel w
 SIMT kernel).
 
 Kinds: ``cute_gemm`` (``dgemm_p0511_x_m16_8_4_0``; GEMM_FUSED's ``dgemm_p0511_z_m8_8_4_carry_0``
-has the role ``z_carry``), ``fused`` (``fused_tc16_p511_s0_x``),
+has the role ``z_carry``, with the flux formed in the mainloop ``_qv`` and a swept carrier tile
+``_t64x64x16w2x2s4`` in the role too: ``y_carry_qv_t64x64x16w2x2s4``), ``fused`` (``fused_tc16_p511_s0_x``),
 ``face`` (``fused_face_flux_nq512``), ``support`` (``volume_flux_nq512``, ...) and ``library``
 (anything else: vendor kernels, chosen by the library at run time, priced by Equation 8).
 """
@@ -23,7 +24,8 @@ from composer.arch.mma import expected_sass, mma_shape
 from composer.model.errors import ModelError
 
 # GEMM_CUTE's GEMMs, and GEMM_FUSED's with its epilogue variant (the carrier, a folding x/y GEMM)
-_CUTE = re.compile(r"^dgemm_p(\d{4})_([xyz])_m(\d+)_(\d+)_(\d+)(?:_(carry_fold|carry|fold))?(?:_\d+)?$")
+_CUTE = re.compile(r"^dgemm_p(\d{4})_([xyz])_m(\d+)_(\d+)_(\d+)(?:_(carry_fold|carry|fold))?(_qv)?"
+                   r"(_t\d+x\d+x\d+w\d+x\d+s\d+t?)?(?:_\d+)?$")
 _OWN_PREFIXES = ("dgemm_p", "fused_")
 _FUSED = re.compile(r"^(fused(?:_[a-z0-9]+)?)_p(\d+)_([sk]\d+_[xyz]+)$")
 _FACE = re.compile(r"^fused_face_flux_nq(\d+)$")
@@ -67,7 +69,7 @@ def identify(name: str) -> KernelIdentity:
     """The identity of a kernel name (a profiled ``Kernel Name`` or a build entry's symbol)."""
     if m := _CUTE.match(name):
         shape = f"{m.group(3)}x{m.group(4)}x{m.group(5)}"
-        role = m.group(2) if m.group(6) is None else f"{m.group(2)}_{m.group(6)}"
+        role = m.group(2) + (f"_{m.group(6)}" if m.group(6) else "") + (m.group(7) or "") + (m.group(8) or "")
         return KernelIdentity(name, "cute_gemm", int(m.group(1)), "", role, shape, True)
     if m := _FUSED.match(name):
         variant = m.group(1)
