@@ -124,3 +124,40 @@ def test_profile_one_fused_call_on_the_gpu(tmp_path) -> None:
     assert kernels[0]["duration_us"] > 0 and kernels[0]["binding"]
     # a rerun skips the finished pair
     assert main(["profile", "--paths", "FUSED", "--orders", "7", "--grid", "2,2,2", "--out", str(out)]) == 0
+
+
+def test_a_target_that_fails_under_kernel_replay_is_retried_with_application_replay(tmp_path, monkeypatch) -> None:
+    """Sessions 6 and 7: at p = 63 the profiled process failed under ncu's kernel replay ("The
+    application returned an error code (11)"); the profile retries once with application replay and
+    records the mode. Any other failure, or an explicit --replay, is not retried."""
+    import subprocess
+
+    from rich.console import Console
+
+    from composer.cli import profile as prof
+    from composer.errors import ComposerError
+
+    log = tmp_path / "FUSED_TC-p63.csv"
+    calls: list[list[str]] = []
+
+    def fake_run(cmd, capture_output, text, timeout, fail_modes=("kernel",)):
+        calls.append(cmd)
+        mode = cmd[cmd.index("--replay-mode") + 1] if "--replay-mode" in cmd else "kernel"
+        if mode in fail_modes:
+            log.write_text("==ERROR== The application returned an error code (11).\n")
+            return subprocess.CompletedProcess(cmd, 11, "", "")
+        log.write_text('"ID","Kernel Name"\n')
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    console = Console(file=open(tmp_path / "out.txt", "w"))
+    monkeypatch.setattr(prof.subprocess, "run", fake_run)
+    proc, mode = prof._run_ncu("/x/ncu", [], log, ["t"], (), None, 10.0, "FUSED_TC@p63", console)
+    assert mode == "application" and len(calls) == 2 and "--replay-mode" not in calls[0]
+    calls.clear()
+    with pytest.raises(ComposerError, match="kernel replay: exit 11"):
+        prof._run_ncu("/x/ncu", [], log, ["t"], (), "kernel", 10.0, "FUSED_TC@p63", console)
+    assert len(calls) == 1
+    monkeypatch.setattr(prof.subprocess, "run",
+                        lambda cmd, **kw: fake_run(cmd, **kw, fail_modes=("kernel", "application")))
+    with pytest.raises(ComposerError, match="kernel replay: .* \\|\\| application replay: exit 11"):
+        prof._run_ncu("/x/ncu", [], log, ["t"], (), None, 10.0, "FUSED_TC@p63", console)

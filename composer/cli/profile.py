@@ -96,18 +96,11 @@ def run(args: argparse.Namespace) -> int:
             for option, value in options.get(path_class(name).name, {}).items():
                 target += ["--option", f"{option}={value}"]
             console.print(f"profiling {key} ...")
-            try:
-                metrics = () if args.sections_only else REQUESTED_METRICS
-                proc = subprocess.run(ncu_command(ncu, sections, log, target, metrics, args.replay),
-                                      capture_output=True, text=True, timeout=args.timeout)
-            except subprocess.TimeoutExpired:
-                raise ComposerError(f"ncu on {key} ran past --timeout {args.timeout:g} s; "
-                                    "give it more with --timeout") from None
-            if proc.returncode != 0 or not log.exists():
-                raise ComposerError(f"ncu failed for {key} (exit {proc.returncode}): {_failure_text(proc, log)}")
+            metrics = () if args.sections_only else REQUESTED_METRICS
+            proc, replay = _run_ncu(ncu, sections, log, target, metrics, args.replay, args.timeout, key, console)
             kernels = [summarize(row).as_dict() for row in parse_raw_csv(log.read_text())]
             summary[key] = {"path": name, "order": order, "sections": sections, "kernels": kernels,
-                            "model_counters": not args.sections_only,
+                            "model_counters": not args.sections_only, "replay": replay,
                             "options": options.get(path_class(name).name, {}),
                             "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")}  # newest wins in reports
             if args.sms is not None:
@@ -119,6 +112,40 @@ def run(args: argparse.Namespace) -> int:
         keys = [f"{name}@p{order}" for order in args.orders for name in args.paths]
         print(json.dumps({key: summary[key] for key in keys}, indent=1))
     return 0
+
+
+#: What ncu logs when the profiled process itself failed (sessions 6 and 7: at p = 63 under kernel
+#: replay, with no Python traceback from the target).
+TARGET_FAILED = "The application returned an error code"
+
+
+def _run_ncu(ncu: str, sections: list[str], log: Path, target: list[str], metrics: tuple[str, ...],
+             replay: str | None, timeout: float, key: str, console: Console) -> tuple[subprocess.CompletedProcess, str]:
+    """ncu on ``target``: (the finished process, the replay mode that worked). Without ``--replay``,
+    kernel replay first (ncu's default) and, when the profiled process itself fails under it,
+    application replay (the call rerun once per pass, no per-kernel memory save and restore:
+    slower, and the path's kernels must give the same counters each run, which they do); with
+    ``--replay`` that mode alone. A failure is one line with what ncu and the target said."""
+    modes = [replay] if replay is not None else ["kernel", "application"]
+    failures = []
+    for i, mode in enumerate(modes):
+        try:
+            proc = subprocess.run(ncu_command(ncu, sections, log, target, metrics, None if mode == "kernel" and
+                                              replay is None else mode),
+                                  capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise ComposerError(f"ncu on {key} ({mode} replay) ran past --timeout {timeout:g} s; "
+                                "give it more with --timeout") from None
+        if proc.returncode == 0 and log.exists():
+            return proc, mode
+        text = _failure_text(proc, log)
+        failures.append(f"{mode} replay: exit {proc.returncode}: {text}")
+        if i + 1 < len(modes) and TARGET_FAILED in text:
+            console.print(f"[yellow]{key}: the profiled process failed under kernel replay; "
+                          f"retrying with application replay[/yellow]")
+            continue
+        break
+    raise ComposerError(f"ncu failed for {key}: " + " || ".join(failures))
 
 
 def _failure_text(proc: subprocess.CompletedProcess, log: Path) -> str:
