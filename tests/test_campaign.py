@@ -348,3 +348,6 @@ def test_sweep_carrier_out_file_is_written_after_the_winner(tmp_path, monkeypatc
     assert sweep_carrier.run(args, steps=steps) == 0
     report = json.loads(out.read_text())
     assert report["winner"] == cands[0].label and report["written_to"].endswith("p0007.toml")
+    from composer.report.sources import classify
+
+    assert classify(report) == "carrier"  # composer report reads the campaign's carrier steps

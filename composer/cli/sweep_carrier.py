@@ -16,6 +16,8 @@ from composer.epilogues.carrier_sweep import (Candidate, build_command, candidat
 from composer.errors import ComposerError
 from composer.runtime.manifest import BUILD_DIR_ENV
 
+#: What `composer report` recognises a carrier sweep's report by (composer.report.sources).
+CARRIER_SWEEP_SCHEMA = "composer.carrier-sweep"
 DEFAULT_ROUNDS = 5
 DEFAULT_CALLS = 20
 DEFAULT_ARCH = "sm_90"  # the arch --dry-run lists for when no GPU says otherwise
@@ -148,8 +150,8 @@ def run(args: argparse.Namespace, steps: Callable[[int, str, int], tuple[Callabl
     cands = with_build(candidates(args.order, paths, arch, args.mma, tiles_only=tiles_only), entries, arch)
     mma = next((c.settings.mma for c in cands if c.settings is not None), args.mma or "?")
     command = build_command(args.order, arch, mma, build_dir, "tiles" if tiles_only else "all")
-    report: dict[str, Any] = {"order": args.order, "arch": arch, "build_dir": build_dir,
-                              "candidates": listing(cands, command)}
+    report: dict[str, Any] = {"schema": CARRIER_SWEEP_SCHEMA, "order": args.order, "arch": arch,
+                              "build_dir": build_dir, "candidates": listing(cands, command)}
     if args.dry_run:
         print(json.dumps(report, indent=2))
         return 0

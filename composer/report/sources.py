@@ -8,8 +8,9 @@ Recognised (by content, not by name, except the bench directories' fixed file na
   entries keyed ``PATH@pORDER``;
 - a ``composer graph --measure`` file: ``{"order", "grid", "paths": [...]}`` (or one path's report
   at the top level) whose path reports carry ``"measure"``;
-- a ``composer model predict`` file (``"schema": "composer.model-predictions"``) and a
-  ``composer model score`` file (``"schema": "composer.model-score"``).
+- a ``composer model predict`` file (``"schema": "composer.model-predictions"``), a
+  ``composer model score`` file (``"schema": "composer.model-score"``) and a ``composer
+  sweep-carrier`` report (``"schema": "composer.carrier-sweep"``, ``--out``).
 
 Any other file is ignored (the sweeps' JSON, micro-benchmarks, logs) and counted. A directory whose
 name ends in ``_invalid`` (a measurement kept only as the evidence of a bug) is skipped, as is any
@@ -42,6 +43,7 @@ from composer.bench.results import ResultStore, ResultsWarning
 INVALID_SUFFIX = "_invalid"
 PREDICTIONS_SCHEMA = "composer.model-predictions"
 SCORE_SCHEMA = "composer.model-score"
+CARRIER_SWEEP_SCHEMA = "composer.carrier-sweep"  # composer.cli.sweep_carrier writes it
 _SM_COUNT = re.compile(r"(\d+) SMs")  # in the provenance's "device": Device(0: NVIDIA H200, sm_90, 132 SMs)
 _BENCH_FILES = {ResultStore.RUNS, ResultStore.SUMMARY_JSON, ResultStore.SUMMARY_CSV, ResultStore.PROVENANCE,
                 "summary.md"}
@@ -217,6 +219,8 @@ def classify(document: Any) -> str | None:
         return "predictions"
     if schema == SCORE_SCHEMA:
         return "score"
+    if schema == CARRIER_SWEEP_SCHEMA:
+        return "carrier"
     if "order" in document and "grid" in document:
         reports = _graph_reports(document)
         if reports and all(isinstance(r.get("measure"), dict) for r in reports):
@@ -287,7 +291,7 @@ def discover(arguments: list[str | os.PathLike[str]], exclude: tuple[str, ...] =
     inputs.files.sort(key=lambda f: (f.kind, f.date, f.display))
     for i, source in enumerate(inputs.bench, 1):
         source.label = f"b{i:02d}"
-    prefix = {"profile": "n", "graph": "g", "predictions": "m", "score": "s"}
+    prefix = {"profile": "n", "graph": "g", "predictions": "m", "score": "s", "carrier": "c"}
     counts: dict[str, int] = {}
     for f in inputs.files:
         counts[f.kind] = counts.get(f.kind, 0) + 1

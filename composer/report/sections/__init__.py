@@ -5,10 +5,11 @@ predictions or restricted-SM runs, the scheduler's only with graph files)."""
 from __future__ import annotations
 
 from composer.report.document import ReportData, Section
-from composer.report.sections import absolute, balance, landscape, overlap, prediction, provenance, ratios, roofline
+from composer.report.sections import (absolute, balance, carrier, landscape, overlap, prediction, provenance, ratios,
+                                      roofline)
 
-BUILDERS = (landscape.build, ratios.build, roofline.build, absolute.build, overlap.build, prediction.build,
-            balance.build, provenance.build)
+BUILDERS = (landscape.build, ratios.build, roofline.build, absolute.build, overlap.build, carrier.build,
+            prediction.build, balance.build, provenance.build)
 
 
 def build_sections(data: ReportData) -> list[Section]:

@@ -1,0 +1,54 @@
+"""The report's carrier-sweep section (composer.report.sections.carrier) on the shipped sweeps, and
+the shipped GEMM_FUSED schedules against the winners those sweeps name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SWEEPS = [ROOT / "docs" / "data" / "h200_s7"]  # its carrier sweeps and, for the report to load, its bench runs
+
+
+@pytest.fixture(scope="module")
+def tables():
+    from composer.report import load
+    from composer.report.sections.carrier import carrier_table, newest_sweeps, settings_table
+
+    data = load([str(p) for p in SWEEPS], (), "device_per_call_s", "h200")
+    sweeps = newest_sweeps(data)
+    return sweeps, settings_table(sweeps), carrier_table(sweeps)
+
+
+def test_every_order_swept_and_its_winner_is_its_fastest_validated_setting(tables):
+    sweeps, settings, rows = tables
+    assert sorted(sweeps) == [7, 15, 31, 63, 127, 255, 511, 575, 767]
+    for order in sweeps:
+        mine = [r for r in rows.rows if r["p"] == order]
+        winner = [r for r in mine if r["winner"]]
+        assert len(winner) == 1 and winner[0]["us"] == min(r["us"] for r in mine)
+        assert all(r["error"] is not None and r["error"] <= 1e-12 for r in mine)
+        assert all(r["vs_winner"] >= 1.0 for r in mine)
+
+
+def test_settings_table_cells_are_the_sweeps_medians(tables):
+    from composer.report.sections.carrier import SETTINGS
+
+    sweeps, settings, _ = tables
+    for row in settings.rows:
+        medians = sweeps[row["p"]].document["medians_s"]
+        for key, label in SETTINGS:
+            seconds = medians.get(f"{label},tile=shipped")
+            assert row[key] == (None if seconds is None else 1e6 * seconds)
+
+
+def test_shipped_schedules_run_the_sweep_winners(tables):
+    """The schedules' [paths.GEMM_FUSED] carrier, fold and flux are the winners of the sweeps they cite
+    (p = 511 then moved its carrier to the 16x8x8 tile, measured separately: results.md section 8b)."""
+    from composer.paths.gemm_fused import settings_for
+
+    sweeps, settings, _ = tables
+    for row in settings.rows:
+        s = settings_for(row["p"])
+        assert row["winner"] == f"carrier={s.carrier},fold={'on' if s.fold else 'off'},flux={s.flux}", row["p"]
