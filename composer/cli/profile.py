@@ -140,12 +140,20 @@ def _run_ncu(ncu: str, sections: list[str], log: Path, target: list[str], metric
             return proc, mode
         text = _failure_text(proc, log)
         failures.append(f"{mode} replay: exit {proc.returncode}: {text}")
-        if i + 1 < len(modes) and TARGET_FAILED in text:
+        if i + 1 < len(modes) and _crashed_natively(proc, log):
             console.print(f"[yellow]{key}: the profiled process failed under kernel replay; "
                           f"retrying with application replay[/yellow]")
             continue
         break
     raise ComposerError(f"ncu failed for {key}: " + " || ".join(failures))
+
+
+def _crashed_natively(proc: subprocess.CompletedProcess, log: Path) -> bool:
+    """ncu says the profiled process failed, and the process left no Python traceback (a failure of
+    our code, a missing build say, fails the same way under any replay: not worth a second run)."""
+    said = log.read_text(errors="replace") if log.exists() else ""
+    said += proc.stdout or ""
+    return TARGET_FAILED in said and "Traceback (most recent call last)" not in (proc.stderr or "") + said
 
 
 def _failure_text(proc: subprocess.CompletedProcess, log: Path) -> str:

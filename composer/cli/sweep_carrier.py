@@ -162,8 +162,11 @@ def run(args: argparse.Namespace, steps: Callable[[int, str, int], tuple[Callabl
         result = sweep(cands, validate, measure, args.rounds)
     finally:
         close()
+    from datetime import datetime, timezone
+
     report.update({"validation": {k: {"passed": ok, "measured": m} for k, (ok, m) in result.verdicts.items()},
-                   "medians_s": result.medians, "winner": result.winner.label if result.winner else None})
+                   "medians_s": result.medians, "winner": result.winner.label if result.winner else None,
+                   "date_utc": datetime.now(timezone.utc).isoformat(timespec="seconds")})
     print(json.dumps(report, indent=2))
     if result.winner is None:
         raise ComposerError(f"p={args.order}: no GEMM_FUSED candidate passed validation; nothing written")

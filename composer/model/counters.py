@@ -122,7 +122,7 @@ def _read_quantity(row: Mapping[str, str], quantity: Quantity, where: str) -> tu
             return sum(values), "+".join(alternative)  # type: ignore[arg-type]
     raise MissingMetricError(
         f"{where}: metric {quantity.metric} is missing ({quantity.meaning}, read by the model); "
-        f"profile with `composer profile`, which requests it")
+        f"profile with `composer profile` (not `--sections-only`), which requests it")
 
 
 def kernel_counters(row: Mapping[str, str], index: int, where: str) -> KernelCounters:
@@ -156,10 +156,25 @@ def read_profile_csv(path: Path) -> list[KernelCounters]:
 
 
 def profile_files(directory: Path) -> dict[tuple[str, int], Path]:
-    """The raw CSVs of a ``composer profile --out`` directory by (path, order): ``PATH-pORDER.csv``."""
+    """The raw CSVs of a ``composer profile --out`` directory by (path, order): ``PATH-pORDER.csv``,
+    only those its ``profile.json`` lists when it has one. ``composer profile`` adds an entry only
+    after ncu finished, so a CSV without one is the partial log of a failed run (sessions 6 and 7:
+    the p = 63 crashes left such CSVs beside the good ones)."""
+    import json
+
+    listed: set[tuple[str, int]] | None = None
+    summary = directory / "profile.json"
+    if summary.is_file():
+        try:
+            entries = json.loads(summary.read_text())
+            listed = {(str(e["path"]), int(e["order"])) for e in entries.values() if isinstance(e, dict)}
+        except (ValueError, KeyError, TypeError, AttributeError):
+            listed = None
     found = {}
     for file in sorted(directory.iterdir()):
         match = _PROFILE_FILE.match(file.name)
         if match:
-            found[(match.group(1), int(match.group(2)))] = file
+            key = (match.group(1), int(match.group(2)))
+            if listed is None or key in listed:
+                found[key] = file
     return found

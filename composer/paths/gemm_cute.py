@@ -123,7 +123,13 @@ class GemmCutePath(LibraryPath):
     def plan_settings(cls, order: int, **options: Any) -> str:
         """The MMA shape and who runs each GEMM (cuBLAS or our CuTe kernels time differently)."""
         mma, library = resolve_settings(order, options)
-        return f"mma={mma} library=" + ",".join(f"{r}:{library[r]}" for r in ROLES)
+        try:
+            tiles = dict(load_schedule(order).paths.get("GEMM_CUTE", {}).get("tiles", {}))
+        except ComposerError:
+            tiles = {}
+        shown = ";".join(f"{r}:" + ",".join(f"{k}={v}" for k, v in sorted(dict(t).items()))
+                         for r, t in sorted(tiles.items()) if library.get(r) == "cute")
+        return f"mma={mma} library=" + ",".join(f"{r}:{library[r]}" for r in ROLES) + (f" tiles={shown}" if shown else "")
     options = MappingProxyType({
         "mma": PathOption(mma_option, f"the GEMMs' MMA shape (default: the schedule's, else {DEFAULT_MMA})"),
         "library": PathOption(library_option, "who runs each role's GEMM: LIB or ROLE=LIB[,ROLE=LIB...] "

@@ -129,8 +129,9 @@ class GemmFusedPath(GemmCutePath):
         """GEMM_CUTE's settings and the carrier, fold and flux source (the same node names carry
         different work: the carrier's GEMM is the slow one)."""
         s = settings_for(order, options)
+        kernels = ",".join(f"{r}:{g.config.tag}" for r, g in sorted(s.gemms().items()) if s.library[r] == "cute")
         return (f"mma={s.mma} library=" + ",".join(f"{r}:{s.library[r]}" for r in ROLES)
-                + f" carrier={s.carrier} fold={'on' if s.fold else 'off'} flux={s.flux}")
+                + f" carrier={s.carrier} fold={'on' if s.fold else 'off'} flux={s.flux} kernels={kernels}")
 
     @classmethod
     def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:

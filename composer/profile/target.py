@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 
 def profile_one_call(path: str, order: int, grid: tuple[int, int, int] | None = None,
-                     sms: int | None = None, options: dict[str, str] | None = None) -> int | None:
+                     sms: int | None = None, options: dict[str, str] | None = None,
+                     release: bool = True) -> int | None:
     """Profile one call of ``path`` (built with its path ``options``); with ``sms`` return the active
-    SM count read back with %smid."""
+    SM count read back with %smid. ``release=False`` leaves the path, buffers and context to the
+    process's exit (what the command-line entry does: see ``main``)."""
     from cuda.bindings import driver
 
     from composer import dg
@@ -52,9 +55,10 @@ def profile_one_call(path: str, order: int, grid: tuple[int, int, int] | None = 
         driver.cuProfilerStop()
         return None if sms is None else active_sm_count(problem.stream, device)
     finally:
-        impl.close()
-        problem.close()
-        device.close()
+        if release:
+            impl.close()
+            problem.close()
+            device.close()
 
 
 def main(argv: list[str]) -> int:
@@ -71,11 +75,23 @@ def main(argv: list[str]) -> int:
         parser.error("give three grid counts or none, and --sms with --smid-out")
     grid = tuple(args.grid) if args.grid else None
     options = dict(item.split("=", 1) for item in args.option)
-    active = profile_one_call(args.path, args.order, grid, args.sms, options)  # type: ignore[arg-type]
+    active = profile_one_call(args.path, args.order, grid, args.sms, options, release=False)  # type: ignore[arg-type]
     if args.smid_out is not None:
         args.smid_out.write_text(json.dumps({"requested": args.sms, "active": active}))
     return 0
 
 
+def _exit_without_teardown(status: int) -> None:
+    """End the process once the profiled call is done and its results written, without the
+    interpreter's teardown (modules unloaded, buffers freed, the context destroyed under ncu's
+    injection). Why: at p = 63 every profile's process exited with a native crash (ncu: "The
+    application returned an error code (11)") after ncu had logged every kernel of the call
+    (docs/data/h200_s6/call3/cal132/FUSED_TC-p63.csv, docs/data/h200_s7/call2/prof/gf/GEMM_FUSED-p63.csv),
+    which points at the teardown; the driver releases everything at exit anyway."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    _exit_without_teardown(main(sys.argv[1:]))

@@ -219,8 +219,9 @@ def classify(document: Any) -> str | None:
         return "predictions"
     if schema == SCORE_SCHEMA:
         return "score"
-    if schema == CARRIER_SWEEP_SCHEMA:
-        return "carrier"
+    if schema == CARRIER_SWEEP_SCHEMA:  # a sweep that timed something (not a --dry-run listing)
+        ok = isinstance(document.get("order"), int) and isinstance(document.get("medians_s"), dict)
+        return "carrier" if ok and document["medians_s"] else None
     if "order" in document and "grid" in document:
         reports = _graph_reports(document)
         if reports and all(isinstance(r.get("measure"), dict) for r in reports):

@@ -161,6 +161,8 @@ class Kernel:
         packed = PackedArgs(self.params, args)
         h = 0 if stream is None else getattr(stream, "handle", stream)
         self.device.make_current()
+        if cluster is not None and cluster_dims(cluster, g, 1 << 30, f"{self.name} cluster") == (1, 1, 1):
+            cluster = None  # a cluster of one block is a plain launch (and runs on every arch)
         if cluster is None:
             check(self.device._drv.cuLaunchKernel(self.function, *g, *b, smem, h, packed.address, 0),
                   f"cuLaunchKernel({self.name})")

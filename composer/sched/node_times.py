@@ -41,8 +41,9 @@ from composer.packaged import packaged_dir
 
 NODE_TIMES_FILE = "node_times.toml"
 
-#: (machine, path, order) -> (settings, {node: µs}); settings "" for a path without any
-NodeTimes = dict[tuple[str, str, int], tuple[str, dict[str, float]]]
+#: (machine, path, order, settings) -> {node: µs}; settings "" for a path without any. An order may
+#: hold entries of several settings (a TOML array of them).
+NodeTimes = dict[tuple[str, str, int, str], dict[str, float]]
 
 
 class NodeTimesError(ComposerError, ValueError):
@@ -50,7 +51,7 @@ class NodeTimesError(ComposerError, ValueError):
 
 
 def parse_node_times(data: Mapping[str, Any], origin: str) -> NodeTimes:
-    """``[machine.PATH] pN = { node = µs, ... }`` tables into (machine, path, order) entries."""
+    """``[machine.PATH] pN = ...`` tables into (machine, path, order, settings) entries."""
     from composer.arch.machines import load_machines
     from composer.paths.registry import path_names
 
@@ -66,29 +67,43 @@ def parse_node_times(data: Mapping[str, Any], origin: str) -> NodeTimes:
                 raise NodeTimesError(f"{origin}: [{machine}.{path}]: unknown path (known: {', '.join(sorted(paths))})")
             if not isinstance(by_order, Mapping):
                 raise NodeTimesError(f"{origin}: [{machine}.{path}] must be a table of orders")
-            for key, nodes in by_order.items():
+            for key, value in by_order.items():
                 where = f"{origin}: {machine}.{path}.{key}"
                 if not (key.startswith("p") and key[1:].isdigit()):
                     raise NodeTimesError(f"{where}: keys are orders written pN (e.g. p7)")
-                settings = ""
-                if isinstance(nodes, Mapping) and "nodes" in nodes:
-                    extra = sorted(set(nodes) - {"nodes", "settings"})
-                    if extra:
-                        raise NodeTimesError(f"{where}: unknown keys {extra} (an entry with settings has "
-                                             f"'settings' and 'nodes')")
-                    settings = nodes.get("settings", "")
-                    if not isinstance(settings, str):
-                        raise NodeTimesError(f"{where}.settings: expected a string, got {settings!r}")
-                    nodes = nodes["nodes"]
-                if not isinstance(nodes, Mapping) or not nodes:
-                    raise NodeTimesError(f"{where}: expected a table of node = microseconds")
-                entry = {}
-                for node, us in nodes.items():
-                    if isinstance(us, bool) or not isinstance(us, (int, float)) or not us >= 0.0:
-                        raise NodeTimesError(f"{where}.{node}: expected a non-negative time in µs, got {us!r}")
-                    entry[str(node)] = float(us)
-                times[(machine, path, int(key[1:]))] = (settings, entry)
+                for settings, entry in _entries(value, where):
+                    times[(machine, path, int(key[1:]), settings)] = entry
     return times
+
+
+def _entries(value: Any, where: str) -> list[tuple[str, dict[str, float]]]:
+    """(settings, node times) of one order's value: a table of node times, a table with ``settings``
+    and ``nodes``, or an array of the latter (one per setting)."""
+    values = value if isinstance(value, list) else [value]
+    out = []
+    for i, item in enumerate(values):
+        here = f"{where}[{i}]" if isinstance(value, list) else where
+        settings = ""
+        nodes = item
+        if isinstance(item, Mapping) and "nodes" in item:
+            extra = sorted(set(item) - {"nodes", "settings"})
+            if extra:
+                raise NodeTimesError(f"{here}: unknown keys {extra} (an entry with settings has 'settings' and 'nodes')")
+            settings = item.get("settings", "")
+            if not isinstance(settings, str):
+                raise NodeTimesError(f"{here}.settings: expected a string, got {settings!r}")
+            nodes = item["nodes"]
+        if not isinstance(nodes, Mapping) or not nodes:
+            raise NodeTimesError(f"{here}: expected a table of node = microseconds")
+        entry = {}
+        for node, us in nodes.items():
+            if isinstance(us, bool) or not isinstance(us, (int, float)) or not us >= 0.0:
+                raise NodeTimesError(f"{here}.{node}: expected a non-negative time in µs, got {us!r}")
+            entry[str(node)] = float(us)
+        out.append((settings, entry))
+    if len({s for s, _ in out}) != len(out):
+        raise NodeTimesError(f"{where}: two entries with the same settings")
+    return out
 
 
 def _user_file() -> Path | None:
@@ -116,11 +131,8 @@ def measured_weights(machine: str, path: str, order: int, nodes: Iterable[str],
                      settings: str = "") -> dict[str, float] | None:
     """The recorded times (seconds) of ``path`` at ``order`` on ``machine`` when they were recorded
     with ``settings`` and name exactly ``nodes``; else None (the plan keeps its hints)."""
-    found = load_node_times().get((machine, path, order))
-    if found is None:
-        return None
-    recorded, entry = found
-    if recorded != settings or set(entry) != set(nodes):
+    entry = load_node_times().get((machine, path, order, settings))
+    if entry is None or set(entry) != set(nodes):
         return None
     return {name: us * 1e-6 for name, us in entry.items()}
 
@@ -128,15 +140,21 @@ def measured_weights(machine: str, path: str, order: int, nodes: Iterable[str],
 def render_node_times(times: NodeTimes, header: str) -> str:
     """The TOML text of ``times``, ``header`` as its leading comment lines."""
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
-    by_table: dict[tuple[str, str], list[tuple[int, str, dict[str, float]]]] = {}
-    for (machine, path, order), (settings, nodes) in times.items():
-        by_table.setdefault((machine, path), []).append((order, settings, nodes))
-    for (machine, path), entries in sorted(by_table.items()):
-        lines += ["", f"[{machine}.{path}]"]
-        for order, settings, nodes in sorted(entries):
-            cells = ", ".join(f"{name} = {us:.1f}" for name, us in nodes.items())
-            lines.append(f'p{order} = {{ settings = "{settings}", nodes = {{ {cells} }} }}' if settings
-                         else f"p{order} = {{ {cells} }}")
+    by_order: dict[tuple[str, str, int], list[tuple[str, dict[str, float]]]] = {}
+    for (machine, path, order, settings), nodes in times.items():
+        by_order.setdefault((machine, path, order), []).append((settings, nodes))
+    table = None
+    for (machine, path, order), entries in sorted(by_order.items()):
+        if table != (machine, path):
+            table = (machine, path)
+            lines += ["", f"[{machine}.{path}]"]
+        cells = [(settings, ", ".join(f"{name} = {us:.1f}" for name, us in nodes.items()))
+                 for settings, nodes in sorted(entries)]
+        if len(cells) == 1 and not cells[0][0]:
+            lines.append(f"p{order} = {{ {cells[0][1]} }}")
+            continue
+        items = [f'{{ settings = "{settings}", nodes = {{ {c} }} }}' for settings, c in cells]
+        lines.append(f"p{order} = {items[0]}" if len(items) == 1 else f"p{order} = [ {', '.join(items)} ]")
     return "\n".join(lines) + "\n"
 
 
@@ -158,7 +176,7 @@ def times_from_measure(report: Mapping[str, Any], machine: str,
             settings = settings_of(path, order) if settings_of is not None else None
             if settings is None:
                 continue
-        times[(machine, path, order)] = (str(settings), {name: float(ms) * 1e3 for name, ms in node_ms.items()})
+        times[(machine, path, order, str(settings))] = {name: float(ms) * 1e3 for name, ms in node_ms.items()}
     return times
 
 
