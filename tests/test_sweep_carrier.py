@@ -148,17 +148,33 @@ def test_write_winner_keeps_other_tables(tmp_path) -> None:
 
 
 @pytest.mark.gpu
-def test_gpu_sweep_two_candidates_p7(tmp_path) -> None:
-    """Build two z-carrier candidates at p = 7, validate and time them on the GPU."""
-    from composer.build import build, plan
-    from composer.cli.sweep_carrier import gpu_steps
+def _gpu_build(tmp_path, order: int, variants: str):
+    """A build holding GEMM_FUSED's ``variants`` at ``order``: ``$COMPOSER_BUILD_DIR`` when it has
+    them (the GPU host has no CuTe DSL: builds are carried there), else built here."""
+    import os
+    from pathlib import Path
+
     from composer.runtime.device import ensure_context
     from composer.runtime.manifest import read_manifest
 
     arch = ensure_context(None).arch
+    carried = os.environ.get("COMPOSER_BUILD_DIR")
+    if carried and (Path(carried) / "manifest.json").is_file():
+        return arch, Path(carried), read_manifest(Path(carried) / "manifest.json")
+    pytest.importorskip("cutlass", reason="no CuTe DSL here and no $COMPOSER_BUILD_DIR build carried")
+    from composer.build import build, plan
+
     out = tmp_path / "build"
-    build(plan(arch, None, [7], ["GEMM_FUSED"], "all"), out)
-    cands = cs.with_build(_cands(7, arch), read_manifest(out / "manifest.json"), arch)
+    build(plan(arch, None, [order], ["GEMM_FUSED"], variants), out)
+    return arch, out, read_manifest(out / "manifest.json")
+
+
+def test_gpu_sweep_two_candidates_p7(tmp_path) -> None:
+    """Two z-carrier candidates at p = 7, validated and timed on the GPU."""
+    from composer.cli.sweep_carrier import gpu_steps
+
+    arch, out, entries = _gpu_build(tmp_path, 7, "all")
+    cands = cs.with_build(_cands(7, arch), entries, arch)
     two = [c for c in cands if c.runnable and c.carrier == "z" and c.flux == "array"][:2]
     assert len(two) == 2
     validate, measure, close = gpu_steps(7, str(out), 2)
@@ -273,3 +289,22 @@ def test_a_fault_ends_the_sweep_with_its_own_message() -> None:
 
     with pytest.raises(ComposerError, match="ILLEGAL_ADDRESS"):
         cs.sweep(cands, validate, lambda c: 1.0, rounds=1)
+
+
+@pytest.mark.gpu
+def test_gpu_sweep_two_carrier_tiles_p511(tmp_path) -> None:
+    """Two carrier tiles of the schedule's p = 511 setting from one tiles build (the shipped one and a
+    tagged alternative), each validated against the reference, then timed."""
+    from composer.cli.sweep_carrier import gpu_steps
+
+    arch, out, entries = _gpu_build(tmp_path, 511, "tiles")
+    cands = cs.with_build(cs.candidates(511, load_schedule(511).paths, arch, tiles_only=True), entries, arch)
+    runnable = [c for c in cands if c.runnable]
+    two = [next(c for c in runnable if c.shipped), next(c for c in runnable if not c.shipped and not c.mma)]
+    validate, measure, close = gpu_steps(511, str(out), 2)
+    try:
+        result = cs.sweep(two, validate, measure, rounds=2)
+    finally:
+        close()
+    assert all(ok for ok, _ in result.verdicts.values()), result.verdicts
+    assert set(result.samples) == {c.label for c in two}
