@@ -147,7 +147,6 @@ def test_write_winner_keeps_other_tables(tmp_path) -> None:
     assert data["paths"]["GEMM_CUTE"] == {"mma": "16x8x4"} and target.read_text().startswith("# note")
 
 
-@pytest.mark.gpu
 def _gpu_build(tmp_path, order: int, variants: str):
     """A build holding GEMM_FUSED's ``variants`` at ``order``: ``$COMPOSER_BUILD_DIR`` when it has
     them (the GPU host has no CuTe DSL: builds are carried there), else built here."""
@@ -169,6 +168,7 @@ def _gpu_build(tmp_path, order: int, variants: str):
     return arch, out, read_manifest(out / "manifest.json")
 
 
+@pytest.mark.gpu
 def test_gpu_sweep_two_candidates_p7(tmp_path) -> None:
     """Two z-carrier candidates at p = 7, validated and timed on the GPU."""
     from composer.cli.sweep_carrier import gpu_steps
