@@ -52,3 +52,18 @@ def test_shipped_schedules_run_the_sweep_winners(tables):
     for row in settings.rows:
         s = settings_for(row["p"])
         assert row["winner"] == f"carrier={s.carrier},fold={'on' if s.fold else 'off'},flux={s.flux}", row["p"]
+
+
+def test_a_results_directory_carries_its_own_exclusions(tmp_path):
+    """docs/data/report-exclude.txt: every report and crossover map of the directory leaves the listed
+    runs out, with their reason in comments, as if each were given with --exclude."""
+    from composer.report.sources import EXCLUDE_FILE, directory_excludes, discover, effective_excludes
+
+    shipped = directory_excludes(ROOT / "docs" / "data")
+    assert "h200_s6/call5/ab" in shipped and "h200_s7/*/ab" in shipped
+    inputs = discover([str(ROOT / "docs" / "data")])
+    assert not [s for s in inputs.bench if "/ab/" in str(s.directory).replace("\\\\", "/")]
+    assert any("h200_s7/call5/ab" in s for s in inputs.skipped)
+    (tmp_path / EXCLUDE_FILE).write_text("# reason\nold/*   # the other tree\n\n")
+    assert directory_excludes(tmp_path) == ("old/*",)
+    assert effective_excludes([str(tmp_path)], ("x",)) == ("x", "old/*")

@@ -99,7 +99,10 @@ def build_report(arguments: Sequence[str | os.PathLike[str]], out: str | os.Path
     data = load(arguments, exclude, metric, machine)
     sections = build_sections(data)
     tables = [t for s in sections for t in s.tables]
-    caption = lambda t: block_caption(t.name, arguments, exclude)  # noqa: E731
+    from composer.report.sources import effective_excludes
+
+    skipped = effective_excludes(list(arguments), tuple(exclude))
+    caption = lambda t: block_caption(t.name, arguments, skipped)  # noqa: E731
     documents = [(path, updated_markdown(path, tables, caption)[0]) for path in update_markdown]
     lines = preamble(data, command)
     lines += mixed(data)

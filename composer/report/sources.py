@@ -15,7 +15,10 @@ Recognised (by content, not by name, except the bench directories' fixed file na
 Any other file is ignored (the sweeps' JSON, micro-benchmarks, logs) and counted. A directory whose
 name ends in ``_invalid`` (a measurement kept only as the evidence of a bug) is skipped, as is any
 path matching an ``exclude`` glob (matched against the path relative to the argument it was found
-under, and against its name).
+under, and against its name). A results directory given as an argument may carry its own globs in
+``report-exclude.txt`` (one per line, ``#`` comments: the reason), applied as if given with
+``--exclude``: the runs that time code which no longer ships (an A/B's other tree, a plan variant)
+stay as evidence, and every report and crossover map of the directory leaves them out alike.
 
 Why dates matter: when several files measure the same thing the newest one is used. A bench
 directory's date is its first session's ``date_utc``; a profile or graph file records no date
@@ -250,6 +253,31 @@ def _identity_of_file(kind: str, document: Any, date: str) -> Identity:
     return Identity(date_utc=date)
 
 
+EXCLUDE_FILE = "report-exclude.txt"
+
+
+def directory_excludes(root: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The globs of ``root``'s ``report-exclude.txt`` (none when it has none)."""
+    file = Path(root) / EXCLUDE_FILE
+    if not file.is_file():
+        return ()
+    globs = []
+    for line in file.read_text(encoding="utf-8").splitlines():
+        text = line.split("#", 1)[0].strip()
+        if text:
+            globs.append(text)
+    return tuple(globs)
+
+
+def effective_excludes(arguments: list[str | os.PathLike[str]], exclude: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """``exclude`` and the globs the argument directories carry, each once, in that order."""
+    out = list(exclude)
+    for argument in arguments:
+        if Path(argument).is_dir():
+            out += [g for g in directory_excludes(argument) if g not in out]
+    return tuple(out)
+
+
 def discover(arguments: list[str | os.PathLike[str]], exclude: tuple[str, ...] = ()) -> Inputs:
     """Every recognised results file under ``arguments`` (directories or files); see the module docstring."""
     inputs = Inputs()
@@ -261,6 +289,7 @@ def discover(arguments: list[str | os.PathLike[str]], exclude: tuple[str, ...] =
         if root.is_file():
             _add_file(inputs, root, seen)
             continue
+        exclude_here = tuple(exclude) + tuple(g for g in directory_excludes(root) if g not in exclude)
         for current, dirs, files in os.walk(root):
             here = Path(current)
             rel_here = os.path.relpath(here, root)
@@ -269,8 +298,8 @@ def discover(arguments: list[str | os.PathLike[str]], exclude: tuple[str, ...] =
                 rel = os.path.normpath(os.path.join(rel_here, name))
                 if name.endswith(INVALID_SUFFIX):
                     inputs.skipped.append(f"{_display(here / name)} (named *{INVALID_SUFFIX}: kept as evidence, not data)")
-                elif _excluded(rel, name, exclude):
-                    inputs.skipped.append(f"{_display(here / name)} (--exclude)")
+                elif _excluded(rel, name, exclude_here):
+                    inputs.skipped.append(f"{_display(here / name)} (--exclude or {EXCLUDE_FILE})")
                 else:
                     kept.append(name)
             dirs[:] = kept
@@ -280,7 +309,7 @@ def discover(arguments: list[str | os.PathLike[str]], exclude: tuple[str, ...] =
                 inputs.bench.append(_load_bench(here))
             for name in sorted(files):
                 rel = os.path.normpath(os.path.join(rel_here, name))
-                if (is_bench and name in _BENCH_FILES) or _excluded(rel, name, exclude):
+                if (is_bench and name in _BENCH_FILES) or _excluded(rel, name, exclude_here):
                     continue
                 if name.endswith(".json"):
                     _add_file(inputs, here / name, seen)
@@ -318,5 +347,5 @@ def _add_file(inputs: Inputs, file: Path, seen: set[Path]) -> None:
     inputs.files.append(DataFile(kind, file, _display(file), document, date, _identity_of_file(kind, document, date)))
 
 
-__all__ = ["INVALID_SUFFIX", "PREDICTIONS_SCHEMA", "SCORE_SCHEMA", "BenchSource", "DataFile", "Identity", "Inputs",
+__all__ = ["EXCLUDE_FILE", "directory_excludes", "effective_excludes", "INVALID_SUFFIX", "PREDICTIONS_SCHEMA", "SCORE_SCHEMA", "BenchSource", "DataFile", "Identity", "Inputs",
            "classify", "discover", "file_date"]
