@@ -114,6 +114,11 @@ BAD_INPUT = [
     (["report", "/nonexistent", "--out", "r"], "no such file or directory"),
     (["campaign", "--out", "c", "--budget-s", "0"], "argument --budget-s"),
     (["campaign", "--out", "c", "--axes", "nope"], "unknown axes ['nope']"),
+    (["campaign", "--out", "/nonexistent", "--write-crossover"], "no results directory and no --predictions"),
+    (["profile", "--paths", "FUSED", "--orders", "7", "--replay", "range"], "argument --replay"),
+    (["build", "--arch", "sm_90", "--fused-variants", "every"], "argument --fused-variants"),
+    (["graph", "--path", "GEMM", "--order", "7", "--record-times"], "--record-times records what --measure timed"),
+    (["sweep-carrier", "--order", "9", "--tiles", "--dry-run"], "no schedule for order 9"),
     (["nope"], "invalid choice: 'nope'"),
     ([], "the following arguments are required: COMMAND"),
 ]

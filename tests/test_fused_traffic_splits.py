@@ -46,3 +46,19 @@ def test_info_json_lists_the_splits(capsys):
     report = json.loads(capsys.readouterr().out)
     assert {(r["split"], r["flux"]) for r in report["splits"]} == {(s, f) for s in SPLITS for f in ("array", "inline")}
     assert all(r["floor_s"] > 0 and r["over_unique"] >= 1.0 for r in report["splits"])
+
+
+def test_floors_by_hand_at_nq_2():
+    """One element at Nq = 2 (64 B per volume array, 4 nodes per face), the module docstring's model
+    counted by hand: every kernel streams q and its velocities and metric factors; dqdt is written by
+    the first kernel and read and written by the others; inline faces read nx, ny, nz, F (32 B), the
+    two 4-byte maps and the off-direction velocities on both sides; the face kernel reads the face
+    fields, the two maps, writes fstar and gathers q, u, v, w on both sides (x faces a sector each)."""
+    rows = {(f.split, f.flux): f.bytes for f in split_floors(1, (1, 1, 1))}
+    # xyz inline: (1 + 6) * 64 + 64 (dqdt) volume, 2 * 3 * 4 face nodes * (32 + 8 + 0) B
+    assert rows[("xyz", "inline")] == 7 * 64 + 64 + 24 * 40
+    # x|y|z array: face kernel 6*4*(32+8+8) + 2*4*4*(2*32+4*8); kernels 3*64+64, then twice 3*64+128,
+    # each reading fstar on its 2 faces (2*4 nodes * 8 B)
+    assert rows[("x|y|z", "array")] == 6 * 4 * 48 + 32 * 96 + (256 + 320 + 320) + 3 * 64
+    # xy|z inline: k0 carries 2 (5*64+64, 16 face nodes * (40 + 2*1*8)), k1 carries 1 (3*64+128, 8 * (40 + 2*2*8))
+    assert rows[("xy|z", "inline")] == (5 * 64 + 64 + 16 * 56) + (3 * 64 + 128 + 8 * 72)

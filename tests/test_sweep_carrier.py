@@ -168,21 +168,27 @@ def _gpu_build(tmp_path, order: int, variants: str):
     return arch, out, read_manifest(out / "manifest.json")
 
 
+def _gpu_sweep(order: int, build_dir, cands):
+    """Validate ``cands`` on the GPU (each must pass), then time them in two interleaved rounds."""
+    from composer.cli.sweep_carrier import gpu_steps
+
+    validate, measure, close = gpu_steps(order, str(build_dir), 2)
+    try:
+        result = cs.sweep(cands, validate, measure, rounds=2)
+    finally:
+        close()
+    assert all(ok for ok, _ in result.verdicts.values()), result.verdicts
+    return result
+
+
 @pytest.mark.gpu
 def test_gpu_sweep_two_candidates_p7(tmp_path) -> None:
     """Two z-carrier candidates at p = 7, validated and timed on the GPU."""
-    from composer.cli.sweep_carrier import gpu_steps
-
     arch, out, entries = _gpu_build(tmp_path, 7, "all")
     cands = cs.with_build(_cands(7, arch), entries, arch)
     two = [c for c in cands if c.runnable and c.carrier == "z" and c.flux == "array"][:2]
     assert len(two) == 2
-    validate, measure, close = gpu_steps(7, str(out), 2)
-    try:
-        result = cs.sweep(two, validate, measure, rounds=2)
-    finally:
-        close()
-    assert all(ok for ok, _ in result.verdicts.values()), result.verdicts
+    result = _gpu_sweep(7, out, two)
     assert result.winner is not None and result.winner.label in {c.label for c in two}
 
 
@@ -295,16 +301,8 @@ def test_a_fault_ends_the_sweep_with_its_own_message() -> None:
 def test_gpu_sweep_two_carrier_tiles_p511(tmp_path) -> None:
     """Two carrier tiles of the schedule's p = 511 setting from one tiles build (the shipped one and a
     tagged alternative), each validated against the reference, then timed."""
-    from composer.cli.sweep_carrier import gpu_steps
-
     arch, out, entries = _gpu_build(tmp_path, 511, "tiles")
     cands = cs.with_build(cs.candidates(511, load_schedule(511).paths, arch, tiles_only=True), entries, arch)
     runnable = [c for c in cands if c.runnable]
     two = [next(c for c in runnable if c.shipped), next(c for c in runnable if not c.shipped and not c.mma)]
-    validate, measure, close = gpu_steps(511, str(out), 2)
-    try:
-        result = cs.sweep(two, validate, measure, rounds=2)
-    finally:
-        close()
-    assert all(ok for ok, _ in result.verdicts.values()), result.verdicts
-    assert set(result.samples) == {c.label for c in two}
+    assert set(_gpu_sweep(511, out, two).samples) == {c.label for c in two}

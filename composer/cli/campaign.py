@@ -111,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
         return target, lines
 
     if args.write_crossover:
+        if not Path(args.out).is_dir() and not args.predictions:
+            raise ComposerError(f"--write-crossover: {args.out} is no results directory and no --predictions are "
+                                "given: nothing to decide from")
         target, lines = write_map()
         for line in lines:
             print(line)
