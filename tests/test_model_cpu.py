@@ -25,6 +25,7 @@ from tests.model_fixtures import MACHINES_FILE, REPO, kernel_row, write_build, w
 
 REAL = REPO / "docs" / "data" / "h200_s5" / "ncu"
 CUBLAS_884 = "sm80_xmma_gemm_f64f64_f64f64_f64_nt_n_tilesize64x32x16_stage4_warpsize2x2x1_tensor8x8x4_kernel"
+CUTLASS_884 = "void cutlass::Kernel2<cutlass_80_tensorop_d884gemm_64x64_16x4_nn_align1>(T1::Params)#1"
 CUBLAS_1688 = "sm90_xmma_gemm_f64f64_f64f64_f64_tn_n_tilesize64x32x32_stage3_warpsize2x2x1_tensor16x8x8_execute_kernel__5x_cublas"
 
 
@@ -92,6 +93,8 @@ def test_real_profiles_as_measured_kernel_sums():
     ("volume_flux_nq64", "support", 63, "volume_flux", None, False),
     (CUBLAS_1688, "library", None, CUBLAS_1688, "16x8x8", True),
     ("gemmSN_NN_kernel", "library", None, "gemmSN_NN_kernel", None, False),
+    # the CUTLASS kernel cuBLAS dispatched for GEMM at p = 63 on the H200 (session 8): m8n8k4
+    (CUTLASS_884, "library", None, CUTLASS_884, "8x8x4", True),
 ])
 def test_kernel_identity(name, kind, order, role, shape, mma):
     k = identify(name)

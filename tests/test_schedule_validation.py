@@ -83,7 +83,7 @@ BAD_TABLES = {
         _edited(P511, "[paths.GEMM_CUTE.tiles.x]", "[paths.GEMM_CUTE.tiles.w]"),
         "paths.GEMM_CUTE.tiles.w: expected a role (x, y, z) or an MMA shape (8x8x4, 16x8x4, 16x8x8, 16x8x16)"),
     "tile the kernel configuration rejects": (
-        _edited(P511, "bm = 128", "bm = 96"),
+        _edited(P511, "bm = 128\nbn = 128", "bm = 96\nbn = 128"),
         "paths.GEMM_CUTE.tiles.x: with mma 16x8x4: GEMM config m16_8_4_t96x128x32_w2x4_s3_kkm_v2_store: "
         "bm=96 must be a power of two"),
     "per-shape tile the kernel configuration rejects": (

@@ -5,8 +5,8 @@ target and needs, per kernel, its counterpart in a cross-compiled build (the sam
 for another shape or machine) and whether it issues mma at all. The profiler's tensor counter is
 not trusted for that (paper §6.3, S7: on A100 it reports tensor instructions for kernels without
 mma), so the instruction class is fixed by the kernel: our own kernels by their generated names,
-cuBLAS kernels by the ``tensorMxNxK`` token their names carry (a cuBLAS kernel without one is a
-SIMT kernel).
+cuBLAS kernels by the ``tensorMxNxK`` token their names carry, or the CUTLASS ``tensorop_d884gemm``
+token of the CUTLASS kernels cuBLAS dispatches (a library kernel with neither is a SIMT kernel).
 
 Kinds: ``cute_gemm`` (``dgemm_p0511_x_m16_8_4_0``; GEMM_FUSED's ``dgemm_p0511_z_m8_8_4_carry_0``
 has the role ``z_carry``, with the flux formed in the mainloop ``_qv`` and a swept carrier tile
@@ -31,6 +31,9 @@ _FUSED = re.compile(r"^(fused(?:_[a-z0-9]+)?)_p(\d+)_([sk]\d+_[xyz]+)$")
 _FACE = re.compile(r"^fused_face_flux_nq(\d+)$")
 _SUPPORT = re.compile(r"^(volume_flux|surface_flux|separable_lift|rk3_stage)_nq(\d+)$")
 _LIBRARY_TENSOR = re.compile(r"tensor(\d+)x(\d+)x(\d+)")
+#: CUTLASS kernels cuBLAS dispatches name their FP64 MMA in the operation token:
+#: ``cutlass_80_tensorop_d884gemm_64x64_16x4_nn_align1`` (m8n8k4; seen at p = 63 on the H200).
+_CUTLASS_TENSOROP = re.compile(r"tensorop_d(?:(\d+)x(\d+)x(\d+)|(8)(8)(4))gemm")
 #: Fused variants whose kernels issue no mma (CUDA cores: FUSED, and FUSED_DFMA's DFMA schedule).
 _SIMT_FUSED = ("fused", "fused_dfma")
 
@@ -84,6 +87,9 @@ def identify(name: str) -> KernelIdentity:
                          "knows (composer/model/kernels.py lists the patterns)")
     if m := _LIBRARY_TENSOR.search(name):
         shape = f"{m.group(1)}x{m.group(2)}x{m.group(3)}"
+        return KernelIdentity(name, "library", None, "", name, shape, True)
+    if m := _CUTLASS_TENSOROP.search(name):
+        shape = "x".join(g for g in m.groups() if g is not None)
         return KernelIdentity(name, "library", None, "", name, shape, True)
     return KernelIdentity(name, "library", None, "", name, None, False)
 
