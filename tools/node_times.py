@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from composer.sched.node_times import render_node_times, times_from_measure  # noqa: E402
 
-SOURCES = ("docs/data/h200_s6/call2/graph", "docs/data/h200_s7/call1/graph")
+SOURCES = ("docs/data/h200_s6/call2/graph", "docs/data/h200_s7/call1/graph", "docs/data/h200_s8/call2/graph")
 PATHS = ("GEMM", "GEMM_CUTE")
 HEADER = f"""Measured kernel times per launch-plan node (device µs): the launch plan's weights in place of the
 roofline cost hints (composer/sched/node_times.py says why). An entry applies only while it names
