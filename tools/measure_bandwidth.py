@@ -1,10 +1,50 @@
-"""Print the measured device-to-device copy bandwidth of GPU 0 as JSON (the HBM byte roof)."""
+"""Print the measured HBM bandwidth of GPU 0 as JSON: the byte roof of the roofline fractions
+(device-to-device copy), and with ``--sms N[,N...]`` the bandwidth a copy kernel draws from inside
+green contexts of N SMs (the per-SM ceiling of the model's balance axis: composer/model/capacity.py).
 
+    python3 tools/measure_bandwidth.py [--sms 132,98,66,34,16,8] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
 import json
+import sys
+from pathlib import Path
 
-from composer.bench.bandwidth import copy_bandwidth
-from composer.runtime import Device
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from composer.bench.bandwidth import copy_bandwidth, kernel_copy_bandwidth  # noqa: E402
+from composer.runtime import Device  # noqa: E402
+from composer.runtime.green import open_device  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sms", default="", help="comma-separated SM counts for the copy kernel")
+    parser.add_argument("--out", help="also write the JSON here")
+    args = parser.parse_args()
+    device = Device()
+    report: dict = {"device": repr(device), **copy_bandwidth(device)}
+    sms_full = device.sm_count
+    device.close()
+    by_sms = {}
+    for text in filter(None, args.sms.split(",")):
+        sms = int(text)
+        dev = open_device(None if sms == sms_full else sms)
+        try:
+            by_sms[str(sms)] = kernel_copy_bandwidth(dev)
+        finally:
+            dev.close()
+        print(f"{sms} SMs: {by_sms[str(sms)]['median_Bps'] / 1e12:.3f} TB/s", file=sys.stderr)
+    if by_sms:
+        report["kernel_copy_by_sms"] = by_sms
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
 
 if __name__ == "__main__":
-    device = Device()
-    print(json.dumps({"device": repr(device), **copy_bandwidth(device)}, indent=2))
+    raise SystemExit(main())

@@ -32,3 +32,63 @@ def copy_bandwidth(device: Device, nbytes: int = 2 * 2**30, repeats: int = 20) -
         src.free()
         dst.free()
         stream.close()
+
+
+# --- a copy kernel on the SMs: the bandwidth an SM partition can draw --------------------------
+
+#: Why a kernel and not cuMemcpyDtoD: inside a green context the question is what the partition's
+#: SMs can pull from HBM (the balance axis restricts SMs, and a DRAM-bound kernel is limited by the
+#: bytes its SMs keep in flight), so the copy has to run on those SMs. 16-byte loads, four in flight
+#: per thread before the stores, a grid of several blocks per SM of the whole device (a green
+#: context places them on its own SMs only).
+_COPY_SOURCE = r"""
+extern "C" __global__ void __launch_bounds__(256) stream_copy(const double2* __restrict__ src,
+                                                              double2* __restrict__ dst, long long n) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n; i += 4 * stride) {
+        double2 a = src[i], b = src[i + stride], c = src[i + 2 * stride], d = src[i + 3 * stride];
+        dst[i] = a; dst[i + stride] = b; dst[i + 2 * stride] = c; dst[i + 3 * stride] = d;
+    }
+    for (; i < n; i += stride) dst[i] = src[i];
+}
+"""
+COPY_THREADS = 256
+COPY_BLOCKS_PER_SM = 8  # 2048 threads: a full SM
+
+
+def kernel_copy_bandwidth(device: Device, nbytes: int = 2 * 2**30, repeats: int = 20) -> dict[str, float]:
+    """Median and best bandwidth (bytes/s, read + written) of a copy kernel on ``device``'s SMs
+    (a RestrictedDevice's partition), with the active SM count read back with %smid on the same
+    stream."""
+    from composer.runtime.module import Module
+    from composer.runtime.nvrtc import compile_cuda
+    from composer.runtime.params import params
+    from composer.runtime.smid import active_sm_count
+
+    stream = Stream(device)
+    src, dst = DeviceBuffer(nbytes, device), DeviceBuffer(nbytes, device)
+    start, stop = Event(device), Event(device)
+    compiled = compile_cuda(_COPY_SOURCE, "stream_copy.cu", arch=device.arch, entry_points=["stream_copy"])
+    module = Module.from_cubin(compiled.cubin, device)
+    try:
+        kernel = module.get_kernel(compiled.symbol("stream_copy"), params("src:ptr dst:ptr n:i64"), COPY_THREADS)
+        n = nbytes // 16
+        grid = COPY_BLOCKS_PER_SM * device.sm_count
+        src.zero(stream)
+        kernel.launch(grid, args=(src, dst, n), stream=stream)  # warm-up
+        rates = []
+        for _ in range(repeats):
+            start.record(stream)
+            kernel.launch(grid, args=(src, dst, n), stream=stream)
+            stop.record(stream)
+            stop.synchronize()
+            rates.append(2 * n * 16 / (start.elapsed_ms(stop) * 1e-3))
+        active = active_sm_count(stream.handle, device)
+        return {"median_Bps": statistics.median(rates), "max_Bps": max(rates), "bytes": float(2 * n * 16),
+                "repeats": float(repeats), "active_sms": float(active)}
+    finally:
+        module.close()
+        src.free()
+        dst.free()
+        stream.close()
