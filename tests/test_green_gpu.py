@@ -82,3 +82,27 @@ def test_path_validates_inside_a_green_context(path):
     finally:
         device.close()
     assert relative_max_difference(got, ref) <= 1e-12
+
+
+@pytest.mark.gpu
+def test_copy_kernel_bandwidth_is_limited_by_a_small_partition():
+    """The machine table's per-SM DRAM ceiling comes from this measurement (session 8: 1.55 TB/s on
+    16 SMs against 3.84 on 132): the copy kernel runs on the partition only, and a small one cannot
+    draw the chip's bandwidth."""
+    from composer.bench.bandwidth import kernel_copy_bandwidth
+    from composer.runtime import Device
+    from composer.runtime.green import RestrictedDevice
+
+    whole = Device()
+    try:
+        full = kernel_copy_bandwidth(whole, nbytes=2**30, repeats=5)
+    finally:
+        whole.close()
+    small = RestrictedDevice(16)
+    try:
+        part = kernel_copy_bandwidth(small, nbytes=2**30, repeats=5)
+    finally:
+        small.close()
+    assert part["active_sms"] == 16
+    assert full["median_Bps"] > 2.5e12
+    assert part["median_Bps"] < 0.6 * full["median_Bps"]

@@ -104,6 +104,10 @@ class Capacity:
     fma: float  # FMA-pipe warp instructions
     l2_bytes: float  # L2 bytes
     source: dict[str, str] = field(default_factory=dict)
+    #: HBM bytes per cycle one SM can draw on its own (a copy kernel inside a green context of a
+    #: few SMs), None where unmeasured: the ceiling of the DRAM capacity per active SM once the
+    #: balance axis restricts SMs so far that the partition, not the chip, limits bandwidth.
+    dram_sm_ceiling: float | None = None
 
     def per_sm_cycle(self) -> dict[str, float]:
         """The CAPACITY_KEYS entries by name."""
@@ -341,7 +345,10 @@ def _parse_capacity(table: Table | None) -> Capacity | None:
         dram_from=table.required("dram_from", one_of(DRAM_BASES)),
         **{key: table.required(key, positive_float) for key in CAPACITY_KEYS},
         source={key: sources.required(key, string) for key in CAPACITY_SOURCE_KEYS},
+        dram_sm_ceiling=table.optional("dram_sm_ceiling", positive_float),
     )
+    if capacity.dram_sm_ceiling is not None:
+        capacity.source["dram_sm_ceiling"] = sources.required("dram_sm_ceiling", string)
     sources.reject_unknown()
     table.reject_unknown()
     return capacity

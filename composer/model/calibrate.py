@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -52,6 +52,11 @@ class CalibratedKernel:
     eta: float
     closure: float | None
     dmma_unpriced: float = 0.0
+    #: SM-cycles of the kernel's work where bytes in flight per SM, not a capacity, bound it: its
+    #: elapsed cycles times the active SMs of a restricted calibration on which it ran slower than
+    #: its eta and roof predict (None: no such calibration, or it kept to its roof there).
+    latency_sm_cycles: float | None = None
+    latency_from: str | None = None  # the restricted calibration's label (``h200@66``)
 
     @property
     def name(self) -> str:
@@ -235,11 +240,47 @@ def calibrate_kernels(path: str, order: int, launches: list[KernelCounters], mac
     return out
 
 
+#: A restricted calibration run slower than this factor times the full calibration's eta x roof
+#: makes a kernel latency-limited there: the H200 p = 63 kernels at 66 SMs split into 0.92-1.04x
+#: (high occupancy, at their roof) and 1.6-1.95x (low occupancy); ncu repeats differ by a few per cent.
+LATENCY_MARGIN = 1.15
+
+
+def attach_latency(kernels: list[CalibratedKernel], machines: Mapping[str, Capacities]) -> list[CalibratedKernel]:
+    """Each full-SM kernel with the latency term of its restricted calibrations (the largest).
+
+    Why: on the balance axis a kernel at low occupancy loses DRAM throughput with its SMs (H200,
+    p = 63, 66 SMs: the CuTe and cuBLAS GEMMs and the fused kernels at 12-35 % occupancy ran
+    1.6-1.95x slower, a copy kernel and the 47-97 %-occupancy support kernels kept their time);
+    the capacities alone, calibrated at the full SM count, predict no change. Latency-bound work
+    takes SM-cycles, so its time scales as 1 / active SMs: ``latency_sm_cycles / N``.
+    """
+    full = {(k.machine, k.path, k.order, k.role): i for i, k in enumerate(kernels) if "@" not in k.machine}
+    out = list(kernels)
+    for k in kernels:
+        if "@" not in k.machine:
+            continue
+        base = k.machine.split("@")[0]
+        index = full.get((base, k.path, k.order, k.role))
+        if index is None:
+            continue
+        whole = out[index]
+        restricted = machines[k.machine]
+        roof = whole.eta * demands(whole.counters.counts, whole.dmma, restricted).roof
+        if k.counters.elapsed_cycles <= LATENCY_MARGIN * roof:
+            continue
+        lam = k.counters.elapsed_cycles * restricted.sm_count
+        if whole.latency_sm_cycles is None or lam > whole.latency_sm_cycles:
+            out[index] = replace(whole, latency_sm_cycles=lam, latency_from=k.machine)
+    return out
+
+
 def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor: bool = True) -> Model:
     """Calibrate every (path, order) profile of every source directory."""
     calibration_build = Build(build) if build is not None else None
     kernels: list[CalibratedKernel] = []
     machines: dict[str, dict[str, Any]] = {}
+    by_label: dict[str, Capacities] = {}
     described: list[dict[str, Any]] = []
     seen: dict[tuple[str, str, int], Path] = {}
     for source in sources:
@@ -258,9 +299,10 @@ def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor
             seen[key] = file
             kernels += calibrate_kernels(path, order, read_profile_csv(file), machine, calibration_build)
             machines[machine.label] = machine.to_dict()
+            by_label[machine.label] = machine
             digests[file.name] = hashlib.sha256(file.read_bytes()).hexdigest()
         described.append({"directory": str(source.directory), "machine": source.machine.name,
                           "files": digests})
     if calibration_build is not None:
         described.append({"build": str(calibration_build.directory), "arch": calibration_build.arch})
-    return Model(kernels=kernels, machines=machines, sources=described, floor=floor)
+    return Model(kernels=attach_latency(kernels, by_label), machines=machines, sources=described, floor=floor)

@@ -3,7 +3,9 @@
 Why separate from the machine table: the model also runs on a machine cut to fewer SMs (the
 balance axis, paper §8.4). Restricting SMs removes SMs, not bandwidth, so the DRAM capacity per
 active-SM cycle grows by N_full / N_active while every other per-SM capacity, the clock and the
-prices stay; the demands then divide by the active SM count.
+prices stay; the demands then divide by the active SM count. Measured on the H200 (session 8: a
+copy kernel in green contexts keeps 3.7 TB/s down to 52 SMs, 1.55 TB/s on 16), the growth stops at
+what one SM can draw on its own, ``capacity.dram_sm_ceiling`` where the machine table has it.
 """
 
 from __future__ import annotations
@@ -67,8 +69,10 @@ def capacities(machine: Machine, sms: int | None = None, floor: bool = True) -> 
             f"machine {machine.name!r} has no capacities per SM cycle ([machines.{machine.name}.capacity] "
             f"in the machine table); the model cannot price it")
     active = machine.sm_count if sms is None else check_sm_count(sms, machine.sm_count, f"machine {machine.name}")
-    per_cycle = {"fp64": 1.0, "dram": machine.dram_bytes_per_sm_cycle * machine.sm_count / active,
-                 **machine.capacity.per_sm_cycle()}
+    dram = machine.dram_bytes_per_sm_cycle * machine.sm_count / active
+    if machine.capacity.dram_sm_ceiling is not None:
+        dram = min(dram, machine.capacity.dram_sm_ceiling)
+    per_cycle = {"fp64": 1.0, "dram": dram, **machine.capacity.per_sm_cycle()}
     assert set(per_cycle) == set(RESOURCES) and set(CAPACITY_KEYS) <= set(per_cycle)
     prices = {mma_shape(s).name: machine.dmma_price(mma_shape(s).flop, floor) for s in machine.dmma_shapes}
     return Capacities(machine=machine.name, arch=machine.arch, sm_count=active,

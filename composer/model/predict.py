@@ -71,7 +71,12 @@ def _closest_to_roof(kernels: list[CalibratedKernel]) -> float:
 
 def choose_calibration(by_machine: Mapping[str, list[CalibratedKernel]], target: Capacities
                        ) -> tuple[list[CalibratedKernel], list[str]]:
-    """The calibration kernels one cell is predicted from, and a note on how they were chosen."""
+    """The calibration kernels one cell is predicted from, and a note on how they were chosen.
+
+    A restricted calibration (``h200@66``) of a machine with a full one is not a source: it gave
+    the full one's kernels their latency terms (``calibrate.attach_latency``)."""
+    by_machine = {label: ks for label, ks in by_machine.items()
+                  if "@" not in label or label.split("@")[0] not in by_machine}
     own = [label for label in by_machine if label.split("@")[0] == target.machine]
     if own:
         label = target.machine if target.machine in own else sorted(own)[0]
@@ -124,10 +129,14 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
     else:
         dmma = {}
     d = demands(k.counters.counts, dmma, target)
+    seconds, binding = predicted_seconds(k.eta, d, target), d.binding
+    if k.latency_sm_cycles is not None and k.machine.split("@")[0] == target.machine:
+        latency = k.latency_sm_cycles / target.sm_count / target.clock_hz  # the machine it was measured on
+        if latency > seconds:
+            seconds, binding = latency, "latency"
     return KernelPrediction(role=k.role, name=k.name, target_name=target_name, calibration=k.machine,
-                            eta=k.eta, dmma=dmma, demands=d.cycles, binding=d.binding,
-                            calibration_binding=k.binding, seconds=predicted_seconds(k.eta, d, target),
-                            enumerated=enumerated)
+                            eta=k.eta, dmma=dmma, demands=d.cycles, binding=binding,
+                            calibration_binding=k.binding, seconds=seconds, enumerated=enumerated)
 
 
 def predict(model: Model, target: Capacities, build: Build | None, paths: list[str] | None = None,
