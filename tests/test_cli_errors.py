@@ -111,6 +111,8 @@ BAD_INPUT = [
     (["model", "fit", "--profiles", "/nonexistent", "--out", "m.json"], "no such profile directory"),
     (["model", "predict", "--model", "/nonexistent.json", "--machine", "h200", "--build", "."], "no such file"),
     (["model", "score", "--predictions", "/nonexistent.json", "--measured", "."], "no such file"),
+    (["model", "score", "--predictions", "p.json", "--measured", ".", "--resolution-floor", "-1"],
+     "--resolution-floor -1.0: expected a percentage >= 0"),
     (["report", "/nonexistent", "--out", "r"], "no such file or directory"),
     (["campaign", "--out", "c", "--budget-s", "0"], "argument --budget-s"),
     (["campaign", "--out", "c", "--axes", "nope"], "unknown axes ['nope']"),

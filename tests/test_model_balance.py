@@ -5,19 +5,21 @@ slower on a restricted calibration than its eta x roof predicts gets a latency t
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import replace
 
 import pytest
 
 from composer.arch.machines import get_machine
-from composer.model.calibrate import LATENCY_MARGIN, attach_latency, calibrate_kernels
+from composer.model.calibrate import LATENCY_MARGIN, Model, attach_latency, calibrate_kernels
 from composer.model.capacity import capacities
 from composer.model.counters import kernel_counters
 from composer.model.demand import demands
 from composer.model.predict import _kernel, choose_calibration
 from composer.model.ratios import RESOLUTION_PCT, separation_to_error
 
-from tests.model_fixtures import kernel_row
+from tests.model_fixtures import REPO, kernel_row
 
 H200 = get_machine("h200")
 
@@ -33,7 +35,7 @@ def test_dram_capacity_grows_with_restriction_until_the_per_sm_ceiling():
     assert full == pytest.approx(4.24e12 / (132 * 1.98e9))
     assert capacities(H200, 98).per_sm_cycle["dram"] == pytest.approx(full * 132 / 98)
     ceiling = H200.capacity.dram_sm_ceiling
-    assert ceiling == pytest.approx(48.9)
+    assert ceiling == pytest.approx(48.9 * 4.24 / 3.84, abs=0.05)  # the copy kernel's, on the memcpy basis
     assert capacities(H200, 16).per_sm_cycle["dram"] == pytest.approx(ceiling)  # 16 SMs: the SMs limit
     assert "dram_sm_ceiling" in H200.capacity.source
 
@@ -67,10 +69,34 @@ def test_a_kernel_slower_on_fewer_sms_scales_as_one_over_the_active_sms():
     at34 = _kernel(whole, capacities(H200, 34), None, "GEMM", None, problems)
     assert at34.binding == "latency"
     assert at34.seconds == pytest.approx(2.0 * roof * 66 / 34 / full.clock_hz)
-    # another machine does not take the H200's latency term
-    h100 = capacities(get_machine("h100"))
-    assert _kernel(whole, h100, None, "GEMM", None, problems).binding != "latency"
+    # another machine does not take the H200's latency term, even restricted to few SMs where it
+    # would dominate (the same kernel relabelled as an H100 calibration does take it there)
+    h100_16 = capacities(get_machine("h100"), 16)
+    assert _kernel(whole, h100_16, None, "GEMM", None, problems).binding != "latency"
+    assert _kernel(replace(whole, machine="h100"), h100_16, None, "GEMM", None, problems).binding == "latency"
     assert not problems
+
+
+def test_the_latency_term_never_predicts_the_full_machine_slower_than_it_ran():
+    """A kernel bound by an SM-side resource runs more than 1.15x its roof on fewer SMs too; its term
+    is capped at the full-SM run's own SM-cycles, so the 132-SM prediction stays the calibration."""
+    roof = demands(_gemm(1).counts, {}, capacities(H200)).roof
+    kernels, full, _ = _calibrated(1.1 * roof, 4.0 * roof)  # 66 SMs: 3.6x slower (more than 132/66)
+    whole = kernels[0]
+    assert whole.latency_sm_cycles == pytest.approx(1.1 * roof * 132)
+    at132 = _kernel(whole, full, None, "GEMM", None, [])
+    assert at132.seconds == pytest.approx(1.1 * roof / full.clock_hz)
+
+
+def test_a_loaded_model_keeps_the_hash_its_file_carries(tmp_path):
+    """A model file written before CalibratedKernel gained its latency fields keeps its hash: the
+    predictions committed from it cite that hash."""
+    shipped = REPO / "docs" / "data" / "h200_s8" / "model" / "model_h200_132.json"  # fitted before the fields
+    raw = json.loads(shipped.read_text())
+    assert "latency_sm_cycles" not in raw["kernels"][0]
+    assert Model.load(shipped).hash == raw["hash"]
+    predictions = json.loads((shipped.parent / "predict_h200_sms98.json").read_text())
+    assert predictions["model_hash"] == raw["hash"]
 
 
 def test_the_screen_divides_by_at_least_the_bench_resolution():
@@ -79,3 +105,14 @@ def test_the_screen_divides_by_at_least_the_bench_resolution():
     assert separation_to_error(r, 0.3) < 1.0  # not screened in
     assert separation_to_error(math.exp(0.05), 2.0) == pytest.approx(2.5)
     assert separation_to_error(r, None) is None
+    assert separation_to_error(r, 0.3, floor_pct=0.0) == pytest.approx(1.0)  # the paper's rule
+    assert separation_to_error(r, 0.0, floor_pct=0.0) == math.inf
+
+
+def test_a_tensor_op_library_kernel_without_a_readable_shape_is_refused():
+    from composer.model.errors import ModelError
+    from composer.model.kernels import identify
+
+    with pytest.raises(ModelError, match="tensorop_z884gemm.*cannot read"):
+        identify("cutlass_80_tensorop_z884gemm_64x64_16x4_nn_align1")
+    assert identify("cutlass_80_tensorop_d884gemm_64x64_16x4_nn_align1").named_shape == "8x8x4"

@@ -188,49 +188,63 @@ def test_outputs_and_provenance(shipped):
 
 
 
-def test_model_section_agrees_with_composer_model_score(shipped):
+#: The prospective balance tests shipped in docs/data: (predictions glob, the runs they were scored
+#: against, the score file). Session 6's runs were re-measured at p = 255 by session 8, so its cells
+#: are checked where the report still takes session 6's run.
+BALANCE_TESTS = (
+    ("h200_s6/model/predict_h200_sms", "/h200_s6/call4/bal/", "h200_s6/model/score_balance.json", 9),
+    ("h200_s8/model/predict_h200_sms", "/h200_s8/call3/bal/", "h200_s8/model/score_balance.json", 90),
+    ("h200_s8/model/pro2/predict_h200_sms", "/h200_s8/call6/bal/", "h200_s8/model/pro2/score_balance2.json", 70),
+)
+
+
+@pytest.mark.parametrize("predictions,runs,score_file,least", BALANCE_TESTS)
+def test_model_section_agrees_with_composer_model_score(shipped, predictions, runs, score_file, least):
     """The shipped balance-axis predictions matched with the report's own cells give exactly the
-    measured values and errors `composer model score` wrote (docs/data/h200_s6/model)."""
+    measured values and errors `composer model score` wrote, wherever the report's current cell is
+    one of the runs that test scored; elsewhere a later run measured the cell."""
     report, out = shipped
-    score = json.loads((DATA / "h200_s6" / "model" / "score_balance.json").read_text())
+    score = json.loads((DATA / score_file).read_text())
     scored = {(c["target"], c["path"], c["order"]): c for c in score["cells"]}
-    balance_files = {f.label for f in report.data.inputs.of_kind("predictions") if "predict_h200_sms" in f.display}
-    rows = [r for r in read_csv(out, "predicted") if r["predictions"] in balance_files]
-    assert len(rows) == len(scored) == 32
-    # the report takes the newest run of each cell: the balance runs (call 4) unless a later run
-    # measured the same cell (call 5 re-timed GEMM at p = 511 on the full machine)
+    files = {f.label for f in report.data.inputs.of_kind("predictions") if predictions in f.display.replace("\\", "/")}
+    rows = [r for r in read_csv(out, "predicted") if r["predictions"] in files]
+    assert len(rows) >= len(scored) > 0
     benches = {b.label: b for b in report.data.inputs.bench}
-    balance = [b for b in benches.values() if "/call4/bal/" in b.display.replace("\\", "/")]
-    newest_balance = max(b.date for b in balance)
+    scored_runs = [b for b in benches.values() if runs in b.display.replace("\\", "/")]
+    newest = max(b.date for b in scored_runs)
     agreed = 0
     for row in rows:
-        cell = scored[(row["target"], row["path"], int(row["p"]))]
+        if not row["measured_source"]:
+            continue  # predicted, never measured (the p = 511 fused paths at 96, 66, 34 SMs in session 8)
+        key = (row["target"], row["path"], int(row["p"]))
         source = benches[row["measured_source"]]
-        if source in balance:
+        if source in scored_runs:
+            cell = scored[key]
             assert float(row["measured_us"]) == pytest.approx(cell["measured_s"] * 1e6, rel=1e-12)
             assert float(row["error_pct"]) == pytest.approx(cell["error_pct"], rel=1e-9)
             agreed += 1
-        else:
-            assert source.date > newest_balance, (row, source.display)
-    assert agreed >= 30
-    summary = next(r for r in read_csv(out, "score_summary") if "score_balance" in r["score"])
+        else:  # a later run re-measured the cell, or the test left it unmeasured and an earlier run has it
+            assert source.date > newest or key not in scored, (row, source.display)
+    assert agreed >= least
+    summary = next(r for r in read_csv(out, "score_summary") if score_file in r["score"])
     assert float(summary["median_abs_pct"]) == score["summary"]["paths"]["median_abs_pct"]
 
 
 def test_balance_axis_from_the_restricted_runs(shipped):
     _, out = shipped
     ratios = {(r["ratio"], int(r["p"]), int(r["sms"]), r["kind"]): r for r in read_csv(out, "balance_ratios")}
-    run = DATA / "h200_s6" / "call4" / "bal" / "p255_sms34"
+    run = DATA / "h200_s8" / "call3" / "bal" / "lo_sms34"
     medians = {}
     for line in (run / "runs.jsonl").read_text().splitlines():
         rec = json.loads(line)["record"]
-        medians.setdefault(rec["path"], []).append(rec["device_sum_ms"] / rec["device_intervals"])
+        if rec["order"] == 255:
+            medians.setdefault(rec["path"], []).append(rec["device_sum_ms"] / rec["device_intervals"])
     expected = statistics.median(medians["GEMM"]) / statistics.median(medians["FUSED_TC"])
     row = ratios[("GEMM/FUSED_TC", 255, 34, "measured")]
     assert float(row["value"]) == pytest.approx(expected, rel=1e-12)
     assert float(row["bytes_per_sm_cycle"]) == pytest.approx(4.8e12 / (34 * 1.98e9), rel=1e-12)
     assert ("GEMM/FUSED_TC", 255, 34, "predicted") in ratios
-    assert {int(r["sms"]) for r in read_csv(out, "balance")} == {34, 66, 96, 132}
+    assert {int(r["sms"]) for r in read_csv(out, "balance")} == {24, 34, 44, 52, 66, 80, 96, 98, 116, 132}
 
 
 # --- synthetic inputs: the sections that appear with their data, bad input ------------------------------

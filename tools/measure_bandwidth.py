@@ -15,13 +15,24 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from composer.bench.bandwidth import copy_bandwidth, kernel_copy_bandwidth  # noqa: E402
+from composer.cli.arguments import csv_list, positive_int  # noqa: E402
+from composer.errors import ComposerError  # noqa: E402
 from composer.runtime import Device  # noqa: E402
 from composer.runtime.green import open_device  # noqa: E402
 
 
 def main() -> int:
+    try:
+        return _measure()
+    except ComposerError as exc:  # no GPU, an SM count the split cannot give: one line
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _measure() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sms", default="", help="comma-separated SM counts for the copy kernel")
+    parser.add_argument("--sms", type=csv_list(positive_int), default=[],
+                        help="comma-separated SM counts for the copy kernel (even, >= 2, <= the device's)")
     parser.add_argument("--out", help="also write the JSON here")
     args = parser.parse_args()
     device = Device()
@@ -29,8 +40,7 @@ def main() -> int:
     sms_full = device.sm_count
     device.close()
     by_sms = {}
-    for text in filter(None, args.sms.split(",")):
-        sms = int(text)
+    for sms in args.sms:
         dev = open_device(None if sms == sms_full else sms)
         try:
             by_sms[str(sms)] = kernel_copy_bandwidth(dev)

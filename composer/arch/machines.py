@@ -305,6 +305,12 @@ def _parse_machine(name: str, entry: dict[str, Any], origins: dict[str, str]) ->
     if (machine.capacity is not None and machine.capacity.dram_from == "measured"
             and machine.hbm_bandwidth_measured_tbs is None):
         raise table.error("capacity", "dram_from = 'measured' needs hbm_bandwidth_measured_tbs")
+    if (machine.capacity is not None and machine.capacity.dram_sm_ceiling is not None
+            and machine.dram_bytes_per_sm_cycle is not None
+            and machine.capacity.dram_sm_ceiling < machine.dram_bytes_per_sm_cycle):
+        raise table.error("capacity", f"dram_sm_ceiling = {machine.capacity.dram_sm_ceiling} is below the whole "
+                          f"chip's {machine.dram_bytes_per_sm_cycle:.2f} B per SM cycle: one SM cannot draw less "
+                          "than its share")
     for dmma in machine.dmma:
         price = machine.dmma_price(dmma.flop)
         if dmma.pipe_cycles is not None and abs(dmma.pipe_cycles - price) > PRICE_TOLERANCE:

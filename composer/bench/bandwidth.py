@@ -66,12 +66,13 @@ def kernel_copy_bandwidth(device: Device, nbytes: int = 2 * 2**30, repeats: int 
     from composer.runtime.params import params
     from composer.runtime.smid import active_sm_count
 
-    stream = Stream(device)
-    src, dst = DeviceBuffer(nbytes, device), DeviceBuffer(nbytes, device)
-    start, stop = Event(device), Event(device)
     compiled = compile_cuda(_COPY_SOURCE, "stream_copy.cu", arch=device.arch, entry_points=["stream_copy"])
     module = Module.from_cubin(compiled.cubin, device)
+    stream = Stream(device)
+    src = dst = None
+    start, stop = Event(device), Event(device)
     try:
+        src, dst = DeviceBuffer(nbytes, device), DeviceBuffer(nbytes, device)
         kernel = module.get_kernel(compiled.symbol("stream_copy"), params("src:ptr dst:ptr n:i64"), COPY_THREADS)
         n = nbytes // 16
         grid = COPY_BLOCKS_PER_SM * device.sm_count
@@ -88,7 +89,8 @@ def kernel_copy_bandwidth(device: Device, nbytes: int = 2 * 2**30, repeats: int 
         return {"median_Bps": statistics.median(rates), "max_Bps": max(rates), "bytes": float(2 * n * 16),
                 "repeats": float(repeats), "active_sms": float(active)}
     finally:
-        module.close()
-        src.free()
-        dst.free()
+        for buffer in (src, dst):
+            if buffer is not None:
+                buffer.free()
         stream.close()
+        module.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,10 @@ def register(subparsers: Any) -> None:
                        help="bench timer to score against (default: device_per_call_s)")
     score.add_argument("--family-errors", type=Path, default=None, metavar="SCORE.json",
                        help="family errors where no other target gives one")
+    score.add_argument("--resolution-floor", type=float, default=None, metavar="PCT",
+                       help="smallest family error the S/E screen divides by, in percent (default 1.0, the "
+                            "bench's resolution; 0: the paper's rule, as session 6 and session 8's first "
+                            "test were scored)")
     score.add_argument("--out", type=Path, default=None, metavar="SCORE.json")
     score.add_argument("--json", action="store_true", help="print the score as JSON")
     score.set_defaults(func=run_score)
@@ -241,11 +246,16 @@ def run_score(args: argparse.Namespace) -> int:
     from composer.fileio import atomic_write_text
     from composer.model.measured import read_measured
     from composer.model.predict import read_predictions
+    from composer.model.errors import ModelError
+    from composer.model.ratios import RESOLUTION_PCT
     from composer.model.score import score
 
+    floor = RESOLUTION_PCT if args.resolution_floor is None else args.resolution_floor
+    if not (floor >= 0 and math.isfinite(floor)):
+        raise ModelError(f"--resolution-floor {args.resolution_floor}: expected a percentage >= 0")
     predictions = [read_predictions(p) for p in args.predictions]
     measured = [cell for d in args.measured for cell in read_measured(d, args.metric)]
-    result = score(predictions, measured, _family_errors(args.family_errors))
+    result = score(predictions, measured, _family_errors(args.family_errors), floor)
     if not result["cells"]:
         raise ComposerError("no measured cell matches a prediction (same path, order and active SM count)")
     if args.out is not None:

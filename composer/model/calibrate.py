@@ -91,6 +91,10 @@ class Model:
     machines: dict[str, dict[str, Any]]  # calibration label -> Capacities.to_dict()
     sources: list[dict[str, Any]] = field(default_factory=list)
     floor: bool = True
+    #: the digest a loaded file carried (verified on load): a file written before a field was added
+    #: to CalibratedKernel keeps the hash its predictions cite, although its body now serializes
+    #: the new field's default.
+    loaded_hash: str | None = field(default=None, compare=False)
 
     def body(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "version": VERSION, "floor": self.floor, "sources": self.sources,
@@ -99,7 +103,7 @@ class Model:
     @property
     def hash(self) -> str:
         """sha256 of the canonical JSON of the model: predictions cite it."""
-        return content_hash(self.body())
+        return self.loaded_hash or content_hash(self.body())
 
     def cells(self) -> dict[tuple[str, int], dict[str, list[CalibratedKernel]]]:
         """Kernels by (path, order), then by calibration machine label, in launch order."""
@@ -127,7 +131,7 @@ class Model:
         if digest != content_hash(raw):
             raise ModelFileError(f"{path}: content does not match its hash (edited after `composer model fit`?)")
         return cls(kernels=[CalibratedKernel.from_dict(k) for k in raw["kernels"]],
-                   machines=raw["machines"], sources=raw["sources"], floor=raw["floor"])
+                   machines=raw["machines"], sources=raw["sources"], floor=raw["floor"], loaded_hash=digest)
 
 
 def content_hash(body: Mapping[str, Any]) -> str:
@@ -269,7 +273,10 @@ def attach_latency(kernels: list[CalibratedKernel], machines: Mapping[str, Capac
         roof = whole.eta * demands(whole.counters.counts, whole.dmma, restricted).roof
         if k.counters.elapsed_cycles <= LATENCY_MARGIN * roof:
             continue
-        lam = k.counters.elapsed_cycles * restricted.sm_count
+        # at most the full-SM run's own SM-cycles: the term never predicts the calibration slower
+        # than it ran (a kernel bound by an SM-side resource at N also runs > 1.15x its roof there)
+        lam = min(k.counters.elapsed_cycles * restricted.sm_count,
+                  whole.counters.elapsed_cycles * restricted.full_sm_count)
         if whole.latency_sm_cycles is None or lam > whole.latency_sm_cycles:
             out[index] = replace(whole, latency_sm_cycles=lam, latency_from=k.machine)
     return out

@@ -91,6 +91,9 @@ def identify(name: str) -> KernelIdentity:
     if m := _CUTLASS_TENSOROP.search(name):
         shape = "x".join(g for g in m.groups() if g is not None)
         return KernelIdentity(name, "library", None, "", name, shape, True)
+    if "tensorop" in name:
+        raise ModelError(f"kernel {name}: a tensor-op library kernel whose MMA shape the model cannot read "
+                         "from its name (composer/model/kernels.py knows tensorMxNxK and CUTLASS's d884gemm)")
     return KernelIdentity(name, "library", None, "", name, None, False)
 
 

@@ -48,11 +48,17 @@ def log_pct(r: float) -> float:
     return 100.0 * math.log(r)
 
 
-def separation_to_error(r_pred: float, family_error_pct: float | None) -> float | None:
-    """|ln r_pred| / max(eps_family, RESOLUTION_PCT) (both in percent); None without a family error."""
+def separation_to_error(r_pred: float, family_error_pct: float | None,
+                        floor_pct: float = RESOLUTION_PCT) -> float | None:
+    """|ln r_pred| / max(eps_family, floor_pct) (both in percent); None without a family error.
+    ``floor_pct=0`` is the paper's rule (and the one session 6 and session 8's first test were
+    scored with)."""
     if family_error_pct is None:
         return None
-    return abs(log_pct(r_pred)) / max(family_error_pct, RESOLUTION_PCT)
+    eps = max(family_error_pct, floor_pct)
+    if eps <= 0:
+        return math.inf
+    return abs(log_pct(r_pred)) / eps
 
 
 def ratio_cells(totals: Mapping[tuple[str, int], float], family_errors: Mapping[str, float] | None

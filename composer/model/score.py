@@ -17,7 +17,8 @@ from typing import Any, Iterable, Mapping
 
 from composer.model.errors import ModelError
 from composer.model.measured import MeasuredCell
-from composer.model.ratios import SCREEN_THRESHOLD, SEVEN_RATIOS, log_pct, orientation, separation_to_error
+from composer.model.ratios import (RESOLUTION_PCT, SCREEN_THRESHOLD, SEVEN_RATIOS, log_pct, orientation,
+                                   separation_to_error)
 
 SCHEMA = "composer.model-score"
 VERSION = 1
@@ -67,7 +68,8 @@ def _assign(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
 
 
 def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
-          family_errors: Mapping[str, float] | None = None) -> dict[str, Any]:
+          family_errors: Mapping[str, float] | None = None,
+          resolution_floor_pct: float = RESOLUTION_PCT) -> dict[str, Any]:
     """The score document (JSON-ready)."""
     unmatched: list[str] = []
     assigned = _assign(predictions, measured, unmatched)
@@ -109,7 +111,7 @@ def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
         others = [o["error_pct"] for o in ratios if o["ratio"] == r["ratio"] and o["target"] != r["target"]]
         eps = statistics.median(others) if others else (family_errors or {}).get(r["ratio"])
         r["family_error_pct"] = eps
-        r["se"] = separation_to_error(r["r_pred"], eps)
+        r["se"] = separation_to_error(r["r_pred"], eps, resolution_floor_pct)
         r["screened"] = None if r["se"] is None else r["se"] >= SCREEN_THRESHOLD
     choices = _choices(pairs_by_target, ratios)
     screened = [r for r in ratios if r["screened"]]
@@ -120,7 +122,7 @@ def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
         "model_hashes": sorted({doc["model_hash"] for doc in predictions}),
         "cells": cells, "kernels": kernels, "ratios": ratios, "choices": choices,
         "measured_without_prediction": unmatched, "predicted_without_measurement": unmeasured,
-        "family_errors": pooled,
+        "family_errors": pooled, "resolution_floor_pct": resolution_floor_pct,
         "summary": {
             "paths": _summary([c["error_pct"] for c in cells]),
             f"paths_p>={HIGH_ORDER}": _summary([c["error_pct"] for c in cells if c["order"] >= HIGH_ORDER]),
