@@ -113,3 +113,44 @@ def test_flux_in_the_mainloop_keeps_the_mmas_and_stages_both_factors(arch, mma, 
         assert k.dmma == a.dmma and k.global_stores == a.global_stores and k.spill_bytes <= a.spill_bytes + 16
         ops, base = opcode_counts(k_cubin), opcode_counts(a_cubin)
         assert ops["LDGSTS"] > base["LDGSTS"] and ops["DMUL"] > base.get("DMUL", 0), (role, ops, base)
+
+
+@pytest.mark.parametrize("arch,mma", [("sm_90", "16x8x4"), ("sm_100", "16x8x4")])
+def test_epilogue_prefetch_issues_l2_prefetches_of_every_aux_array_and_keeps_the_rest(arch, mma):
+    """``epilogue_prefetch`` (the carrier's tile key): one predicated prefetch.global.L2
+    (CCTL.E.PF2) per aux array, 128-byte chunk and tile run, spread over the block's threads; the
+    mainloop's DMMAs and the stores stay those of the kernel without it."""
+    from dataclasses import replace
+
+    from composer.gemm.cute.kernel import TensorOpDgemm
+
+    plan = fused_plan("y", False, 128)
+    gemm = fused_gemms(plan, mma, carrier_tile={"epilogue_prefetch": 2})["y"]
+    assert gemm.config.epilogue_prefetch == 2 and gemm.config.tag.endswith("_e2")
+    with_pf = compile_config(gemm.config, arch, "t_pf_y", epilogue=gemm.epilogue())
+    without = compile_config(replace(gemm.config, epilogue_prefetch=0), arch, "t_pf_y0", epilogue=gemm.epilogue())
+    (k,) = inspect_cubin(with_pf.cubin).values()
+    (base,) = inspect_cubin(without.cubin).values()
+    epilogue = gemm.epilogue()
+    cfg = gemm.config
+    runs, span = (cfg.bn, cfg.bm) if cfg.c_major == "m" else (cfg.bm, cfg.bn)
+    per_array = -(-runs * (-(-span // 16) + 1) // cfg.threads)
+    assert len(epilogue.prefetch_slots) == 5  # the carrier without the fold: dx, dz, Ex, Ey, Ez
+    assert k.l2_prefetches == len(epilogue.prefetch_slots) * per_array and base.l2_prefetches == 0
+    assert k.dmma == base.dmma and k.global_stores == base.global_stores
+    assert TensorOpDgemm(cfg, arch, "t", epilogue).prefetch_at == 2
+    # the plain store kernel reads no array: nothing to prefetch, the option is inert
+    assert TensorOpDgemm(replace(cfg, epilogue="store"), arch, "t").prefetch_at == 0
+
+
+def test_epilogue_prefetch_is_checked_and_named():
+    from composer.epilogues.carrier_tiles import PREFETCH_DISTANCES, tile_tag, tile_variants
+
+    plan = fused_plan("y", False, 512)
+    with pytest.raises(GemmConfigError, match=r"epilogue_prefetch=17 outside \[0, 16\]"):
+        fused_gemms(plan, "16x8x8", carrier_tile={"epilogue_prefetch": 17})
+    tile = {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3, "swap": False}
+    assert tile_tag({**tile, "epilogue_prefetch": 4}) == "t128x64x16w2x2s3e4" and tile_tag(tile) == "t128x64x16w2x2s3"
+    variants = tile_variants(tile, "sm_90", "16x8x8")
+    assert [t["epilogue_prefetch"] for m, t in variants if t.get("epilogue_prefetch")] == list(PREFETCH_DISTANCES)
+    assert ("16x8x8", {**tile, "epilogue_prefetch": 0}) not in variants  # the shipped tile itself

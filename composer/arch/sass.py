@@ -67,6 +67,7 @@ class KernelSass:
     # reads and writes (a fused GEMM that stores only its output has the plain GEMM's stores)
     global_loads: dict[str, int] = field(default_factory=dict)
     global_stores: dict[str, int] = field(default_factory=dict)
+    l2_prefetches: int = 0  # CCTL.E.PF2: prefetch.global.L2 (a carrier's epilogue_prefetch)
 
     @property
     def dmma_total(self) -> int:
@@ -160,6 +161,7 @@ class _Counts:
     ldl: int = 0
     ldg: dict[str, int] = field(default_factory=dict)
     stg: dict[str, int] = field(default_factory=dict)
+    pf2: int = 0
 
 
 def _function_lines(text: str) -> Iterator[tuple[str, str, str | None]]:
@@ -207,6 +209,8 @@ def _parse_sass(text: str) -> dict[tuple[str, str], _Counts]:
             current.stl += 1
         elif base == "LDL":
             current.ldl += 1
+        elif base == "CCTL" and ".PF2" in opcode:
+            current.pf2 += 1
         elif base in ("LDG", "STG"):
             bits = _access_bits(opcode)
             target = current.ldg if base == "LDG" else current.stg
@@ -250,7 +254,8 @@ def parse_cuobjdump(text: str) -> dict[str, KernelSass]:
             registers=res.get("REG", 0), spill_bytes=res.get("STACK", 0) + res.get("LOCAL", 0),
             shared_bytes=res.get("SHARED", 0), local_stores=counts.stl, local_loads=counts.ldl,
             dmma_spellings=dict(sorted(counts.spellings.items())),
-            global_loads=dict(sorted(counts.ldg.items())), global_stores=dict(sorted(counts.stg.items())))
+            global_loads=dict(sorted(counts.ldg.items())), global_stores=dict(sorted(counts.stg.items())),
+            l2_prefetches=counts.pf2)
     return result
 
 

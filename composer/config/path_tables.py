@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from composer.arch.mma import SHAPES
-from composer.config.fields import Table, boolean, one_of, positive_int
+from composer.config.fields import Table, boolean, non_negative_int, one_of, positive_int
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,12 @@ def _gemm_cute(table: Table, context: PathContext) -> None:
     table.reject_unknown()
 
 
+def _tile_field(key: str) -> Callable[[Any], Any]:
+    """The type of a tile key: ``swap`` a boolean, ``epilogue_prefetch`` k-tiles (0: off), the
+    rest positive integers."""
+    return {"swap": boolean, "epilogue_prefetch": non_negative_int}.get(key, positive_int)
+
+
 def _role_tiles(table: Table, role: str, mma: str | None, context: PathContext) -> None:
     """One role's tile override: typed fields, then the kernel configuration they make checked by
     ``GemmConfig.validate`` for the shape they apply to (none named: the build's ``--mma`` decides,
@@ -101,7 +107,7 @@ def _role_tiles(table: Table, role: str, mma: str | None, context: PathContext) 
     from composer.gemm.cute.tiles import TILE_KEYS, role_kernel
 
     for key in TILE_KEYS:
-        table.optional(key, boolean if key == "swap" else positive_int)
+        table.optional(key, _tile_field(key))
     table.reject_unknown()
     if mma is None:
         return
@@ -133,7 +139,7 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
     tile = table.optional_table("carrier_tile")
     if tile is not None:
         for key in TILE_KEYS:
-            tile.optional(key, boolean if key == "swap" else positive_int)
+            tile.optional(key, _tile_field(key))
         tile.reject_unknown()
     table.reject_unknown()
     try:

@@ -27,6 +27,11 @@ LIBRARY_TILES: tuple[dict[str, int], ...] = (
     {"bm": 64, "bn": 128, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3},
     {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3},
 )
+#: ``epilogue_prefetch`` distances (k-tiles before the mainloop's end) the sweep tries on the
+#: schedule's tile: the carry epilogue's five array reads stalled the p = 511 carrier (ncu,
+#: session 8: long-scoreboard 2.03 per issue against cuBLAS's 0.4); prefetched into L2 they load
+#: during the last k-tiles' MMAs. 2 and 4 of Nq = 512's 32 k-tiles of 16.
+PREFETCH_DISTANCES: tuple[int, ...] = (2, 4)
 #: Shapes the sweep tries besides the schedule's, where the arch has them (8x8x4 is every arch's, and
 #: measured slower than 16x8x4 for the CuTe GEMMs at every order on the H200: 1.24-1.61 x GEMM).
 SWEPT_SHAPES: tuple[str, ...] = ("16x8x4", "16x8x8")
@@ -56,11 +61,16 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str) -> 
     duplicates, none equal to the shipped pair."""
     swap = {"swap": shipped.get("swap", False)}
     pairs = [(scheduled_mma, t) for t in tile_neighbourhood(shipped)]
+    pairs += [(scheduled_mma, {**shipped, "epilogue_prefetch": d}) for d in PREFETCH_DISTANCES
+              if d != shipped.get("epilogue_prefetch", 0)]
     pairs += [(mma, {**t, **swap}) for mma in swept_shapes(arch, scheduled_mma) for t in LIBRARY_TILES]
-    seen = {(scheduled_mma, tuple(sorted(dict(shipped).items())))}
+    def key_of(mma: str, tile: Mapping[str, Any]) -> tuple:  # no prefetch is the same tile as prefetch 0
+        return mma, tuple(sorted((k, v) for k, v in tile.items() if not (k == "epilogue_prefetch" and not v)))
+
+    seen = {key_of(scheduled_mma, shipped)}
     out = []
     for mma, tile in pairs:
-        key = (mma, tuple(sorted(tile.items())))
+        key = key_of(mma, tile)
         if key not in seen:
             seen.add(key)
             out.append((mma, tile))
@@ -71,7 +81,7 @@ def tile_tag(tile: Mapping[str, Any]) -> str:
     """A kernel-name suffix naming a carrier tile: ``t64x64x16w2x2s4`` (``swap`` appends ``t``)."""
     t = tile
     return (f"t{t['bm']}x{t['bn']}x{t['bk']}w{t['warps_m']}x{t['warps_n']}s{t['stages']}"
-            + ("t" if t.get("swap") else ""))
+            + ("t" if t.get("swap") else "") + (f"e{t['epilogue_prefetch']}" if t.get("epilogue_prefetch") else ""))
 
 
-__all__ = ["LIBRARY_TILES", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]
+__all__ = ["LIBRARY_TILES", "PREFETCH_DISTANCES", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]

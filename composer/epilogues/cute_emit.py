@@ -98,6 +98,10 @@ class TreeEpilogue(Epilogue):
             ok = aligned if ok is None else ok & aligned
         return ok
 
+    @property
+    def prefetch_slots(self) -> tuple[int, ...]:
+        return tuple(self.slots.values())
+
     def key(self) -> dict[str, Any]:
         return {"name": self.name, "tree": to_dict(self.tree), "text": text(self.tree),
                 "index": {"role": self.index.role, "swap": self.index.swap, "nq": self.index.nq},

@@ -149,6 +149,14 @@ def ldg_f64x2_if(gmem_addr: Any, predicate: Any) -> tuple[Float64, Float64]:
     return Float64(llvm.extractvalue(f64, res, [0])), Float64(llvm.extractvalue(f64, res, [1]))
 
 
+def prefetch_l2_if(gmem_addr: Any, predicate: Any) -> None:
+    """``@p prefetch.global.L2``: bring the 128-byte line of a global address into L2 without a
+    register to wait on (the carrier's epilogue operands, issued during the mainloop)."""
+    ptx = "{ .reg .pred p; setp.ne.s32 p, $1, 0; @p prefetch.global.L2 [$0]; }"
+    llvm.inline_asm(None, [Int64(gmem_addr).ir_value(), Int32(predicate).ir_value()], ptx, "l,r",
+                    has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
 def fma_f64(a: Any, b: Any, c: Any) -> Float64:
     """``fma.rn.f64``: ``a * b + c`` rounded once, as the tree's Fma node says."""
     f64 = Float64.mlir_type

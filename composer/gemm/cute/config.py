@@ -81,6 +81,11 @@ class GemmConfig:
     vec: int = 2
     epilogue: str = "store"
     product: str = ""
+    #: k-tiles before the mainloop's end at which every thread issues L2 prefetches of the tile's
+    #: region of the epilogue's aux arrays (0: none). Why: the carry epilogue reads five volume
+    #: arrays after the mainloop (ncu, p = 511: long-scoreboard stalls 2.03 per issue against
+    #: cuBLAS's 0.4); prefetched, their DRAM traffic runs under the last k-tiles' MMAs.
+    epilogue_prefetch: int = 0
 
     @property
     def shape(self) -> MmaShape:
@@ -128,7 +133,8 @@ class GemmConfig:
         """Short, file-name-safe identity: shape, tile, warps, stages, majors, vec, epilogue."""
         return (f"m{self.mma.replace('x', '_')}_t{self.bm}x{self.bn}x{self.bk}_w{self.warps_m}x"
                 f"{self.warps_n}_s{self.stages}_{self.a_major}{self.b_major}{self.c_major}"
-                f"_v{self.vec}_{self.epilogue}" + (f"_p{self.product}" if self.product else ""))
+                f"_v{self.vec}_{self.epilogue}" + (f"_p{self.product}" if self.product else "")
+                + (f"_e{self.epilogue_prefetch}" if self.epilogue_prefetch else ""))
 
     def validate(self, arch: str | None = None) -> "GemmConfig":
         """Return ``self`` if the kernel can be built for it (and for ``arch``, when given).
@@ -174,6 +180,8 @@ class GemmConfig:
             if not stage_stride_clear(rows, self.bk, mn_major):
                 problems.append(f"the {operand} stage stride {rows * self.bk} doubles lies inside "
                                 "the swizzled address bits")
+        if not 0 <= self.epilogue_prefetch <= 16:
+            problems.append(f"epilogue_prefetch={self.epilogue_prefetch} outside [0, 16] k-tiles")
         if self.product not in ("", "a", "b"):
             problems.append(f"product={self.product!r} must be 'a', 'b' or '' (none)")
         if self.epilogue not in EPILOGUE_NAMES:
@@ -195,7 +203,12 @@ class GemmConfig:
         return (-(-m // self.bm)) * (-(-n // self.bn)) * batch, 1, 1
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The fields; ``epilogue_prefetch`` only when set, so that builds made before it existed
+        (the same kernels) stay up to date."""
+        out = asdict(self)
+        if not out["epilogue_prefetch"]:
+            del out["epilogue_prefetch"]
+        return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "GemmConfig":
@@ -284,9 +297,9 @@ def kernel_problem(spec: GemmSpec, swap: bool = False) -> KernelProblem:
 
 
 def config_for(spec: GemmSpec, mma: str, bm: int, bn: int, bk: int, warps_m: int, warps_n: int,
-               stages: int, swap: bool = False, epilogue: str = "store") -> GemmConfig:
+               stages: int, swap: bool = False, epilogue: str = "store", epilogue_prefetch: int = 0) -> GemmConfig:
     """A configuration with the majors (and cp.async width) the spec's layout requires."""
     prob = kernel_problem(spec, swap)
     a, b, c = prob.majors
     return GemmConfig(mma, bm, bn, bk, warps_m, warps_n, stages, a, b, c,
-                      2 if prob.vec2_ok else 1, epilogue)
+                      2 if prob.vec2_ok else 1, epilogue, epilogue_prefetch=epilogue_prefetch)

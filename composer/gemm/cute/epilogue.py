@@ -72,6 +72,12 @@ class Epilogue:
         """A runtime condition pairs need beyond C's own alignment (None: none)."""
         return None
 
+    @property
+    def prefetch_slots(self) -> tuple[int, ...]:
+        """The aux slots whose arrays the epilogue reads at every output element (in C's layout):
+        what ``GemmConfig.epilogue_prefetch`` brings into L2 during the mainloop (none here)."""
+        return ()
+
     def key(self) -> dict[str, Any]:
         """What identifies the compiled epilogue (the CUBIN cache key and the build manifest)."""
         return {"name": self.name}

@@ -125,6 +125,8 @@ class TensorOpDgemm:
         # factor element is at its operand element's address plus this compile-time byte offset
         self.product = cfg.product
         self.factor_offset = {"a": 8 * self.stages * bm * bk, "b": 8 * self.stages * bn * bk}.get(cfg.product, 0)
+        # the epilogue's L2 prefetch (k-tiles before the end; 0 when the epilogue reads no array)
+        self.prefetch_at = cfg.epilogue_prefetch if self.epilogue.prefetch_slots else 0
 
     @cute.jit
     def __call__(self, args: KernelArgs):
@@ -208,12 +210,49 @@ class TensorOpDgemm:
             if nxt < k_tiles:
                 self._load_operands(ops, nxt * self.bk, nxt % self.stages, tidx)
             cute.arch.cp_async_commit_group()
+            if cutlass.const_expr(self.prefetch_at > 0):
+                if kt == k_tiles - self.prefetch_at:
+                    self._prefetch_epilogue(args, ibatch, m0, n0, tidx)
             a_addr, b_addr = self._stage_addresses(sa_base, sb_base, a_bases, b_bases, kt % self.stages)
             for ks in cutlass.range_constexpr(self.k_steps):
                 self._mma_step(acc, *self._load_fragments(a_addr, b_addr, ks))
         cute.arch.cp_async_wait_group(0)
 
         self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
+
+    def _prefetch_epilogue(self, args: KernelArgs, ibatch: Int64, m0: Int32, n0: Int32, tidx: Int32) -> None:
+        """L2 prefetches of this tile's region of every array the epilogue reads per element.
+
+        The region is ``runs`` lines of C's contiguous mode (rows of an n-contiguous C), each
+        ``span`` elements long; a run is covered by one prefetch per 16 elements (128 bytes) and
+        one at its last element (a run need not start on a line), the tile's threads taking them
+        in turn. Out-of-bounds elements of a ragged tile are predicated off."""
+        from composer.gemm.cute.atom import prefetch_l2_if
+
+        runs, span = (self.bn, self.bm) if self.c_m_major else (self.bm, self.bn)
+        chunks = (span + 15) // 16
+        per_run = chunks + 1
+        items = runs * per_run
+        ld = args.ldc
+        for slot in self.epilogue.prefetch_slots:
+            base = getattr(args, f"aux{slot}") + ibatch * args.stride_c
+            for i in range(self.prefetch_rounds(items)):
+                idx = tidx + i * self.threads
+                run = idx // per_run
+                chunk = idx % per_run
+                along = cutlass.select_(chunk < chunks, chunk * 16, Int32(span - 1))
+                if cutlass.const_expr(self.c_m_major):
+                    gm, gn = m0 + along, n0 + run
+                    offset = Int64(gn) * ld + Int64(gm)
+                else:
+                    gm, gn = m0 + run, n0 + along
+                    offset = Int64(gm) * ld + Int64(gn)
+                ok = (idx < items) & (gm < args.m) & (gn < args.n)
+                prefetch_l2_if((base + offset).toint(), cutlass.select_(ok, Int32(1), Int32(0)))
+
+    def prefetch_rounds(self, items: int) -> int:
+        """Prefetches per thread per array for ``items`` lines over the block's threads."""
+        return (items + self.threads - 1) // self.threads
 
     # --- the mainloop's pieces ---------------------------------------------------------------
     # Plain Python methods are unrolled at trace time (every DSL value they use comes in as an

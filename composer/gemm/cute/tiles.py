@@ -15,7 +15,7 @@ from composer.gemm.cute.config import GemmConfig, KernelProblem, config_for, ker
 from composer.arch.mma import mma_shape
 from composer.gemm.roles import GemmSpec, gemm_spec
 
-TILE_KEYS = ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "swap")
+TILE_KEYS = ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "swap", "epilogue_prefetch")
 #: The MMA shape of the CuTe GEMMs when neither an option nor the schedule names one.
 DEFAULT_MMA = "16x8x4"
 
