@@ -2,7 +2,10 @@
 (device-to-device copy), and with ``--sms N[,N...]`` the bandwidth a copy kernel draws from inside
 green contexts of N SMs (the per-SM ceiling of the model's balance axis: composer/model/capacity.py).
 
-    python3 tools/measure_bandwidth.py [--sms 132,98,66,34,16,8] [--out FILE]
+    python3 tools/measure_bandwidth.py [--sms 132,98,66,34,16,8] [--bytes N] [--out FILE]
+
+``--bytes`` sizes each of the copy kernel's two buffers (default 2 GiB: HBM; 8 MiB stays in the
+60 MB L2, which measures the L2 bandwidth a partition can draw: the model's l2_bytes capacity).
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ def _measure() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sms", type=csv_list(positive_int), default=[],
                         help="comma-separated SM counts for the copy kernel (even, >= 2, <= the device's)")
+    parser.add_argument("--bytes", type=positive_int, default=2 * 2**30,
+                        help="bytes per buffer of the copy kernel (default 2 GiB)")
     parser.add_argument("--out", help="also write the JSON here")
     args = parser.parse_args()
     device = Device()
@@ -43,7 +48,7 @@ def _measure() -> int:
     for sms in args.sms:
         dev = open_device(None if sms == sms_full else sms)
         try:
-            by_sms[str(sms)] = kernel_copy_bandwidth(dev)
+            by_sms[str(sms)] = kernel_copy_bandwidth(dev, nbytes=args.bytes)
         finally:
             dev.close()
         print(f"{sms} SMs: {by_sms[str(sms)]['median_Bps'] / 1e12:.3f} TB/s", file=sys.stderr)

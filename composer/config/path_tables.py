@@ -107,7 +107,8 @@ def _role_tiles(table: Table, role: str, mma: str | None, context: PathContext) 
     from composer.gemm.cute.tiles import TILE_KEYS, role_kernel
 
     for key in TILE_KEYS:
-        table.optional(key, _tile_field(key))
+        if key != "epilogue_prefetch":  # GEMM_CUTE's store kernels read no array to prefetch
+            table.optional(key, _tile_field(key))
     table.reject_unknown()
     if mma is None:
         return

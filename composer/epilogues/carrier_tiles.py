@@ -61,7 +61,7 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str) -> 
     duplicates, none equal to the shipped pair."""
     swap = {"swap": shipped.get("swap", False)}
     pairs = [(scheduled_mma, t) for t in tile_neighbourhood(shipped)]
-    pairs += [(scheduled_mma, {**shipped, "epilogue_prefetch": d}) for d in PREFETCH_DISTANCES
+    pairs += [(scheduled_mma, {**shipped, "epilogue_prefetch": d}) for d in (0, *PREFETCH_DISTANCES)
               if d != shipped.get("epilogue_prefetch", 0)]
     pairs += [(mma, {**t, **swap}) for mma in swept_shapes(arch, scheduled_mma) for t in LIBRARY_TILES]
     def key_of(mma: str, tile: Mapping[str, Any]) -> tuple:  # no prefetch is the same tile as prefetch 0

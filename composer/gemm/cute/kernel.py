@@ -211,7 +211,8 @@ class TensorOpDgemm:
                 self._load_operands(ops, nxt * self.bk, nxt % self.stages, tidx)
             cute.arch.cp_async_commit_group()
             if cutlass.const_expr(self.prefetch_at > 0):
-                if kt == k_tiles - self.prefetch_at:
+                # at least once: a K of fewer k-tiles than the distance prefetches in the first
+                if kt == cutlass.select_(k_tiles > self.prefetch_at, k_tiles - self.prefetch_at, Int32(0)):
                     self._prefetch_epilogue(args, ibatch, m0, n0, tidx)
             a_addr, b_addr = self._stage_addresses(sa_base, sb_base, a_bases, b_bases, kt % self.stages)
             for ks in cutlass.range_constexpr(self.k_steps):
@@ -234,13 +235,16 @@ class TensorOpDgemm:
         per_run = chunks + 1
         items = runs * per_run
         ld = args.ldc
+        # a ragged tile's runs end at C's edge: their last prefetch goes to the last element inside
+        inside = (args.m - m0) if cutlass.const_expr(self.c_m_major) else (args.n - n0)
+        last = cutlass.select_(inside < span, inside - 1, Int32(span - 1))
         for slot in self.epilogue.prefetch_slots:
             base = getattr(args, f"aux{slot}") + ibatch * args.stride_c
             for i in range(self.prefetch_rounds(items)):
                 idx = tidx + i * self.threads
                 run = idx // per_run
                 chunk = idx % per_run
-                along = cutlass.select_(chunk < chunks, chunk * 16, Int32(span - 1))
+                along = cutlass.select_(chunk < chunks, chunk * 16, last)
                 if cutlass.const_expr(self.c_m_major):
                     gm, gn = m0 + along, n0 + run
                     offset = Int64(gn) * ld + Int64(gm)
