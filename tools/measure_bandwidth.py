@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from composer.bench.bandwidth import copy_bandwidth, kernel_copy_bandwidth  # noqa: E402
 from composer.cli.arguments import csv_list, positive_int  # noqa: E402
 from composer.errors import ComposerError  # noqa: E402
+from composer.fileio import atomic_write_text  # noqa: E402
 from composer.runtime import Device  # noqa: E402
 from composer.runtime.green import open_device  # noqa: E402
 
@@ -57,7 +58,7 @@ def _measure() -> int:
     text = json.dumps(report, indent=2)
     print(text)
     if args.out:
-        Path(args.out).write_text(text + "\n")
+        atomic_write_text(Path(args.out), text + "\n")
     return 0
 
 
