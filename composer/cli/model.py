@@ -44,8 +44,29 @@ def register(subparsers: Any) -> None:
     fit.add_argument("--out", type=Path, required=True, metavar="MODEL.json")
     fit.add_argument("--no-floor", dest="floor", action="store_false",
                      help="price DMMA without the four-cycle floor (the Table 7 ablation)")
+    fit.add_argument("--overlap", type=float, default=None, metavar="K",
+                     help="combine the demands by their K-norm instead of the max (K >= 1; chosen by "
+                          "`composer model overlap`; default: the paper's max)")
     fit.add_argument("--json", action="store_true", help="print the calibration summary as JSON")
     fit.set_defaults(func=run_fit)
+
+    overlap = commands.add_parser(
+        "overlap", help="choose the demand-combining exponent K from pairs of calibrated shapes",
+        description="Each --pair predicts one calibrated path from another's counters (a shape transfer on "
+        "the calibration machine, e.g. FUSED_TC16 from FUSED_TC) for every exponent candidate and compares "
+        "it with the target's own ncu times; the K with the smallest median |path error| is the one to fit "
+        "with (`composer model fit --overlap K`).")
+    overlap.add_argument("--pair", action="append", required=True, metavar="SRC.json:PATH=TGT.json:PATH",
+                         help="source model and path, target model and path (the models may be one file); "
+                              "repeatable")
+    overlap.add_argument("--machine", default=DEFAULT_MACHINE, help=f"calibration machine (default: {DEFAULT_MACHINE})")
+    overlap.add_argument("--build", type=Path, required=True, metavar="BUILD_DIR",
+                         help="a build holding both shapes' kernels")
+    overlap.add_argument("--mma", default=None, metavar="SHAPE",
+                         help="the CuTe GEMM shape of the targets (e.g. 16x8x4)")
+    overlap.add_argument("--out", type=Path, default=None, metavar="OVERLAP.json")
+    overlap.add_argument("--json", action="store_true", help="print the choice as JSON")
+    overlap.set_defaults(func=run_overlap)
 
     predict = commands.add_parser("predict", help="predict a machine (or SM count) from a model and a build")
     predict.add_argument("--model", type=Path, required=True, metavar="MODEL.json")
@@ -158,7 +179,7 @@ def fit_summary(model: Any) -> dict[str, Any]:
 def run_fit(args: argparse.Namespace) -> int:
     from composer.model.calibrate import fit
 
-    model = fit(_sources(args.profiles, args.machine), build=args.build, floor=args.floor)
+    model = fit(_sources(args.profiles, args.machine), build=args.build, floor=args.floor, overlap=args.overlap)
     model.save(args.out)
     summary = {"out": str(args.out), **fit_summary(model)}
     if args.json:
@@ -175,6 +196,60 @@ def run_fit(args: argparse.Namespace) -> int:
     con.print(f"FP64-budget closure (counter / priced, {c['n']} kernels selected): median "
               f"{_fmt(c['median'], '.3f')}, range {_fmt(c['min'], '.3f')}-{_fmt(c['max'], '.3f')}")
     con.print(f"model {args.out} (sha256 {summary['model_hash'][:16]})")
+    return 0
+
+
+# --- overlap ----------------------------------------------------------------------------------
+
+
+def _pair(item: str, loaded: dict[Path, Any]) -> Any:
+    from composer.model.calibrate import Model
+    from composer.model.overlap import ShapePair
+
+    source, sep, target = item.partition("=")
+    sides = []
+    for side in (source, target):
+        file, colon, path = side.rpartition(":")
+        if not sep or not colon or not file or not path:
+            raise ComposerError(f"--pair expects SRC.json:PATH=TGT.json:PATH, got {item!r}")
+        key = Path(file)
+        if key not in loaded:
+            loaded[key] = Model.load(key)
+        sides.append((loaded[key], path.strip().upper()))
+    (src_model, src_path), (tgt_model, tgt_path) = sides
+    return ShapePair(src_model, src_path, tgt_model, tgt_path, label=f"{tgt_path} from {src_path}")
+
+
+def run_overlap(args: argparse.Namespace) -> int:
+    from composer.fileio import atomic_write_text
+    from composer.model.build import Build
+    from composer.model.capacity import capacities
+    from composer.model.overlap import choose_overlap
+
+    loaded: dict[Path, Any] = {}
+    pairs = [_pair(item, loaded) for item in args.pair]
+    machine = capacities(get_machine(args.machine), floor=pairs[0].source.floor)
+    choice = choose_overlap(pairs, machine, Build(args.build), args.mma)
+    document = {"pairs": args.pair, "machine": machine.label, "build": str(args.build), "mma": args.mma,
+                "models": {str(p): m.hash for p, m in loaded.items()}, **choice.to_dict()}
+    if args.out is not None:
+        atomic_write_text(args.out, json.dumps(document, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(document, indent=1))
+        return 0
+    cells = sorted({(e.pair, e.order) for _, errs in choice.by_candidate for e in errs})
+    table = output.table(("K", "median |error|", *[f"{pair} p={order}" for pair, order in cells]),
+                         title=f"shape transfers on {machine.label} by overlap exponent",
+                         right=("median |error|",))
+    for k, errors in choice.by_candidate:
+        by_cell = {(e.pair, e.order): e.error for e in errors}
+        mark = " *" if k == choice.chosen else ""
+        table.add_row(("max" if k is None else f"{k:g}") + mark, f"{choice.median(k) * 100:.1f} %",
+                      *[f"{by_cell[c] * 100:+.1f} %" for c in cells])
+    con = output.console()
+    con.print(table)
+    chosen = "max (the paper's)" if choice.chosen is None else f"{choice.chosen:g}"
+    con.print(f"chosen: K = {chosen} (`composer model fit ... --overlap {chosen.split()[0]}`)")
     return 0
 
 

@@ -21,7 +21,7 @@ from composer.fileio import atomic_write_text
 from composer.model.build import Build
 from composer.model.capacity import Capacities, capacities
 from composer.model.counters import KernelCounters, profile_files, read_profile_csv
-from composer.model.demand import closure, demands, eta
+from composer.model.demand import closure, combined, demands, eta
 from composer.model.errors import ModelError, ModelFileError
 from composer.model.kernels import KernelIdentity, identify, sass_shape
 
@@ -71,6 +71,12 @@ class CalibratedKernel:
     def identity(self) -> KernelIdentity:
         return identify(self.name)
 
+    def eta_at(self, overlap: float | None) -> float:
+        """eta against the demands combined with ``overlap`` (None: the stored, paper's eta)."""
+        if overlap is None:
+            return self.eta
+        return self.counters.elapsed_cycles / combined(self.demands, overlap)
+
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["counters"] = self.counters.to_dict()
@@ -91,14 +97,19 @@ class Model:
     machines: dict[str, dict[str, Any]]  # calibration label -> Capacities.to_dict()
     sources: list[dict[str, Any]] = field(default_factory=list)
     floor: bool = True
+    #: the exponent that combines the demands (composer.model.demand.combined); None: the max
+    overlap: float | None = None
     #: the digest a loaded file carried (verified on load): a file written before a field was added
     #: to CalibratedKernel keeps the hash its predictions cite, although its body now serializes
     #: the new field's default.
     loaded_hash: str | None = field(default=None, compare=False)
 
     def body(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "version": VERSION, "floor": self.floor, "sources": self.sources,
+        body = {"schema": SCHEMA, "version": VERSION, "floor": self.floor, "sources": self.sources,
                 "machines": self.machines, "kernels": [k.to_dict() for k in self.kernels]}
+        if self.overlap is not None:  # absent for the paper's max: files fitted before k hash as they did
+            body["overlap"] = self.overlap
+        return body
 
     @property
     def hash(self) -> str:
@@ -131,7 +142,8 @@ class Model:
         if digest != content_hash(raw):
             raise ModelFileError(f"{path}: content does not match its hash (edited after `composer model fit`?)")
         return cls(kernels=[CalibratedKernel.from_dict(k) for k in raw["kernels"]],
-                   machines=raw["machines"], sources=raw["sources"], floor=raw["floor"], loaded_hash=digest)
+                   machines=raw["machines"], sources=raw["sources"], floor=raw["floor"],
+                   overlap=raw.get("overlap"), loaded_hash=digest)
 
 
 def content_hash(body: Mapping[str, Any]) -> str:
@@ -250,7 +262,8 @@ def calibrate_kernels(path: str, order: int, launches: list[KernelCounters], mac
 LATENCY_MARGIN = 1.15
 
 
-def attach_latency(kernels: list[CalibratedKernel], machines: Mapping[str, Capacities]) -> list[CalibratedKernel]:
+def attach_latency(kernels: list[CalibratedKernel], machines: Mapping[str, Capacities],
+                   overlap: float | None = None) -> list[CalibratedKernel]:
     """Each full-SM kernel with the latency term of its restricted calibrations (the largest).
 
     Why: on the balance axis a kernel at low occupancy loses DRAM throughput with its SMs (H200,
@@ -270,7 +283,7 @@ def attach_latency(kernels: list[CalibratedKernel], machines: Mapping[str, Capac
             continue
         whole = out[index]
         restricted = machines[k.machine]
-        roof = whole.eta * demands(whole.counters.counts, whole.dmma, restricted).roof
+        roof = whole.eta_at(overlap) * demands(whole.counters.counts, whole.dmma, restricted).combined(overlap)
         if k.counters.elapsed_cycles <= LATENCY_MARGIN * roof:
             continue
         # at most the full-SM run's own SM-cycles: the term never predicts the calibration slower
@@ -282,8 +295,12 @@ def attach_latency(kernels: list[CalibratedKernel], machines: Mapping[str, Capac
     return out
 
 
-def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor: bool = True) -> Model:
-    """Calibrate every (path, order) profile of every source directory."""
+def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor: bool = True,
+        overlap: float | None = None) -> Model:
+    """Calibrate every (path, order) profile of every source directory; ``overlap`` is the
+    demand-combining exponent the model predicts with (None: the paper's max)."""
+    if overlap is not None and overlap < 1:
+        raise ModelError(f"--overlap {overlap}: the exponent of a norm is at least 1")
     calibration_build = Build(build) if build is not None else None
     kernels: list[CalibratedKernel] = []
     machines: dict[str, dict[str, Any]] = {}
@@ -312,4 +329,5 @@ def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor
                           "files": digests})
     if calibration_build is not None:
         described.append({"build": str(calibration_build.directory), "arch": calibration_build.arch})
-    return Model(kernels=attach_latency(kernels, by_label), machines=machines, sources=described, floor=floor)
+    return Model(kernels=attach_latency(kernels, by_label, overlap), machines=machines, sources=described,
+                 floor=floor, overlap=overlap)

@@ -6,6 +6,13 @@ factor eta and the FP64-budget closure.
     T      = eta max_r D_r   SM cycles;   t = T / f_m             (Equations 3-4)
     eta    = elapsed SM cycles / max_r D_r  on the calibration machine
 
+A model with an overlap exponent k replaces max_r D_r by the k-norm (sum_r D_r^k)^(1/k) in both
+eta and T (``combined``): resources that a kernel does not overlap perfectly add time, so when a
+transfer shrinks the binding demand (8x8x4 -> 16x8x4 halves the DMMA budget) the others show
+through instead of the time falling by the whole factor (the eta drift of paper §9.3). k = None
+is the paper's max; the model file records k, ``composer model overlap`` chooses it from pairs of
+calibrated shapes (composer.model.overlap).
+
 ``dmma`` maps SASS shapes to executed instruction counts: a kernel issues one shape in practice,
 but a transferred count may split (see ``composer.model.shapes``).
 """
@@ -43,6 +50,22 @@ class Demands:
         """max_r D_r."""
         return self.cycles[self.binding]
 
+    def combined(self, overlap: float | None = None) -> float:
+        """max_r D_r (overlap None) or the k-norm of the demands (see the module docstring)."""
+        return combined(self.cycles, overlap)
+
+
+def combined(cycles: Mapping[str, float], overlap: float | None = None) -> float:
+    """The demands combined into one roof: max (the paper) or the ``overlap``-norm (k >= 1).
+
+    Normalized by the max before the power so that k up to 64 stays finite for any cycle count."""
+    top = max(cycles.values())
+    if overlap is None or top <= 0:
+        return top
+    if overlap < 1:
+        raise ValueError(f"overlap exponent {overlap} < 1 (a norm needs k >= 1)")
+    return top * sum((v / top) ** overlap for v in cycles.values()) ** (1.0 / overlap)
+
 
 def demands(counts: Mapping[str, float], dmma: Mapping[str, float], machine: Capacities) -> Demands:
     """Equation 3's demands of one kernel on ``machine`` (at its active SM count)."""
@@ -53,16 +76,17 @@ def demands(counts: Mapping[str, float], dmma: Mapping[str, float], machine: Cap
     return Demands({r: cycles[r] for r in RESOURCES})
 
 
-def eta(elapsed_cycles: float, calibration: Demands) -> float:
-    """Elapsed cycles over the largest demand; 1/eta is the fraction of the roof reached."""
+def eta(elapsed_cycles: float, calibration: Demands, overlap: float | None = None) -> float:
+    """Elapsed cycles over the combined demand (the largest: overlap None); 1/eta is the fraction
+    of the roof reached."""
     if calibration.roof <= 0:
         raise ValueError("a kernel with no demand on any resource cannot be calibrated")
-    return elapsed_cycles / calibration.roof
+    return elapsed_cycles / calibration.combined(overlap)
 
 
-def predicted_seconds(eta_value: float, target: Demands, machine: Capacities) -> float:
-    """Equation 4: eta max_r D_r / f_m (the target's boost clock)."""
-    return eta_value * target.roof / machine.clock_hz
+def predicted_seconds(eta_value: float, target: Demands, machine: Capacities, overlap: float | None = None) -> float:
+    """Equation 4: eta max_r D_r / f_m (the target's boost clock), the k-norm for max with overlap k."""
+    return eta_value * target.combined(overlap) / machine.clock_hz
 
 
 def closure(budget_cycles: float | None, dmma: Mapping[str, float], fp64: float,

@@ -4,7 +4,8 @@ build, nothing measured on it (paper §6.4, A3).
 Per kernel of the calibration kernel list: the non-DMMA numerators and eta are carried over, the
 DMMA count is carried to the shape the target binary issues (our kernels: the build's SASS;
 cuBLAS roles: the cheapest of the target's shapes, Equation 8), and the time is
-eta max_r D_r / f_m. Path totals sum the kernels; per order the fastest path is named with its
+eta max_r D_r / f_m (the k-norm of the demands for the max when the model has an overlap exponent
+k, eta then against the calibration's k-norm). Path totals sum the kernels; per order the fastest path is named with its
 separation-to-error ratio when family errors are given.
 
 Which calibration a kernel comes from: the target machine's own when the model holds it (the
@@ -95,8 +96,9 @@ def choose_calibration(by_machine: Mapping[str, list[CalibratedKernel]], target:
 
 
 def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: str, mma: str | None,
-            problems: list[str]) -> KernelPrediction | None:
+            problems: list[str], overlap: float | None = None) -> KernelPrediction | None:
     identity = k.identity
+    eta_value = k.eta_at(overlap)
     target_name = ""
     enumerated: dict[str, float] = {}
     if identity.own:
@@ -122,20 +124,20 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
             raise ModelError(f"machine {target.machine} lists no DMMA shape to price library role {k.name}")
 
         def seconds(counts: dict[str, float]) -> float:
-            return predicted_seconds(k.eta, demands(k.counters.counts, counts, target), target)
+            return predicted_seconds(eta_value, demands(k.counters.counts, counts, target), target, overlap)
 
         best, enumerated = cheapest_shape(k.counters.counts["dmma"], k.shape, target.dmma_shapes, seconds)
         dmma = transfer_dmma(k.counters.counts["dmma"], k.shape, {best: 1.0})
     else:
         dmma = {}
     d = demands(k.counters.counts, dmma, target)
-    seconds, binding = predicted_seconds(k.eta, d, target), d.binding
+    seconds, binding = predicted_seconds(eta_value, d, target, overlap), d.binding
     if k.latency_sm_cycles is not None and k.machine.split("@")[0] == target.machine:
         latency = k.latency_sm_cycles / target.sm_count / target.clock_hz  # the machine it was measured on
         if latency > seconds:
             seconds, binding = latency, "latency"
     return KernelPrediction(role=k.role, name=k.name, target_name=target_name, calibration=k.machine,
-                            eta=k.eta, dmma=dmma, demands=d.cycles, binding=binding,
+                            eta=eta_value, dmma=dmma, demands=d.cycles, binding=binding,
                             calibration_binding=k.binding, seconds=seconds, enumerated=enumerated)
 
 
@@ -169,7 +171,7 @@ def predict(model: Model, target: Capacities, build: Build | None, paths: list[s
             if cell_path != source or (orders is not None and order not in orders):
                 continue
             chosen, notes = choose_calibration(by_machine, target)
-            kernels = [_kernel(k, target, build, path, mma, problems) for k in chosen]
+            kernels = [_kernel(k, target, build, path, mma, problems, model.overlap) for k in chosen]
             if any(k is None for k in kernels):
                 continue
             done = [k for k in kernels if k is not None]
