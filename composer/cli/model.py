@@ -88,6 +88,19 @@ def register(subparsers: Any) -> None:
     predict.add_argument("--json", action="store_true", help="print the predictions as JSON")
     predict.set_defaults(func=run_predict)
 
+    paper = commands.add_parser(
+        "paper", help="our predictions for GB200, H100, A100 next to the paper's measured ratios there",
+        description="A plausibility comparison, not a score: the paper measured its kernels (Tables "
+        "S23-S25, schedules/paper_device_times.toml), the predictions are of ours. Per machine and order: "
+        "FUSED_DFMA/FUSED_TC, GEMM/FUSED_TC, GEMM_FUSED/GEMM_CUTE, FUSED_TC/FUSED, GEMM_FUSED/FUSED_TC on "
+        "both sides and the fastest of the paths both have.")
+    paper.add_argument("--predictions", nargs="+", type=Path, required=True, metavar="P.json")
+    paper.add_argument("--paper", type=Path, default=None, metavar="TIMES.toml",
+                       help="the paper's device times (default: the shipped paper_device_times.toml)")
+    paper.add_argument("--out", type=Path, default=None, metavar="COMPARISON.json")
+    paper.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    paper.set_defaults(func=run_paper)
+
     score = commands.add_parser("score", help="score predictions against bench or profile measurements")
     score.add_argument("--predictions", nargs="+", type=Path, required=True, metavar="P.json")
     score.add_argument("--measured", nargs="+", type=Path, required=True, metavar="RESULTS",
@@ -311,6 +324,39 @@ def run_predict(args: argparse.Namespace) -> int:
     con.print(totals)
     con.print(f"predictions {out} (model sha256 {document['model_hash'][:16]}, predictions sha256 "
               f"{document['hash'][:16]})")
+    return 0
+
+
+# --- paper ------------------------------------------------------------------------------------
+
+
+def run_paper(args: argparse.Namespace) -> int:
+    from composer.fileio import atomic_write_text
+    from composer.model.paper import RATIOS, compare, load_paper_times, summary
+    from composer.model.predict import read_predictions
+
+    documents = [read_predictions(p) for p in args.predictions]
+    rows = compare(documents, load_paper_times(args.paper))
+    report = {"kind": "plausibility comparison (the paper's kernels measured, ours predicted), not a score",
+              "predictions": [str(p) for p in args.predictions],
+              "model_hashes": sorted({d["model_hash"] for d in documents}),
+              "rows": [r.to_dict() for r in rows], "summary": summary(rows)}
+    if args.out is not None:
+        atomic_write_text(args.out, json.dumps(report, indent=1) + "\n")
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    names = [f"{a}/{b}" for a, b in RATIOS]
+    table = output.table(("machine", "p", *[f"{n} ours (paper)" for n in names], "fastest ours (paper)"),
+                         title="predicted for our kernels (measured for the paper's)", right=("p",))
+    for r in rows:
+        cells = [f"{_fmt(r.ratios[n][0], '.3f')} ({_fmt(r.ratios[n][1], '.3f')})" for n in names]
+        table.add_row(r.machine, str(r.order), *cells, f"{r.ours_fastest or '-'} ({r.paper_fastest or '-'})")
+    con = output.console()
+    con.print(table)
+    s = summary(rows)
+    con.print(f"ratios on the same side of 1: {s['same_side_of_1']}/{s['ratios']}; fastest path agrees: "
+              f"{s['fastest_agrees']}/{s['orders']} (a plausibility comparison, not a score)")
     return 0
 
 
