@@ -15,9 +15,10 @@ from composer.config.crossover import load_crossover
 ROOT = Path(__file__).resolve().parents[1]
 #: The command that wrote schedules/crossover.toml (run from the repository root); docs/schedules.md cites it.
 COMMAND = ("campaign --write-crossover --out docs/data "  # docs/data/report-exclude.txt applies
-           "--predictions docs/data/h200_s6/model/predict_gb200.json "
-           "--predictions docs/data/h200_s6/model/predict_h100.json "
-           "--predictions docs/data/h200_s6/model/predict_a100.json --crossover schedules/crossover.toml")
+           "--predictions docs/data/h200_s9/model/machines/predict_gb200.json "
+           "--predictions docs/data/h200_s9/model/machines/predict_h100.json "
+           "--predictions docs/data/h200_s9/model/machines/predict_a100.json "
+           "--predictions docs/data/h200_s9/model/machines/predict_a100_p15.json --crossover schedules/crossover.toml")
 
 
 class H200:
