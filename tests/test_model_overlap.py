@@ -102,6 +102,7 @@ def test_overlap_chooses_the_exponent_whose_transfer_misses_least(saved, tmp_pat
 
 @pytest.mark.parametrize("argv, message", [
     (["--overlap", "0.5"], "at least 1"),
+    (["--overlap", "nan"], "at least 1"),
 ])
 def test_bad_overlap_inputs_are_one_line(saved, tmp_path, capsys, argv, message):
     assert main(["model", "fit", "--profiles", str(saved / "prof"), "--build", str(saved / "build"), "--out", str(tmp_path / "m.json"), *argv]) == 2

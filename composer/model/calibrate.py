@@ -299,7 +299,7 @@ def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor
         overlap: float | None = None) -> Model:
     """Calibrate every (path, order) profile of every source directory; ``overlap`` is the
     demand-combining exponent the model predicts with (None: the paper's max)."""
-    if overlap is not None and overlap < 1:
+    if overlap is not None and not overlap >= 1:  # NaN too
         raise ModelError(f"--overlap {overlap}: the exponent of a norm is at least 1")
     calibration_build = Build(build) if build is not None else None
     kernels: list[CalibratedKernel] = []

@@ -62,7 +62,7 @@ def combined(cycles: Mapping[str, float], overlap: float | None = None) -> float
     top = max(cycles.values())
     if overlap is None or top <= 0:
         return top
-    if overlap < 1:
+    if not overlap >= 1:  # NaN too
         raise ValueError(f"overlap exponent {overlap} < 1 (a norm needs k >= 1)")
     return top * sum((v / top) ** overlap for v in cycles.values()) ** (1.0 / overlap)
 
