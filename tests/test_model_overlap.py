@@ -101,8 +101,9 @@ def test_overlap_chooses_the_exponent_whose_transfer_misses_least(saved, tmp_pat
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--overlap", "0.5"], "at least 1"),
-    (["--overlap", "nan"], "at least 1"),
+    (["--overlap", "0.5"], "finite number >= 1"),
+    (["--overlap", "nan"], "finite number >= 1"),
+    (["--overlap", "inf"], "finite number >= 1"),
 ])
 def test_bad_overlap_inputs_are_one_line(saved, tmp_path, capsys, argv, message):
     assert main(["model", "fit", "--profiles", str(saved / "prof"), "--build", str(saved / "build"), "--out", str(tmp_path / "m.json"), *argv]) == 2
@@ -120,3 +121,32 @@ def test_bad_pairs_are_one_line(saved, tmp_path, capsys):
         assert main(["model", "overlap", "--pair", pair, "--build", str(saved / "build")]) == 2, pair
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1, (pair, err)
+
+
+def test_a_model_file_with_a_bad_exponent_is_refused(saved, tmp_path, capsys):
+    from composer.model.calibrate import content_hash
+
+    model = tmp_path / "m.json"
+    assert main(["model", "fit", "--profiles", str(saved / "prof"), "--build", str(saved / "build"), "--out", str(model)]) == 0
+    body = json.loads(model.read_text())
+    body.pop("hash")
+    body["overlap"] = "four"
+    model.write_text(json.dumps({**body, "hash": content_hash(body)}))
+    capsys.readouterr()
+    assert main(["model", "predict", "--model", str(model), "--machine", "h200", "--build", str(saved / "build")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "overlap exponent 'four'" in err and len(err.splitlines()) == 1
+
+
+def test_the_exponent_is_applied_to_the_latency_terms_too(saved, tmp_path):
+    """with_overlap re-derives the latency terms at the new K (here none: no restricted profile) and
+    drops the loaded file's hash."""
+    from composer.model.calibrate import with_overlap
+
+    file = tmp_path / "m.json"
+    assert main(["model", "fit", "--profiles", str(saved / "prof"), "--build", str(saved / "build"), "--out", str(file)]) == 0
+    loaded = Model.load(file)
+    changed = with_overlap(loaded, 4.0)
+    assert changed.overlap == 4.0 and changed.loaded_hash is None and changed.hash != loaded.hash
+    assert [k.eta_at(4.0) for k in changed.kernels] == [k.eta_at(4.0) for k in loaded.kernels]
+    assert with_overlap(loaded, None).hash == loaded.hash

@@ -21,12 +21,14 @@ def test_the_shipped_tables_hold_the_ratios_the_paper_quotes():
         assert t["GEMM"][255] / t["FUSED_TC"][255] == pytest.approx(gemm, abs=1e-3)
         assert t["FUSED_DFMA"][255] / t["FUSED_TC"][255] == pytest.approx(dfma, abs=1e-3)
     assert "FUSED" not in {p for p, t in paper["gb200"].items() if 511 in t}  # the paper ran no FUSED at 511
+    assert paper["gb200"]["GEMM_FUSED"][1023] == pytest.approx(0.180)  # GB200 ran p = 1023 (GEMM paths)
 
 
 @pytest.mark.parametrize("body, message", [
     ('[x]\nsource = "s"\nFUSED_X = { 7 = 1 }\n', "not one of the paper's paths"),
     ('[x]\nsource = "s"\nFUSED = { 8 = 1 }\n', "order '8'"),
     ('[x]\nsource = "s"\nFUSED = { 7 = -1 }\n', "not a positive time"),
+    ('[x]\nsource = "s"\nFUSED = { 7 = true }\n', "not a positive time"),
     ('[x]\nFUSED = { 7 = 1 }\n', "needs a source"),
     ('[x\n', "not a readable"),
 ])
@@ -66,3 +68,5 @@ def test_restricted_predictions_and_other_machines_are_refused():
         compare([_document("m", {("FUSED", 7): 1.0}, sms=66)], paper)
     with pytest.raises(ComposerError, match="no prediction is for a machine"):
         compare([_document("other", {("FUSED", 7): 1.0})], paper)
+    with pytest.raises(ComposerError, match="predicted twice"):
+        compare([_document("m", {("FUSED", 7): 1.0}), _document("m", {("FUSED", 7): 2.0})], paper)

@@ -91,12 +91,12 @@ def register(subparsers: Any) -> None:
     paper = commands.add_parser(
         "paper", help="our predictions for GB200, H100, A100 next to the paper's measured ratios there",
         description="A plausibility comparison, not a score: the paper measured its kernels (Tables "
-        "S23-S25, schedules/paper_device_times.toml), the predictions are of ours. Per machine and order: "
+        "S23-S25, schedules/authors_device_times.toml), the predictions are of ours. Per machine and order: "
         "FUSED_DFMA/FUSED_TC, GEMM/FUSED_TC, GEMM_FUSED/GEMM_CUTE, FUSED_TC/FUSED, GEMM_FUSED/FUSED_TC on "
         "both sides and the fastest of the paths both have.")
     paper.add_argument("--predictions", nargs="+", type=Path, required=True, metavar="P.json")
     paper.add_argument("--paper", type=Path, default=None, metavar="TIMES.toml",
-                       help="the paper's device times (default: the shipped paper_device_times.toml)")
+                       help="the paper's device times (default: the shipped authors_device_times.toml)")
     paper.add_argument("--out", type=Path, default=None, metavar="COMPARISON.json")
     paper.add_argument("--json", action="store_true", help="print the comparison as JSON")
     paper.set_defaults(func=run_paper)
@@ -180,11 +180,11 @@ def fit_summary(model: Any) -> dict[str, Any]:
         if k.counters.budget_cycles is not None and k.counters.elapsed_cycles > 0:
             utilization = k.counters.budget_cycles / (k.counters.elapsed_cycles * sms)
         rows.append({"machine": k.machine, "path": k.path, "order": k.order, "role": k.role, "name": k.name,
-                     "shape": k.shape, "binding": k.binding, "eta": k.eta, "closure": k.closure,
+                     "shape": k.shape, "binding": k.binding, "eta": k.eta_at(model.overlap), "closure": k.closure,
                      "budget_utilization": utilization, "dmma_unpriced": k.dmma_unpriced})
         if k.closure is not None and utilization is not None and utilization > 0.05 and k.counters.grid >= sms:
             selected.append(k.closure)
-    return {"model_hash": model.hash, "kernels": rows,
+    return {"model_hash": model.hash, "overlap": model.overlap, "kernels": rows,
             "closure": {"n": len(selected), "median": statistics.median(selected) if selected else None,
                         "min": min(selected, default=None), "max": max(selected, default=None)}}
 
@@ -262,7 +262,8 @@ def run_overlap(args: argparse.Namespace) -> int:
     con = output.console()
     con.print(table)
     chosen = "max (the paper's)" if choice.chosen is None else f"{choice.chosen:g}"
-    con.print(f"chosen: K = {chosen} (`composer model fit ... --overlap {chosen.split()[0]}`)")
+    hint = "fit without --overlap" if choice.chosen is None else f"`composer model fit ... --overlap {chosen}`"
+    con.print(f"chosen: K = {chosen} ({hint})")
     return 0
 
 

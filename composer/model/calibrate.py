@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -141,9 +142,22 @@ class Model:
         digest = raw.pop("hash", None)
         if digest != content_hash(raw):
             raise ModelFileError(f"{path}: content does not match its hash (edited after `composer model fit`?)")
+        overlap = raw.get("overlap")
+        try:
+            check_overlap(overlap)
+        except ModelError as exc:
+            raise ModelFileError(f"{path}: {exc}") from None
         return cls(kernels=[CalibratedKernel.from_dict(k) for k in raw["kernels"]],
                    machines=raw["machines"], sources=raw["sources"], floor=raw["floor"],
-                   overlap=raw.get("overlap"), loaded_hash=digest)
+                   overlap=overlap, loaded_hash=digest)
+
+
+def check_overlap(overlap: Any) -> None:
+    """An overlap exponent is None (the max) or a finite number >= 1 (JSON has no infinity)."""
+    if overlap is None:
+        return
+    if isinstance(overlap, bool) or not isinstance(overlap, (int, float)) or not (1 <= overlap < math.inf):
+        raise ModelError(f"overlap exponent {overlap!r}: expected a finite number >= 1 (none: the paper's max)")
 
 
 def content_hash(body: Mapping[str, Any]) -> str:
@@ -295,12 +309,30 @@ def attach_latency(kernels: list[CalibratedKernel], machines: Mapping[str, Capac
     return out
 
 
+def with_overlap(model: Model, overlap: float | None) -> Model:
+    """The same calibration combined with another exponent: the latency terms re-derived (which
+    kernels qualify depends on K: a restricted run is compared with eta x the K-norm there), the
+    loaded file's hash dropped (this is not that file). The restricted machines are rebuilt from the
+    capacities the model stored."""
+    from composer.arch.machines import get_machine
+
+    check_overlap(overlap)
+    by_label = {}
+    for label, raw in model.machines.items():
+        full = capacities(get_machine(raw["machine"]), None, model.floor)
+        base = capacities(get_machine(raw["machine"]), raw["sm_count"], model.floor) \
+            if raw["sm_count"] != full.sm_count else full
+        by_label[label] = replace(base, per_sm_cycle=dict(raw["per_sm_cycle"]), dmma_prices=dict(raw["dmma_prices"]),
+                                  dfma_price=raw["dfma_price"], clock_hz=raw["clock_hz"])
+    bare = [replace(k, latency_sm_cycles=None, latency_from=None) for k in model.kernels]
+    return replace(model, kernels=attach_latency(bare, by_label, overlap), overlap=overlap, loaded_hash=None)
+
+
 def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor: bool = True,
         overlap: float | None = None) -> Model:
     """Calibrate every (path, order) profile of every source directory; ``overlap`` is the
     demand-combining exponent the model predicts with (None: the paper's max)."""
-    if overlap is not None and not overlap >= 1:  # NaN too
-        raise ModelError(f"--overlap {overlap}: the exponent of a norm is at least 1")
+    check_overlap(overlap)
     calibration_build = Build(build) if build is not None else None
     kernels: list[CalibratedKernel] = []
     machines: dict[str, dict[str, Any]] = {}

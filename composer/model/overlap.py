@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 from composer.model.build import Build
-from composer.model.calibrate import Model
+from composer.model.calibrate import Model, with_overlap
 from composer.model.capacity import Capacities
 from composer.model.errors import ModelError
 from composer.model.predict import predict
@@ -75,7 +75,7 @@ def transfer_errors(pairs: Sequence[ShapePair], machine: Capacities, build: Buil
             raise ModelError(f"pair {pair.label}: no order has both {pair.source_path} and {pair.target_path} "
                              f"calibrated on {machine.label}")
         aliases = {} if pair.target_path == pair.source_path else {pair.target_path: pair.source_path}
-        model = replace(pair.source, overlap=overlap)
+        model = with_overlap(pair.source, overlap)
         for p in predict(model, machine, build, paths=[pair.target_path], orders=orders, aliases=aliases, mma=mma):
             out.append(PairError(pair.label, p.order, p.seconds, measured[p.order]))
     return out
@@ -103,6 +103,8 @@ def choose_overlap(pairs: Sequence[ShapePair], machine: Capacities, build: Build
     """The candidate exponent whose transfers of ``pairs`` miss least (see the module docstring)."""
     if not pairs:
         raise ModelError("choosing an overlap exponent needs at least one shape pair")
+    if len({p.source.floor for p in pairs}) > 1:
+        raise ModelError("the pairs' source models disagree on the DMMA floor (one fitted with --no-floor)")
     table = [(k, transfer_errors(pairs, machine, build, mma, k)) for k in candidates]
 
     def key(item: tuple[float | None, list[PairError]]) -> tuple[float, float]:

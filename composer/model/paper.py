@@ -4,7 +4,7 @@ The paper measured its own kernels on GB200, H100 and A100 (Tables S23-S25); we 
 the H200 calibration. The two cannot score each other (different kernels), so this is a
 plausibility comparison: do the predicted ratios fall on the same side of 1, and is the predicted
 fastest path the one the paper measured fastest? The paper's device times live in
-``schedules/paper_device_times.toml``, checked on load.
+``schedules/authors_device_times.toml``, checked on load.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any, Iterable, Mapping
 from composer.errors import ComposerError
 from composer.packaged import packaged_dir
 
-PAPER_FILE = "paper_device_times.toml"
+PAPER_FILE = "authors_device_times.toml"
 #: The paper's six paths (Table 2): the fastest-path comparison is among these.
 PAPER_PATHS: tuple[str, ...] = ("FUSED", "FUSED_DFMA", "FUSED_TC", "GEMM", "GEMM_CUTE", "GEMM_FUSED")
 #: Ratios compared (numerator, denominator): the paper's instruction ablation, library against fused
@@ -29,8 +29,7 @@ RATIOS: tuple[tuple[str, str], ...] = (("FUSED_DFMA", "FUSED_TC"), ("GEMM", "FUS
 
 def load_paper_times(file: Path | str | None = None) -> dict[str, dict[str, dict[int, float]]]:
     """machine -> path -> order -> seconds, checked: known paths, integer orders, positive times."""
-    import tomllib
-
+    from composer.config.fields import tomllib
     from composer.config.schedules import available_orders
 
     orders = available_orders()
@@ -53,7 +52,7 @@ def load_paper_times(file: Path | str | None = None) -> dict[str, dict[str, dict
             for order, us in cells.items():
                 if not order.isdigit() or int(order) not in orders:
                     raise ComposerError(f"{source}: [{machine}] {path}: order {order!r} is not one of {orders}")
-                if not isinstance(us, (int, float)) or not math.isfinite(us) or us <= 0:
+                if isinstance(us, bool) or not isinstance(us, (int, float)) or not math.isfinite(us) or us <= 0:
                     raise ComposerError(f"{source}: [{machine}] {path} p={order}: {us!r} is not a positive time in µs")
                 times[int(order)] = float(us) * 1e-6
             out[machine][path] = times
@@ -93,7 +92,11 @@ def compare(documents: Iterable[Mapping[str, Any]], paper: Mapping[str, Mapping[
         if doc["target"].get("sm_count") != doc["target"].get("full_sm_count"):
             raise ComposerError(f"predictions for {doc['target'].get('label')}: the paper ran whole machines")
         for p in doc["paths"]:
-            ours.setdefault((machine, int(p["order"])), {})[p["path"]] = float(p["seconds"])
+            cell = ours.setdefault((machine, int(p["order"])), {})
+            if p["path"] in cell:  # two models, or two runs of predict, for one cell: which one is meant?
+                raise ComposerError(f"{p['path']} p={p['order']} on {machine} is predicted twice; pass one "
+                                    "predictions file per machine and order")
+            cell[p["path"]] = float(p["seconds"])
     rows = []
     for (machine, order), predicted in sorted(ours.items()):
         if machine not in paper:

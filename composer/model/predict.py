@@ -66,12 +66,12 @@ class PathPrediction:
     notes: list[str] = field(default_factory=list)
 
 
-def _closest_to_roof(kernels: list[CalibratedKernel]) -> float:
-    return statistics.median(abs(k.eta - 1.0) for k in kernels)
+def _closest_to_roof(kernels: list[CalibratedKernel], overlap: float | None = None) -> float:
+    return statistics.median(abs(k.eta_at(overlap) - 1.0) for k in kernels)
 
 
-def choose_calibration(by_machine: Mapping[str, list[CalibratedKernel]], target: Capacities
-                       ) -> tuple[list[CalibratedKernel], list[str]]:
+def choose_calibration(by_machine: Mapping[str, list[CalibratedKernel]], target: Capacities,
+                       overlap: float | None = None) -> tuple[list[CalibratedKernel], list[str]]:
     """The calibration kernels one cell is predicted from, and a note on how they were chosen.
 
     A restricted calibration (``h200@66``) of a machine with a full one is not a source: it gave
@@ -89,9 +89,9 @@ def choose_calibration(by_machine: Mapping[str, list[CalibratedKernel]], target:
         chosen = []
         for i in range(len(next(iter(roles.values())))):
             candidates = [ks[i] for ks in by_machine.values()]
-            chosen.append(min(candidates, key=lambda k: (abs(k.eta - 1.0), k.machine)))
+            chosen.append(min(candidates, key=lambda k: (abs(k.eta_at(overlap) - 1.0), k.machine)))
         return chosen, []
-    label = min(by_machine, key=lambda m: (_closest_to_roof(by_machine[m]), m))
+    label = min(by_machine, key=lambda m: (_closest_to_roof(by_machine[m], overlap), m))
     return by_machine[label], [f"kernel lists differ across calibration machines; {label}'s used"]
 
 
@@ -170,7 +170,7 @@ def predict(model: Model, target: Capacities, build: Build | None, paths: list[s
         for (cell_path, order), by_machine in sorted(cells.items()):
             if cell_path != source or (orders is not None and order not in orders):
                 continue
-            chosen, notes = choose_calibration(by_machine, target)
+            chosen, notes = choose_calibration(by_machine, target, model.overlap)
             kernels = [_kernel(k, target, build, path, mma, problems, model.overlap) for k in chosen]
             if any(k is None for k in kernels):
                 continue
