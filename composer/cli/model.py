@@ -208,7 +208,8 @@ def run_fit(args: argparse.Namespace) -> int:
     c = summary["closure"]
     con.print(f"FP64-budget closure (counter / priced, {c['n']} kernels selected): median "
               f"{_fmt(c['median'], '.3f')}, range {_fmt(c['min'], '.3f')}-{_fmt(c['max'], '.3f')}")
-    con.print(f"model {args.out} (sha256 {summary['model_hash'][:16]})")
+    combined = "max_r D_r (the paper's)" if model.overlap is None else f"the {model.overlap:g}-norm of the demands"
+    con.print(f"model {args.out} (sha256 {summary['model_hash'][:16]}; eta and predictions against {combined})")
     return 0
 
 
