@@ -336,3 +336,20 @@ def test_page_opens_in_headless_chromium(shipped, tmp_path):
     assert result.images and all(result.images) and len(result.images) == len(report.rendered.figures)
     assert result.screenshot[:8] == b"\x89PNG\r\n\x1a\n" and len(result.screenshot) > 50_000
     (tmp_path / "screenshot.png").write_bytes(result.screenshot)
+
+
+def test_paper_comparison_is_what_composer_model_paper_wrote(shipped):
+    """The report's table of our predictions next to the paper's ratios agrees with the shipped output
+    of `composer model paper` on the session-9 predictions (the newest of every machine and order)."""
+    _, out = shipped
+    rows = {(r["machine"], int(r["p"])): r for r in read_csv(out, "paper_comparison")}
+    written = json.loads((DATA / "h200_s9/model/machines/paper_comparison.json").read_text())
+    assert len(rows) == len(written["rows"]) == 26
+    for w in written["rows"]:
+        r = rows[(w["machine"], w["order"])]
+        assert (r["fastest_ours"], r["fastest_paper"]) == (w["ours_fastest"], w["paper_fastest"])
+        for name, sides in w["ratios"].items():
+            for side, value in (("ours", sides["ours_predicted"]), ("paper", sides["paper_measured"])):
+                assert (r[f"{name}_{side}"] == "") == (value is None)
+                if value is not None:
+                    assert float(r[f"{name}_{side}"]) == pytest.approx(value, rel=1e-12)

@@ -127,6 +127,39 @@ def choices_table(data: ReportData) -> Table:
     return table
 
 
+def paper_table(data: ReportData) -> Table:
+    """Our predictions for the paper's machines next to the paper's measured ratios there
+    (composer.model.paper): per (machine, order) the newest predictions file of the whole machine."""
+    from composer.model.paper import RATIOS, compare, load_paper_times
+
+    names = [f"{a}/{b}" for a, b in RATIOS]
+    ratio = lambda x: plain(x) if x is None else f"{x:.3f}"  # noqa: E731
+    columns = [Column("machine", "machine"), Column("p", "p")]
+    for n in names:
+        columns += [Column(f"{n}_ours", f"{n} ours", ratio), Column(f"{n}_paper", "(paper)", ratio)]
+    columns += [Column("fastest_ours", "fastest ours"), Column("fastest_paper", "(paper)"), Column("predictions", "file")]
+    table = Table("paper_comparison", "Predicted for our kernels on the paper's machines, next to the paper's "
+                  "measured ratios of its kernels (a plausibility comparison, not a score)", columns)
+    paper = load_paper_times()
+    newest: dict[tuple[str, int], Any] = {}
+    for f in data.inputs.of_kind("predictions"):  # oldest first: later files replace earlier ones
+        target = f.document.get("target") or {}
+        if target.get("machine") in paper and target.get("sm_count") == target.get("full_sm_count"):
+            for p in f.document.get("paths", []):
+                newest[(target["machine"], int(p["order"]))] = f
+    for (machine, order), f in sorted(newest.items()):
+        doc = {"target": f.document["target"],
+               "paths": [p for p in f.document["paths"] if int(p["order"]) == order]}
+        rows = compare([doc], {machine: paper[machine]}) if any(order in t for t in paper[machine].values()) else []
+        for r in rows:
+            cells = {f"{n}_{side}": r.ratios[n][i] for n in names for i, side in enumerate(("ours", "paper"))}
+            table.add(machine=machine, p=order, **cells, fastest_ours=r.ours_fastest, fastest_paper=r.paper_fastest,
+                      predictions=f.label)
+    table.notes.append("The paper's device times: its Tables S23-S25 (schedules/authors_device_times.toml). The "
+                       "fastest path is compared among the paths both sides have at that order.")
+    return table
+
+
 def scatter(table: Table) -> Figure:
     matched = [(i, r) for i, r in enumerate(table.rows) if r["measured_us"] is not None]
     series = []
@@ -150,6 +183,9 @@ def build(data: ReportData) -> list[Section]:
     if data.inputs.of_kind("predictions"):
         predicted = predicted_table(data)
         tables += [predicted, fastest_table(data)]
+        comparison = paper_table(data)
+        if comparison.rows:
+            tables.append(comparison)
         if any(r["measured_us"] is not None for r in predicted.rows):
             figures.append(scatter(predicted))
     if data.inputs.of_kind("score"):
