@@ -5,7 +5,8 @@ green contexts of N SMs (the per-SM ceiling of the model's balance axis: compose
     python3 tools/measure_bandwidth.py [--sms 132,98,66,34,16,8] [--bytes N] [--out FILE]
 
 ``--bytes`` sizes each of the copy kernel's two buffers (default 2 GiB: HBM; 8 MiB stays in the
-60 MB L2, which measures the L2 bandwidth a partition can draw: the model's l2_bytes capacity).
+60 MB L2, which measures the L2 bandwidth a partition can draw: the model's l2_bytes capacity; such
+buffers are copied back and forth many times per launch, ``composer.bench.bandwidth.copy_passes``).
 """
 
 from __future__ import annotations
