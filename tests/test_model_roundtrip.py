@@ -161,3 +161,21 @@ def test_bad_inputs_are_one_line(saved, tmp_path, capsys):
     model.write_text(json.dumps(raw))
     assert main(["model", "predict", "--model", str(model), "--machine", "h200", "--build", str(saved / "build")]) == 2
     _one_error_line(capsys, "does not match its hash")
+
+
+def test_skip_missing_leaves_out_the_cells_the_build_lacks_and_lists_them(saved, tmp_path, capsys):
+    """FUSED_DFMA predicted from FUSED_TC needs fused_dfma_p63_s0_x, which this build lacks: without
+    --skip-missing the prediction stops naming it; with it the other paths are predicted, the cell is
+    listed in the file's 'skipped', and the predictions are those of a run without the alias."""
+    model = tmp_path / "model.json"
+    assert main(["model", "fit", "--profiles", str(saved / "prof"), "--out", str(model)]) == 0
+    base = ["model", "predict", "--model", str(model), "--machine", "h200", "--build", str(saved / "build")]
+    assert main(base + ["--out", str(tmp_path / "plain.json")]) == 0
+    capsys.readouterr()
+    out = tmp_path / "p.json"
+    assert main(base + ["--as", "FUSED_DFMA=FUSED_TC", "--skip-missing", "--out", str(out), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["skipped"] == ["FUSED_DFMA p=63: s0_x (fused_tc_p63_s0_x)"]
+    plain = json.loads((tmp_path / "plain.json").read_text())
+    assert {(p["path"], p["seconds"]) for p in doc["paths"]} == {(p["path"], p["seconds"]) for p in plain["paths"]}
+    assert "skipped" not in plain  # files made without the flag hash as before

@@ -83,6 +83,9 @@ def register(subparsers: Any) -> None:
                          help="the CuTe GEMM shape to take from a build holding several (e.g. 16x8x4)")
     predict.add_argument("--family-errors", type=Path, default=None, metavar="SCORE.json",
                          help="family errors for S/E (the family_errors of a `composer model score` output)")
+    predict.add_argument("--skip-missing", action="store_true",
+                         help="leave out (path, order) cells whose kernels the build lacks (listed in the "
+                              "file's 'skipped'), instead of stopping")
     predict.add_argument("--out", type=Path, default=None, metavar="P.json",
                          help="predictions file (default: results/model/predict-LABEL.json)")
     predict.add_argument("--json", action="store_true", help="print the predictions as JSON")
@@ -299,10 +302,11 @@ def run_predict(args: argparse.Namespace) -> int:
     model = Model.load(args.model)
     target = capacities(get_machine(args.machine), args.sms, floor=model.floor)
     build = Build(args.build)
+    skipped: list[str] | None = [] if args.skip_missing else None
     predictions = predict(model, target, build, paths=args.paths, orders=args.orders,
-                          aliases=_aliases(args.aliases), mma=args.mma)
+                          aliases=_aliases(args.aliases), mma=args.mma, skipped=skipped)
     document = predictions_document(model, str(args.model), target, build, predictions,
-                                    _family_errors(args.family_errors))
+                                    _family_errors(args.family_errors), skipped)
     out = args.out or Path("results/model") / f"predict-{target.label}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     write_predictions(out, document)
@@ -324,6 +328,8 @@ def run_predict(args: argparse.Namespace) -> int:
         totals.add_row(str(f["order"]), f["path"], f"{f['seconds'] * 1e6:.1f}", str(f["paths"]),
                        _fmt(f["se"], ".2f"), "-" if f["screened"] is None else ("yes" if f["screened"] else "no"))
     con.print(totals)
+    for line in skipped or []:
+        con.print(f"skipped (not in {args.build}): {line}")
     con.print(f"predictions {out} (model sha256 {document['model_hash'][:16]}, predictions sha256 "
               f"{document['hash'][:16]})")
     return 0

@@ -143,11 +143,14 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
 
 def predict(model: Model, target: Capacities, build: Build | None, paths: list[str] | None = None,
             orders: list[int] | None = None, aliases: Mapping[str, str] | None = None,
-            mma: str | None = None) -> list[PathPrediction]:
+            mma: str | None = None, skipped: list[str] | None = None) -> list[PathPrediction]:
     """Every (path, order) of the model (or the selection) on ``target``.
 
     ``aliases`` maps a path to predict onto the calibrated path it is predicted from
-    (``{"FUSED_TC16": "FUSED_TC"}``: FUSED_TC's counters at FUSED_TC16's shapes).
+    (``{"FUSED_TC16": "FUSED_TC"}``: FUSED_TC's counters at FUSED_TC16's shapes). A cell whose
+    kernels the build lacks (a kernel the target cannot hold: FUSED_TC at p = 15 needs more shared
+    memory than sm_80 has) stops the prediction, naming them, unless ``skipped`` is given: then the
+    cell is left out and its reason appended there.
     """
     if build is not None:
         build.check_arch(target.arch)
@@ -171,7 +174,12 @@ def predict(model: Model, target: Capacities, build: Build | None, paths: list[s
             if cell_path != source or (orders is not None and order not in orders):
                 continue
             chosen, notes = choose_calibration(by_machine, target, model.overlap)
-            kernels = [_kernel(k, target, build, path, mma, problems, model.overlap) for k in chosen]
+            missing: list[str] = []
+            kernels = [_kernel(k, target, build, path, mma, missing, model.overlap) for k in chosen]
+            if missing and skipped is not None:
+                skipped.append(f"{path} p={order}: " + "; ".join(m.split(" ", 2)[-1] for m in missing))
+            else:
+                problems += missing
             if any(k is None for k in kernels):
                 continue
             done = [k for k in kernels if k is not None]
@@ -190,8 +198,8 @@ def predict(model: Model, target: Capacities, build: Build | None, paths: list[s
 
 
 def predictions_document(model: Model, model_file: str, target: Capacities, build: Build | None,
-                         predictions: list[PathPrediction], family_errors: Mapping[str, float] | None
-                         ) -> dict[str, Any]:
+                         predictions: list[PathPrediction], family_errors: Mapping[str, float] | None,
+                         skipped: list[str] | None = None) -> dict[str, Any]:
     """The JSON document ``composer model predict`` writes (hashed, citing the model's hash)."""
     totals = {(p.path, p.order): p.seconds for p in predictions}
     body = {
@@ -205,6 +213,8 @@ def predictions_document(model: Model, model_file: str, target: Capacities, buil
         "ratios": ratio_cells(totals, family_errors),
         "family_errors": dict(family_errors or {}),
     }
+    if skipped:  # only with --skip-missing: files without it hash as before
+        body["skipped"] = list(skipped)
     return {**body, "hash": content_hash(body)}
 
 
