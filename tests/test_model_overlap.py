@@ -150,3 +150,25 @@ def test_the_exponent_is_applied_to_the_latency_terms_too(saved, tmp_path):
     assert changed.overlap == 4.0 and changed.loaded_hash is None and changed.hash != loaded.hash
     assert [k.eta_at(4.0) for k in changed.kernels] == [k.eta_at(4.0) for k in loaded.kernels]
     assert with_overlap(loaded, None).hash == loaded.hash
+
+
+def test_an_order_where_the_pair_runs_different_decompositions_is_left_out(tmp_path, capsys):
+    """FUSED_TC16 at p = 127 runs other kernels than FUSED_TC (s0_x against k0_x): no transfer there,
+    so the choice rests on the orders that have one."""
+    n_8x8x4 = 2e6 * 132 / 4
+    write_profile(tmp_path / "prof", "FUSED_TC", 63, [_row("fused_tc_p63_s0_x", n_8x8x4, SOURCE_CYCLES)])
+    write_profile(tmp_path / "prof", "FUSED_TC16", 63, [_row("fused_tc16_p63_s0_x", n_8x8x4 / 2, TARGET_CYCLES)])
+    write_profile(tmp_path / "prof", "FUSED_TC", 127, [_row("fused_tc_p127_k0_x", n_8x8x4, SOURCE_CYCLES)])
+    write_profile(tmp_path / "prof", "FUSED_TC16", 127, [_row("fused_tc16_p127_s0_x", n_8x8x4 / 2, TARGET_CYCLES)])
+    write_build(tmp_path / "build", "sm_90", {"fused_tc_p63_s0_x": "8x8x4", "fused_tc16_p63_s0_x": "16x8x4",
+                                              "fused_tc_p127_k0_x": "8x8x4", "fused_tc16_p127_s0_x": "16x8x4"},
+                tmp_path / "nvrtc")
+    model = tmp_path / "m.json"
+    assert main(["model", "fit", "--profiles", str(tmp_path / "prof"), "--build", str(tmp_path / "build"),
+                 "--out", str(model)]) == 0
+    capsys.readouterr()
+    assert main(["model", "overlap", "--pair", f"{model}:FUSED_TC={model}:FUSED_TC16", "--build",
+                 str(tmp_path / "build"), "--json"]) == 0
+    choice = json.loads(capsys.readouterr().out)
+    assert {e["order"] for c in choice["candidates"] for e in c["errors"]} == {63}
+    assert choice["chosen"] == 3.0
