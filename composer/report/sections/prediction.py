@@ -176,6 +176,38 @@ def scatter(table: Table) -> Figure:
                   [Panel("", "measured (µs)", "predicted (µs)", series)])
 
 
+def paper_scatter(table: Table) -> Figure:
+    """One panel per ratio of the paper comparison: ours predicted (y) against the paper's measured
+    (x), a series per machine, each point labelled with its order."""
+    from composer.model.paper import RATIOS
+    from composer.report.palette import MARKERS, _SPARE
+
+    machines = sorted({r["machine"] for r in table.rows})
+    panels = []
+    for a, b in RATIOS:
+        name = f"{a}/{b}"
+        series = []
+        for j, machine in enumerate(machines):
+            points = [Point(r[f"{name}_paper"], r[f"{name}_ours"], Ref(table.name, k, f"{name}_paper", f"{name}_ours"),
+                            label=str(r["p"]))
+                      for k, r in enumerate(table.rows) if r["machine"] == machine
+                      and r[f"{name}_ours"] is not None and r[f"{name}_paper"] is not None]
+            if points:
+                series.append(Series(machine, points, color=_SPARE[j % len(_SPARE)], style="scatter",
+                                     marker=MARKERS[j % len(MARKERS)]))
+        if not series:
+            continue
+        values = [p.y for s in series for p in s.points] + [p.x for s in series for p in s.points]
+        lo, hi = min(values) / 1.2, max(values) * 1.2
+        series.insert(0, Series("ours = paper", [Point(lo, lo), Point(hi, hi)], color="#000000", style="curve",
+                                linestyle=":", derived=True, source=table.name))
+        panels.append(Panel(name, "paper measured", "ours predicted", series, hlines=[(1.0, "1")]))
+    return Figure("paper_comparison", "Predicted ratios on the paper's machines against its measured ones",
+                  "Each point one order (labelled) on one machine: our kernels predicted (y) against the paper's "
+                  "kernels measured (x). Not a score: the kernels differ; points across ratio 1 from the dotted "
+                  "line are where the two implementations part.", panels, columns=3)
+
+
 def build(data: ReportData) -> list[Section]:
     if not data.inputs.of_kind("predictions") and not data.inputs.of_kind("score"):
         return []
@@ -186,6 +218,7 @@ def build(data: ReportData) -> list[Section]:
         comparison = paper_table(data)
         if comparison.rows:
             tables.append(comparison)
+            figures.append(paper_scatter(comparison))
         if any(r["measured_us"] is not None for r in predicted.rows):
             figures.append(scatter(predicted))
     if data.inputs.of_kind("score"):
