@@ -116,20 +116,27 @@ def test_flux_in_the_mainloop_keeps_the_mmas_and_stages_both_factors(arch, mma, 
 
 
 @pytest.mark.parametrize("arch,mma", [("sm_90", "16x8x4"), ("sm_100", "16x8x4")])
-@pytest.mark.parametrize("nq,carrier_tile", [(128, {}), (32, {"swap": True})], ids=("c_m_major", "c_n_contiguous"))
+@pytest.mark.parametrize("nq,carrier_tile", [(128, {}), (32, {"swap": True}),
+                                             (128, {"epilogue_prefetch_split": True})],
+                         ids=("c_m_major", "c_n_contiguous", "split"))
 def test_epilogue_prefetch_issues_l2_prefetches_of_every_aux_array_and_keeps_the_rest(arch, mma, nq, carrier_tile):
     """``epilogue_prefetch`` (the carrier's tile key): one predicated prefetch.global.L2
     (CCTL.E.PF2) per aux array, 128-byte chunk and tile run, spread over the block's threads; the
-    mainloop's DMMAs and the stores stay those of the kernel without it."""
+    mainloop's DMMAs and the stores stay those of the kernel without it. With
+    ``epilogue_prefetch_split`` each array's prefetches sit in their own k-tile's branch: the same
+    instruction count, in five places."""
     from dataclasses import replace
 
     from composer.gemm.cute.kernel import TensorOpDgemm
 
     plan = fused_plan("y", False, nq)
     gemm = fused_gemms(plan, mma, carrier_tile={**carrier_tile, "epilogue_prefetch": 2})["y"]
-    assert gemm.config.epilogue_prefetch == 2 and gemm.config.tag.endswith("_e2")
-    with_pf = compile_config(gemm.config, arch, f"t_pf_y{nq}", epilogue=gemm.epilogue())
-    without = compile_config(replace(gemm.config, epilogue_prefetch=0), arch, f"t_pf_y{nq}_0", epilogue=gemm.epilogue())
+    split = bool(carrier_tile.get("epilogue_prefetch_split"))
+    assert gemm.config.epilogue_prefetch == 2 and gemm.config.tag.endswith("_e2s" if split else "_e2")
+    assert gemm.config.epilogue_prefetch_split == split
+    with_pf = compile_config(gemm.config, arch, f"t_pf_y{nq}{'s' if split else ''}", epilogue=gemm.epilogue())
+    without = compile_config(replace(gemm.config, epilogue_prefetch=0, epilogue_prefetch_split=False), arch,
+                             f"t_pf_y{nq}_0", epilogue=gemm.epilogue())
     (k,) = inspect_cubin(with_pf.cubin).values()
     (base,) = inspect_cubin(without.cubin).values()
     epilogue = gemm.epilogue()
@@ -137,7 +144,7 @@ def test_epilogue_prefetch_issues_l2_prefetches_of_every_aux_array_and_keeps_the
     runs, span = (cfg.bn, cfg.bm) if cfg.c_major == "m" else (cfg.bm, cfg.bn)
     per_array = -(-runs * (-(-span // 16) + 1) // cfg.threads)
     assert len(epilogue.prefetch_slots) == 5  # the carrier without the fold: dx, dz, Ex, Ey, Ez
-    assert (cfg.c_major == "m") == (not carrier_tile)
+    assert (cfg.c_major == "m") == ("swap" not in carrier_tile)
     assert k.l2_prefetches == len(epilogue.prefetch_slots) * per_array and base.l2_prefetches == 0
     assert k.dmma == base.dmma and k.global_stores == base.global_stores
     assert TensorOpDgemm(cfg, arch, "t", epilogue).prefetch_at == 2
@@ -146,7 +153,7 @@ def test_epilogue_prefetch_issues_l2_prefetches_of_every_aux_array_and_keeps_the
 
 
 def test_epilogue_prefetch_is_checked_and_named():
-    from composer.epilogues.carrier_tiles import PREFETCH_DISTANCES, tile_tag, tile_variants
+    from composer.epilogues.carrier_tiles import PREFETCH_DISTANCES, PREFETCH_SPLIT_WINDOWS, tile_tag, tile_variants
 
     plan = fused_plan("y", False, 512)
     with pytest.raises(GemmConfigError, match=r"epilogue_prefetch=17 outside \[0, 16\]"):
@@ -154,7 +161,16 @@ def test_epilogue_prefetch_is_checked_and_named():
     tile = {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3, "swap": False}
     assert tile_tag({**tile, "epilogue_prefetch": 4}) == "t128x64x16w2x2s3e4" and tile_tag(tile) == "t128x64x16w2x2s3"
     variants = tile_variants(tile, "sm_90", "16x8x8")
-    assert [t["epilogue_prefetch"] for m, t in variants if "epilogue_prefetch" in t] == list(PREFETCH_DISTANCES)
+    assert [(t["epilogue_prefetch"], t.get("epilogue_prefetch_split", False)) for m, t in variants
+            if "epilogue_prefetch" in t] == [(d, False) for d in PREFETCH_DISTANCES] + [
+                (d, True) for d in PREFETCH_SPLIT_WINDOWS]
+    assert tile_tag({**tile, "epilogue_prefetch": 16, "epilogue_prefetch_split": True}) == "t128x64x16w2x2s3e16s"
+    with pytest.raises(GemmConfigError, match="epilogue_prefetch_split needs epilogue_prefetch > 0"):
+        fused_gemms(plan, "16x8x8", carrier_tile={"epilogue_prefetch_split": True})
+    with pytest.raises(GemmConfigError, match=r"epilogue_prefetch=65 outside \[0, 64\]"):
+        fused_gemms(plan, "16x8x8", carrier_tile={"epilogue_prefetch": 65, "epilogue_prefetch_split": True})
+    assert fused_gemms(plan, "16x8x8", carrier_tile={"epilogue_prefetch": 32, "epilogue_prefetch_split": True}
+                       )["y"].config.epilogue_prefetch == 32
     shipped_pf = tile_variants({**tile, "epilogue_prefetch": 2}, "sm_90", "16x8x8")
     assert [t["epilogue_prefetch"] for m, t in shipped_pf if "epilogue_prefetch" in t and m == "16x8x8"
             and {k: v for k, v in t.items() if k != "epilogue_prefetch"} == tile] == [0, 4]

@@ -97,17 +97,18 @@ def _gemm_cute(table: Table, context: PathContext) -> None:
 def _tile_field(key: str) -> Callable[[Any], Any]:
     """The type of a tile key: ``swap`` a boolean, ``epilogue_prefetch`` k-tiles (0: off), the
     rest positive integers."""
-    return {"swap": boolean, "epilogue_prefetch": non_negative_int}.get(key, positive_int)
+    return {"swap": boolean, "epilogue_prefetch": non_negative_int, "epilogue_prefetch_split": boolean}.get(
+        key, positive_int)
 
 
 def _role_tiles(table: Table, role: str, mma: str | None, context: PathContext) -> None:
     """One role's tile override: typed fields, then the kernel configuration they make checked by
     ``GemmConfig.validate`` for the shape they apply to (none named: the build's ``--mma`` decides,
     so only the types are checked here)."""
-    from composer.gemm.cute.tiles import TILE_KEYS, role_kernel
+    from composer.gemm.cute.tiles import CARRIER_ONLY_KEYS, TILE_KEYS, role_kernel
 
     for key in TILE_KEYS:
-        if key != "epilogue_prefetch":  # GEMM_CUTE's store kernels read no array to prefetch
+        if key not in CARRIER_ONLY_KEYS:  # GEMM_CUTE's store kernels read no array to prefetch
             table.optional(key, _tile_field(key))
     table.reject_unknown()
     if mma is None:

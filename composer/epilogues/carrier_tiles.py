@@ -32,6 +32,9 @@ LIBRARY_TILES: tuple[dict[str, int], ...] = (
 #: session 8: long-scoreboard 2.03 per issue against cuBLAS's 0.4); prefetched into L2 they load
 #: during the last k-tiles' MMAs. 2 and 4 of Nq = 512's 32 k-tiles of 16.
 PREFETCH_DISTANCES: tuple[int, ...] = (2, 4)
+#: Split prefetch windows (``epilogue_prefetch_split``: one array every K / 5 k-tiles) the sweep tries:
+#: half and all of Nq = 512's 32 k-tiles (session 9: all five at once, K = 2 and 4, ran 4.3-4.7 % slower).
+PREFETCH_SPLIT_WINDOWS: tuple[int, ...] = (16, 64)
 #: Shapes the sweep tries besides the schedule's, where the arch has them (8x8x4 is every arch's, and
 #: measured slower than 16x8x4 for the CuTe GEMMs at every order on the H200: 1.24-1.61 x GEMM).
 SWEPT_SHAPES: tuple[str, ...] = ("16x8x4", "16x8x8")
@@ -61,11 +64,14 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str) -> 
     duplicates, none equal to the shipped pair."""
     swap = {"swap": shipped.get("swap", False)}
     pairs = [(scheduled_mma, t) for t in tile_neighbourhood(shipped)]
-    pairs += [(scheduled_mma, {**shipped, "epilogue_prefetch": d}) for d in (0, *PREFETCH_DISTANCES)
-              if d != shipped.get("epilogue_prefetch", 0)]
+    plain = {k: v for k, v in shipped.items() if k not in ("epilogue_prefetch", "epilogue_prefetch_split")}
+    pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d}) for d in (0, *PREFETCH_DISTANCES)]
+    pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d, "epilogue_prefetch_split": True})
+              for d in PREFETCH_SPLIT_WINDOWS]
     pairs += [(mma, {**t, **swap}) for mma in swept_shapes(arch, scheduled_mma) for t in LIBRARY_TILES]
     def key_of(mma: str, tile: Mapping[str, Any]) -> tuple:  # no prefetch is the same tile as prefetch 0
-        return mma, tuple(sorted((k, v) for k, v in tile.items() if not (k == "epilogue_prefetch" and not v)))
+        return mma, tuple(sorted((k, v) for k, v in tile.items()
+                                 if not (k in ("epilogue_prefetch", "epilogue_prefetch_split") and not v)))
 
     seen = {key_of(scheduled_mma, shipped)}
     out = []
@@ -81,7 +87,8 @@ def tile_tag(tile: Mapping[str, Any]) -> str:
     """A kernel-name suffix naming a carrier tile: ``t64x64x16w2x2s4`` (``swap`` appends ``t``)."""
     t = tile
     return (f"t{t['bm']}x{t['bn']}x{t['bk']}w{t['warps_m']}x{t['warps_n']}s{t['stages']}"
-            + ("t" if t.get("swap") else "") + (f"e{t['epilogue_prefetch']}" if t.get("epilogue_prefetch") else ""))
+            + ("t" if t.get("swap") else "") + (f"e{t['epilogue_prefetch']}" if t.get("epilogue_prefetch") else "")
+            + ("s" if t.get("epilogue_prefetch_split") else ""))
 
 
-__all__ = ["LIBRARY_TILES", "PREFETCH_DISTANCES", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]
+__all__ = ["LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]

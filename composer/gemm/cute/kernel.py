@@ -127,6 +127,7 @@ class TensorOpDgemm:
         self.factor_offset = {"a": 8 * self.stages * bm * bk, "b": 8 * self.stages * bn * bk}.get(cfg.product, 0)
         # the epilogue's L2 prefetch (k-tiles before the end; 0 when the epilogue reads no array)
         self.prefetch_at = cfg.epilogue_prefetch if self.epilogue.prefetch_slots else 0
+        self.prefetch_split = cfg.epilogue_prefetch_split and self.prefetch_at > 0
 
     @cute.jit
     def __call__(self, args: KernelArgs):
@@ -210,10 +211,20 @@ class TensorOpDgemm:
             if nxt < k_tiles:
                 self._load_operands(ops, nxt * self.bk, nxt % self.stages, tidx)
             cute.arch.cp_async_commit_group()
-            if cutlass.const_expr(self.prefetch_at > 0):
+            if cutlass.const_expr(self.prefetch_at > 0 and not self.prefetch_split):
                 # at least once: a K of fewer k-tiles than the distance prefetches in the first
                 if kt == cutlass.select_(k_tiles > self.prefetch_at, k_tiles - self.prefetch_at, Int32(0)):
-                    self._prefetch_epilogue(args, ibatch, m0, n0, tidx)
+                    self._prefetch_epilogue(args, ibatch, m0, n0, tidx, self.epilogue.prefetch_slots)
+            if cutlass.const_expr(self.prefetch_split):
+                # one array every `gap` k-tiles from the window's start (a K longer than the mainloop
+                # starts at its first k-tile; a short mainloop squeezes the gap to one k-tile)
+                window = cutlass.select_(k_tiles > self.prefetch_at, Int32(self.prefetch_at), k_tiles)
+                gap = cutlass.select_(window >= self.prefetch_count, window // self.prefetch_count, Int32(1))
+                start = k_tiles - window
+                for j, slot in enumerate(self.epilogue.prefetch_slots):
+                    at = cutlass.select_(start + j * gap < k_tiles, start + j * gap, k_tiles - 1)
+                    if kt == at:
+                        self._prefetch_epilogue(args, ibatch, m0, n0, tidx, (slot,))
             a_addr, b_addr = self._stage_addresses(sa_base, sb_base, a_bases, b_bases, kt % self.stages)
             for ks in cutlass.range_constexpr(self.k_steps):
                 self._mma_step(acc, *self._load_fragments(a_addr, b_addr, ks))
@@ -221,8 +232,14 @@ class TensorOpDgemm:
 
         self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
 
-    def _prefetch_epilogue(self, args: KernelArgs, ibatch: Int64, m0: Int32, n0: Int32, tidx: Int32) -> None:
-        """L2 prefetches of this tile's region of every array the epilogue reads per element.
+    @property
+    def prefetch_count(self) -> int:
+        """Aux arrays the epilogue reads (what the split spreads)."""
+        return max(1, len(self.epilogue.prefetch_slots))
+
+    def _prefetch_epilogue(self, args: KernelArgs, ibatch: Int64, m0: Int32, n0: Int32, tidx: Int32,
+                           slots: tuple[int, ...]) -> None:
+        """L2 prefetches of this tile's region of the arrays ``slots`` the epilogue reads per element.
 
         The region is ``runs`` lines of C's contiguous mode (rows of an n-contiguous C), each
         ``span`` elements long; a run is covered by one prefetch per 16 elements (128 bytes) and
@@ -238,7 +255,7 @@ class TensorOpDgemm:
         # a ragged tile's runs end at C's edge: their last prefetch goes to the last element inside
         inside = (args.m - m0) if cutlass.const_expr(self.c_m_major) else (args.n - n0)
         last = cutlass.select_(inside < span, inside - 1, Int32(span - 1))
-        for slot in self.epilogue.prefetch_slots:
+        for slot in slots:
             base = getattr(args, f"aux{slot}") + ibatch * args.stride_c
             for i in range(self.prefetch_rounds(items)):
                 idx = tidx + i * self.threads
