@@ -152,6 +152,36 @@ def test_epilogue_prefetch_issues_l2_prefetches_of_every_aux_array_and_keeps_the
     assert TensorOpDgemm(replace(cfg, epilogue="store"), arch, "t").prefetch_at == 0
 
 
+def test_the_split_prefetch_issues_each_array_once_in_order_inside_the_mainloop():
+    """config.split_prefetch_k_tiles (the kernel's rule): every array once, at increasing k-tiles
+    inside [0, k_tiles), K / 5 apart over the window, from the first k-tile when K is longer."""
+    from composer.gemm.cute.config import split_prefetch_k_tiles
+
+    assert split_prefetch_k_tiles(32, 16, 5) == [16, 19, 22, 25, 28]
+    assert split_prefetch_k_tiles(32, 64, 5) == [0, 6, 12, 18, 24]
+    assert split_prefetch_k_tiles(4, 16, 5) == [0, 1, 2, 3, 3]  # p = 63's carrier: 4 k-tiles
+    for k_tiles in range(1, 80):
+        for window in range(1, 65):
+            at = split_prefetch_k_tiles(k_tiles, window, 5)
+            assert at == sorted(at) and 0 <= at[0] and at[-1] < k_tiles
+            assert at[0] == k_tiles - min(window, k_tiles)
+
+
+def test_the_split_prefetch_kernel_differs_from_the_all_at_once_one():
+    """Same prefetch count, other code: the split kernel places the arrays' prefetches in their own
+    k-tile branches (K = 8 of Nq = 128's 8 k-tiles: one array per k-tile)."""
+    from dataclasses import replace
+
+    plan = fused_plan("y", False, 128)
+    gemm = fused_gemms(plan, "16x8x4", carrier_tile={"epilogue_prefetch": 8, "epilogue_prefetch_split": True})["y"]
+    split = compile_config(gemm.config, "sm_90", "t_pf8s", epilogue=gemm.epilogue())
+    burst = compile_config(replace(gemm.config, epilogue_prefetch_split=False), "sm_90", "t_pf8", epilogue=gemm.epilogue())
+    (k_split,) = inspect_cubin(split.cubin).values()
+    (k_burst,) = inspect_cubin(burst.cubin).values()
+    assert split.cubin != burst.cubin
+    assert k_split.l2_prefetches == k_burst.l2_prefetches > 0 and k_split.dmma == k_burst.dmma
+
+
 def test_epilogue_prefetch_is_checked_and_named():
     from composer.epilogues.carrier_tiles import PREFETCH_DISTANCES, PREFETCH_SPLIT_WINDOWS, tile_tag, tile_variants
 

@@ -310,3 +310,14 @@ def test_all_variants_leave_out_what_cannot_be_built():
     assert "dgemm_p0511_z_m16_8_4_carry_qv" not in names  # its x GEMM cannot form the flux either
     with pytest.raises(GemmConfigError, match="shared memory 3 stages x \\(128 \\+ 128 \\+ 128\\) x 32 doubles"):
         settings_for(511, {"flux": "mainloop"}).gemms()
+
+
+def test_a_carrier_tile_option_reads_its_booleans_and_integers():
+    from composer.paths.gemm_fused import tile_option
+
+    assert tile_option("bm=128,epilogue_prefetch=16,epilogue_prefetch_split=true,swap=no") == {
+        "bm": 128, "epilogue_prefetch": 16, "epilogue_prefetch_split": True, "swap": False}
+    with pytest.raises(ValueError, match="tile key bm: 'x' is not an integer"):
+        tile_option("bm=x")
+    with pytest.raises(ValueError, match="tile key epilogue_prefetch_split: 'maybe' is not a boolean"):
+        tile_option("epilogue_prefetch_split=maybe")

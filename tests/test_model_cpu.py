@@ -85,6 +85,8 @@ def test_real_profiles_as_measured_kernel_sums():
     ("dgemm_p0007_y_m16_8_4_qv_0", "cute_gemm", 7, "y_qv", "16x8x4", True),  # flux formed in the mainloop
     ("dgemm_p0063_x_m16_8_8_carry_qv_t64x128x16w2x2s3_0", "cute_gemm", 63, "x_carry_qv_t64x128x16w2x2s3",
      "16x8x8", True),  # a swept carrier tile (--fused-variants tiles)
+    ("dgemm_p0511_y_m16_8_8_carry_t128x64x16w2x2s3e16s_0", "cute_gemm", 511, "y_carry_t128x64x16w2x2s3e16s",
+     "16x8x8", True),  # with the carrier's split epilogue prefetch
     ("fused_tc16_p511_s0_x", "fused", 511, "s0_x", None, True),
     ("fused_tc_p63_k0_xyz", "fused", 63, "k0_xyz", None, True),
     ("fused_dfma_p255_s1_y", "fused", 255, "s1_y", None, False),

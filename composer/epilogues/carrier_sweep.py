@@ -50,7 +50,7 @@ class Candidate:
             return SHIPPED
         warps = f".w{t['warps_m']}x{t['warps_n']}" if "warps_m" in t else ""
         prefetch = (f".e{t['epilogue_prefetch']}" if t.get("epilogue_prefetch") else "") + \
-            ("s" if t.get("epilogue_prefetch_split") else "")
+            ("s" if t.get("epilogue_prefetch_split") and t.get("epilogue_prefetch") else "")
         return f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}{warps}.s{t['stages']}{prefetch}"
 
     @property

@@ -88,7 +88,7 @@ def tile_tag(tile: Mapping[str, Any]) -> str:
     t = tile
     return (f"t{t['bm']}x{t['bn']}x{t['bk']}w{t['warps_m']}x{t['warps_n']}s{t['stages']}"
             + ("t" if t.get("swap") else "") + (f"e{t['epilogue_prefetch']}" if t.get("epilogue_prefetch") else "")
-            + ("s" if t.get("epilogue_prefetch_split") else ""))
+            + ("s" if t.get("epilogue_prefetch_split") and t.get("epilogue_prefetch") else ""))
 
 
 __all__ = ["LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]

@@ -10,7 +10,8 @@ token of the CUTLASS kernels cuBLAS dispatches (a library kernel with neither is
 
 Kinds: ``cute_gemm`` (``dgemm_p0511_x_m16_8_4_0``; GEMM_FUSED's ``dgemm_p0511_z_m8_8_4_carry_0``
 has the role ``z_carry``, with the flux formed in the mainloop ``_qv`` and a swept carrier tile
-``_t64x64x16w2x2s4`` in the role too: ``y_carry_qv_t64x64x16w2x2s4``), ``fused`` (``fused_tc16_p511_s0_x``),
+``_t64x64x16w2x2s4`` in the role too: ``y_carry_qv_t64x64x16w2x2s4``, with an epilogue prefetch
+``_t128x64x16w2x2s3e16s``), ``fused`` (``fused_tc16_p511_s0_x``),
 ``face`` (``fused_face_flux_nq512``), ``support`` (``volume_flux_nq512``, ...) and ``library``
 (anything else: vendor kernels, chosen by the library at run time, priced by Equation 8).
 """
@@ -25,7 +26,7 @@ from composer.model.errors import ModelError
 
 # GEMM_CUTE's GEMMs, and GEMM_FUSED's with its epilogue variant (the carrier, a folding x/y GEMM)
 _CUTE = re.compile(r"^dgemm_p(\d{4})_([xyz])_m(\d+)_(\d+)_(\d+)(?:_(carry_fold|carry|fold))?(_qv)?"
-                   r"(_t\d+x\d+x\d+w\d+x\d+s\d+t?)?(?:_\d+)?$")
+                   r"(_t\d+x\d+x\d+w\d+x\d+s\d+t?(?:e\d+s?)?)?(?:_\d+)?$")
 _OWN_PREFIXES = ("dgemm_p", "fused_")
 _FUSED = re.compile(r"^(fused(?:_[a-z0-9]+)?)_p(\d+)_([sk]\d+_[xyz]+)$")
 _FACE = re.compile(r"^fused_face_flux_nq(\d+)$")

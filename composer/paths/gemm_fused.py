@@ -59,6 +59,10 @@ def carrier_option(value: str) -> str:
     return role
 
 
+#: Tile keys that are booleans (the rest are integers).
+BOOLEAN_TILE_KEYS = ("swap", "epilogue_prefetch_split")
+
+
 def tile_option(value: Mapping[str, Any] | str) -> dict[str, Any]:
     """A carrier tile given as an option: a mapping, or ``bm=128,bn=64,stages=3,swap=false``
     (keys: ``composer.gemm.cute.tiles.TILE_KEYS``)."""
@@ -70,7 +74,12 @@ def tile_option(value: Mapping[str, Any] | str) -> dict[str, Any]:
             key, sep, raw = item.partition("=")
             if not sep:
                 raise ValueError(f"expected KEY=VALUE items, got {item!r}")
-            pairs[key.strip()] = bool_option(raw) if key.strip() == "swap" else int(raw)
+            name = key.strip()
+            try:
+                pairs[name] = bool_option(raw) if name in BOOLEAN_TILE_KEYS else int(raw)
+            except ValueError:
+                raise ValueError(f"tile key {name}: {raw!r} is not "
+                                 + ("a boolean" if name in BOOLEAN_TILE_KEYS else "an integer")) from None
     unknown = sorted(set(pairs) - set(TILE_KEYS))
     if unknown:
         raise ValueError(f"unknown tile keys {unknown} (allowed: {', '.join(TILE_KEYS)})")

@@ -140,7 +140,7 @@ class GemmConfig:
                 f"{self.warps_n}_s{self.stages}_{self.a_major}{self.b_major}{self.c_major}"
                 f"_v{self.vec}_{self.epilogue}" + (f"_p{self.product}" if self.product else "")
                 + (f"_e{self.epilogue_prefetch}" if self.epilogue_prefetch else "")
-                + ("s" if self.epilogue_prefetch_split else ""))
+                + ("s" if self.epilogue_prefetch_split and self.epilogue_prefetch else ""))
 
     def validate(self, arch: str | None = None) -> "GemmConfig":
         """Return ``self`` if the kernel can be built for it (and for ``arch``, when given).
@@ -305,6 +305,17 @@ def kernel_problem(spec: GemmSpec, swap: bool = False) -> KernelProblem:
                          spec.stride_b, spec.stride_a, spec.stride_c, spec.b_operand,
                          spec.a_operand, ("m" if b_major == "n" else "k",
                                           "n" if a_major == "m" else "k", "n"))
+
+
+def split_prefetch_k_tiles(k_tiles: int, window: int, arrays: int) -> list[int]:
+    """The k-tile at which each aux array's prefetches are issued under ``epilogue_prefetch_split``
+    (what the kernel computes at run time, composer/gemm/cute/kernel.py): over the last ``window``
+    k-tiles (the whole mainloop when it is shorter), one array every floor(window / arrays) k-tiles;
+    a window shorter than the arrays puts one per k-tile and the rest on the last."""
+    span = min(window, k_tiles)
+    gap = span // arrays if span >= arrays else 1
+    start = k_tiles - span
+    return [min(start + j * gap, k_tiles - 1) for j in range(arrays)]
 
 
 def config_for(spec: GemmSpec, mma: str, bm: int, bn: int, bk: int, warps_m: int, warps_n: int,

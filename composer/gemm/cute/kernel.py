@@ -202,6 +202,15 @@ class TensorOpDgemm:
         a_bases = [a_layout((row_a + rc, t + kc, 0)) * 8 for rc, kc in self.a_frags[0]]
         b_bases = [b_layout((row_b + rc, t + kc, 0)) * 8 for rc, kc in self.b_frags[0]]
 
+        if cutlass.const_expr(self.prefetch_split):
+            # epilogue_prefetch_split: one array every `gap` k-tiles from the window's start (a K
+            # longer than the mainloop starts at its first k-tile; a short mainloop squeezes the gap
+            # to one k-tile); config.split_prefetch_k_tiles is the same rule in Python
+            window = cutlass.select_(k_tiles > self.prefetch_at, Int32(self.prefetch_at), k_tiles)
+            gap = cutlass.select_(window >= self.prefetch_count, window // self.prefetch_count, Int32(1))
+            start = k_tiles - window
+            split_at = [cutlass.select_(start + j * gap < k_tiles, start + j * gap, k_tiles - 1)
+                        for j in range(len(self.epilogue.prefetch_slots))]
         for kt in cutlass.range(k_tiles, unroll=1):
             # tile kt has landed (at most stages-2 younger groups pending) and every warp is done
             # with the stage the next load overwrites (it was read in iteration kt-1)
@@ -216,14 +225,8 @@ class TensorOpDgemm:
                 if kt == cutlass.select_(k_tiles > self.prefetch_at, k_tiles - self.prefetch_at, Int32(0)):
                     self._prefetch_epilogue(args, ibatch, m0, n0, tidx, self.epilogue.prefetch_slots)
             if cutlass.const_expr(self.prefetch_split):
-                # one array every `gap` k-tiles from the window's start (a K longer than the mainloop
-                # starts at its first k-tile; a short mainloop squeezes the gap to one k-tile)
-                window = cutlass.select_(k_tiles > self.prefetch_at, Int32(self.prefetch_at), k_tiles)
-                gap = cutlass.select_(window >= self.prefetch_count, window // self.prefetch_count, Int32(1))
-                start = k_tiles - window
                 for j, slot in enumerate(self.epilogue.prefetch_slots):
-                    at = cutlass.select_(start + j * gap < k_tiles, start + j * gap, k_tiles - 1)
-                    if kt == at:
+                    if kt == split_at[j]:
                         self._prefetch_epilogue(args, ibatch, m0, n0, tidx, (slot,))
             a_addr, b_addr = self._stage_addresses(sa_base, sb_base, a_bases, b_bases, kt % self.stages)
             for ks in cutlass.range_constexpr(self.k_steps):
