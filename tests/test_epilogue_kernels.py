@@ -195,6 +195,11 @@ def test_epilogue_prefetch_is_checked_and_named():
             if "epilogue_prefetch" in t] == [(d, False) for d in PREFETCH_DISTANCES] + [
                 (d, True) for d in PREFETCH_SPLIT_WINDOWS]
     assert tile_tag({**tile, "epilogue_prefetch": 16, "epilogue_prefetch_split": True}) == "t128x64x16w2x2s3e16s"
+    # p = 63's carrier has 4 k-tiles of 16: windows 16 and 64 are both the whole mainloop, one is tried
+    short = tile_variants(tile, "sm_90", "16x8x8", k_extent=64)
+    assert [t["epilogue_prefetch"] for m, t in short if t.get("epilogue_prefetch_split")] == [16]
+    long = tile_variants(tile, "sm_90", "16x8x8", k_extent=512)  # 32 k-tiles: 16 is half, 64 all
+    assert [t["epilogue_prefetch"] for m, t in long if t.get("epilogue_prefetch_split")] == [16, 64]
     with pytest.raises(GemmConfigError, match="epilogue_prefetch_split needs epilogue_prefetch > 0"):
         fused_gemms(plan, "16x8x8", carrier_tile={"epilogue_prefetch_split": True})
     with pytest.raises(GemmConfigError, match=r"epilogue_prefetch=65 outside \[0, 64\]"):

@@ -111,7 +111,7 @@ def candidates(order: int, paths: Mapping[str, Any], arch: str, mma: str | None 
         shipped = tile_of(rk.config, rk.swap)
         settings, why = _checked(order, paths, {**variant, "carrier_tile": shipped}, arch)
         out.append(Candidate(carrier, fold, flux, shipped, True, settings, why))
-        pairs = (tile_variants(shipped, arch, base.mma) if own
+        pairs = (tile_variants(shipped, arch, base.mma, k_extent=order + 1) if own
                  else [(base.mma, t) for t in tile_alternatives(shipped)])
         for shape, tile in pairs:
             options = {**variant, "carrier_tile": tile, **({"mma": shape} if shape != base.mma else {})}

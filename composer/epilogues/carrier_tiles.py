@@ -58,16 +58,24 @@ def swept_shapes(arch: str, scheduled: str) -> list[str]:
     return shapes
 
 
-def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str) -> list[tuple[str, dict[str, Any]]]:
+def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
+                  k_extent: int | None = None) -> list[tuple[str, dict[str, Any]]]:
     """(mma, tile) pairs beside (scheduled_mma, shipped): the neighbourhood with the schedule's
     shape, the library tiles with every swept shape; ``swap`` kept from the shipped tile; no
-    duplicates, none equal to the shipped pair."""
+    duplicates, none equal to the shipped pair. With ``k_extent`` (the GEMMs' contraction length,
+    Nq) split-prefetch windows at or past the carrier's k-tiles are one schedule (the whole
+    mainloop): only the first of them is tried."""
     swap = {"swap": shipped.get("swap", False)}
     pairs = [(scheduled_mma, t) for t in tile_neighbourhood(shipped)]
     plain = {k: v for k, v in shipped.items() if k not in ("epilogue_prefetch", "epilogue_prefetch_split")}
     pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d}) for d in (0, *PREFETCH_DISTANCES)]
+    windows = list(PREFETCH_SPLIT_WINDOWS)
+    if k_extent is not None:
+        k_tiles = -(-k_extent // int(shipped["bk"]))
+        whole = [d for d in windows if d >= k_tiles]
+        windows = [d for d in windows if d < k_tiles] + whole[:1]
     pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d, "epilogue_prefetch_split": True})
-              for d in PREFETCH_SPLIT_WINDOWS]
+              for d in windows]
     pairs += [(mma, {**t, **swap}) for mma in swept_shapes(arch, scheduled_mma) for t in LIBRARY_TILES]
     def key_of(mma: str, tile: Mapping[str, Any]) -> tuple:  # no prefetch is the same tile as prefetch 0
         return mma, tuple(sorted((k, v) for k, v in tile.items()
