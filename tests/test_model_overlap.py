@@ -172,3 +172,11 @@ def test_an_order_where_the_pair_runs_different_decompositions_is_left_out(tmp_p
     choice = json.loads(capsys.readouterr().out)
     assert {e["order"] for c in choice["candidates"] for e in c["errors"]} == {63}
     assert choice["chosen"] == 3.0
+    assert choice["skipped"] == ["FUSED_TC16 from FUSED_TC: FUSED_TC16 p=127: k0_x (fused_tc_p127_k0_x)"]
+    # a pair none of whose orders has a transfer is one line, not a crash
+    write_build(tmp_path / "bare", "sm_90", {"fused_tc_p63_s0_x": "8x8x4", "fused_tc_p127_k0_x": "8x8x4"},
+                tmp_path / "nvrtc")
+    assert main(["model", "overlap", "--pair", f"{model}:FUSED_TC={model}:FUSED_TC16", "--build",
+                 str(tmp_path / "bare")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no order it calibrated has a transfer" in err and len(err.splitlines()) == 1

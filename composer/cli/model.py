@@ -266,6 +266,8 @@ def run_overlap(args: argparse.Namespace) -> int:
     con = output.console()
     con.print(table)
     chosen = "max (the paper's)" if choice.chosen is None else f"{choice.chosen:g}"
+    for line in choice.skipped:
+        con.print(f"no transfer (left out): {line}")
     hint = "fit without --overlap" if choice.chosen is None else f"`composer model fit ... --overlap {chosen}`"
     con.print(f"chosen: K = {chosen} ({hint})")
     return 0

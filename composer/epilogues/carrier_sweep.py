@@ -18,7 +18,7 @@ from typing import Any
 
 from composer.bench.interleave import interleaved_samples
 from composer.config.schedule_edit import set_table_lines
-from composer.epilogues.carrier_tiles import tile_neighbourhood, tile_variants
+from composer.epilogues.carrier_tiles import prefetch_tag, tile_neighbourhood, tile_variants
 from composer.epilogues.settings import FusedSettings, fused_settings, legal_variants
 from composer.epilogues.tree import text
 from composer.errors import ComposerError
@@ -49,8 +49,7 @@ class Candidate:
         if self.shipped:
             return SHIPPED
         warps = f".w{t['warps_m']}x{t['warps_n']}" if "warps_m" in t else ""
-        prefetch = (f".e{t['epilogue_prefetch']}" if t.get("epilogue_prefetch") else "") + \
-            ("s" if t.get("epilogue_prefetch_split") and t.get("epilogue_prefetch") else "")
+        prefetch = f".{prefetch_tag(t)}" if prefetch_tag(t) else ""
         return f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}{warps}.s{t['stages']}{prefetch}"
 
     @property

@@ -91,12 +91,17 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
     return out
 
 
+def prefetch_tag(tile: Mapping[str, Any]) -> str:
+    """The epilogue-prefetch part of a tile's names: ``e16s`` (split), ``e2``, or "" (none)."""
+    distance = tile.get("epilogue_prefetch")
+    return f"e{distance}{'s' if tile.get('epilogue_prefetch_split') else ''}" if distance else ""
+
+
 def tile_tag(tile: Mapping[str, Any]) -> str:
     """A kernel-name suffix naming a carrier tile: ``t64x64x16w2x2s4`` (``swap`` appends ``t``)."""
     t = tile
     return (f"t{t['bm']}x{t['bn']}x{t['bk']}w{t['warps_m']}x{t['warps_n']}s{t['stages']}"
-            + ("t" if t.get("swap") else "") + (f"e{t['epilogue_prefetch']}" if t.get("epilogue_prefetch") else "")
-            + ("s" if t.get("epilogue_prefetch_split") and t.get("epilogue_prefetch") else ""))
+            + ("t" if t.get("swap") else "") + prefetch_tag(t))
 
 
-__all__ = ["LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]
+__all__ = ["LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "prefetch_tag", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]

@@ -64,8 +64,9 @@ def measured_seconds(model: Model, path: str, machine: Capacities) -> dict[int, 
 
 
 def transfer_errors(pairs: Sequence[ShapePair], machine: Capacities, build: Build, mma: str | None,
-                    overlap: float | None) -> list[PairError]:
-    """Every order both sides of every pair calibrated, predicted with exponent ``overlap``."""
+                    overlap: float | None, skipped: list[str] | None = None) -> list[PairError]:
+    """Every order both sides of every pair calibrated, predicted with exponent ``overlap``; the
+    orders without a transfer are appended to ``skipped`` (with the kernels the build lacks)."""
     out: list[PairError] = []
     for pair in pairs:
         measured = measured_seconds(pair.target, pair.target_path, machine)
@@ -78,9 +79,20 @@ def transfer_errors(pairs: Sequence[ShapePair], machine: Capacities, build: Buil
         model = with_overlap(pair.source, overlap)
         # an order where the two paths run different decompositions (FUSED_TC16 at p = 127) has no
         # transfer: left out, as `predict --skip-missing` leaves it out
-        for p in predict(model, machine, build, paths=[pair.target_path], orders=orders, aliases=aliases, mma=mma,
-                         skipped=[]):
-            out.append(PairError(pair.label, p.order, p.seconds, measured[p.order]))
+        missing: list[str] = []
+        try:
+            found = predict(model, machine, build, paths=[pair.target_path], orders=orders, aliases=aliases,
+                            mma=mma, skipped=missing) if orders else []
+        except ModelError:
+            if not missing:  # not "every order skipped": a real error
+                raise
+            found = []
+        if skipped is not None:
+            skipped += [f"{pair.label}: {m}" for m in missing]
+        if not found:
+            raise ModelError(f"pair {pair.label}: no order it calibrated has a transfer in {build.directory} "
+                             f"({'; '.join(missing) or 'none'})")
+        out += [PairError(pair.label, p.order, p.seconds, measured[p.order]) for p in found]
     return out
 
 
@@ -88,6 +100,7 @@ def transfer_errors(pairs: Sequence[ShapePair], machine: Capacities, build: Buil
 class OverlapChoice:
     chosen: float | None
     by_candidate: list[tuple[float | None, list[PairError]]]
+    skipped: list[str]  # calibrated orders without a transfer (other kernels on the two sides)
 
     def median(self, overlap: float | None) -> float:
         errors = dict(self.by_candidate)[overlap]
@@ -98,7 +111,8 @@ class OverlapChoice:
                 "candidates": [{"overlap": k, "median_abs_error": statistics.median(abs(e.error) for e in errs),
                                 "errors": [{"pair": e.pair, "order": e.order, "predicted_s": e.predicted_s,
                                             "measured_s": e.measured_s, "error": e.error} for e in errs]}
-                               for k, errs in self.by_candidate]}
+                               for k, errs in self.by_candidate],
+                "skipped": list(self.skipped)}
 
 
 def choose_overlap(pairs: Sequence[ShapePair], machine: Capacities, build: Build, mma: str | None = None,
@@ -108,10 +122,12 @@ def choose_overlap(pairs: Sequence[ShapePair], machine: Capacities, build: Build
         raise ModelError("choosing an overlap exponent needs at least one shape pair")
     if len({p.source.floor for p in pairs}) > 1:
         raise ModelError("the pairs' source models disagree on the DMMA floor (one fitted with --no-floor)")
-    table = [(k, transfer_errors(pairs, machine, build, mma, k)) for k in candidates]
+    skipped: list[str] = []
+    table = [(k, transfer_errors(pairs, machine, build, mma, k, skipped if k is candidates[0] else None))
+             for k in candidates]
 
     def key(item: tuple[float | None, list[PairError]]) -> tuple[float, float]:
         k, errors = item
         return (round(statistics.median(abs(e.error) for e in errors), 6), -(math.inf if k is None else k))
 
-    return OverlapChoice(chosen=min(table, key=key)[0], by_candidate=table)
+    return OverlapChoice(chosen=min(table, key=key)[0], by_candidate=table, skipped=skipped)

@@ -27,6 +27,11 @@ MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", ":", "-.")
 
 
+def spare_color(index: int) -> str:
+    """The ``index``-th colour of those no path uses (series that are not paths: machines)."""
+    return _SPARE[index % len(_SPARE)]
+
+
 def path_color(path: str) -> str:
     """The colour of ``path`` (see the module docstring)."""
     if path in PATH_COLORS:

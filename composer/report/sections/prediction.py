@@ -180,7 +180,7 @@ def paper_scatter(table: Table) -> Figure:
     """One panel per ratio of the paper comparison: ours predicted (y) against the paper's measured
     (x), a series per machine, each point labelled with its order."""
     from composer.model.paper import RATIOS
-    from composer.report.palette import MARKERS, _SPARE
+    from composer.report.palette import MARKERS, spare_color
 
     machines = sorted({r["machine"] for r in table.rows})
     panels = []
@@ -193,7 +193,7 @@ def paper_scatter(table: Table) -> Figure:
                       for k, r in enumerate(table.rows) if r["machine"] == machine
                       and r[f"{name}_ours"] is not None and r[f"{name}_paper"] is not None]
             if points:
-                series.append(Series(machine, points, color=_SPARE[j % len(_SPARE)], style="scatter",
+                series.append(Series(machine, points, color=spare_color(j), style="scatter",
                                      marker=MARKERS[j % len(MARKERS)]))
         if not series:
             continue
