@@ -191,15 +191,23 @@ def test_epilogue_prefetch_is_checked_and_named():
     tile = {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3, "swap": False}
     assert tile_tag({**tile, "epilogue_prefetch": 4}) == "t128x64x16w2x2s3e4" and tile_tag(tile) == "t128x64x16w2x2s3"
     variants = tile_variants(tile, "sm_90", "16x8x8")
+    def geometry(t):
+        return {k: v for k, v in t.items() if k not in ("epilogue_prefetch", "epilogue_prefetch_split")}
+
     assert [(t["epilogue_prefetch"], t.get("epilogue_prefetch_split", False)) for m, t in variants
-            if "epilogue_prefetch" in t] == [(d, False) for d in PREFETCH_DISTANCES] + [
+            if "epilogue_prefetch" in t and geometry(t) == tile] == [(d, False) for d in PREFETCH_DISTANCES] + [
                 (d, True) for d in PREFETCH_SPLIT_WINDOWS]
+    # the other library tiles (two blocks per SM) with the whole-mainloop split, the schedule's shape only
+    assert sorted((t["bm"], t["bn"], t["stages"], m) for m, t in variants if "epilogue_prefetch" in t
+                  and geometry(t) != tile) == [(64, 64, 4, "16x8x8"), (64, 128, 3, "16x8x8")]
+    assert all(t["epilogue_prefetch"] == max(PREFETCH_SPLIT_WINDOWS) and t["epilogue_prefetch_split"]
+               for m, t in variants if "epilogue_prefetch" in t and geometry(t) != tile)
     assert tile_tag({**tile, "epilogue_prefetch": 16, "epilogue_prefetch_split": True}) == "t128x64x16w2x2s3e16s"
     # p = 63's carrier has 4 k-tiles of 16: windows 16 and 64 are both the whole mainloop, one is tried
     short = tile_variants(tile, "sm_90", "16x8x8", k_extent=64)
-    assert [t["epilogue_prefetch"] for m, t in short if t.get("epilogue_prefetch_split")] == [16]
+    assert [t["epilogue_prefetch"] for m, t in short if t.get("epilogue_prefetch_split") and geometry(t) == tile] == [16]
     long = tile_variants(tile, "sm_90", "16x8x8", k_extent=512)  # 32 k-tiles: 16 is half, 64 all
-    assert [t["epilogue_prefetch"] for m, t in long if t.get("epilogue_prefetch_split")] == [16, 64]
+    assert [t["epilogue_prefetch"] for m, t in long if t.get("epilogue_prefetch_split") and geometry(t) == tile] == [16, 64]
     with pytest.raises(GemmConfigError, match="epilogue_prefetch_split needs epilogue_prefetch > 0"):
         fused_gemms(plan, "16x8x8", carrier_tile={"epilogue_prefetch_split": True})
     with pytest.raises(GemmConfigError, match=r"epilogue_prefetch=65 outside \[0, 64\]"):

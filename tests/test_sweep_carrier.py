@@ -126,6 +126,24 @@ def test_cli_writes_winner_to_user_dir_only(tmp_path, monkeypatch, capsys) -> No
     assert pick.label in capsys.readouterr().out
 
 
+def test_only_keeps_the_matching_candidates_and_the_schedule_setting(tmp_path, monkeypatch, capsys) -> None:
+    from composer.cli import sweep_carrier
+    from composer.errors import ComposerError
+
+    monkeypatch.setattr(sweep_carrier, "with_build", lambda cs_, entries, arch: _runnable(cs_))
+    own = fused_settings(7, load_schedule(7).paths)
+    validated = []
+    steps = lambda o, b, c: ((lambda cand: (validated.append(cand.label) or True, "0")), (lambda cand: 1.0),
+                             lambda: None)
+    assert sweep_carrier.run(_cli_args(tmp_path, only=["carrier=z,fold=on"]), steps=steps) == 0
+    reference = (f"carrier={own.carrier},fold={'on' if own.fold else 'off'},flux={own.flux},tile=shipped")
+    assert validated[0] == reference
+    assert validated[1:] and all("carrier=z,fold=on" in label for label in validated[1:])
+    assert len(set(validated)) == len(validated)
+    with pytest.raises(ComposerError, match="--only nothing-like-this: no candidate of p=7 matches"):
+        sweep_carrier.run(_cli_args(tmp_path, only=["nothing-like-this"]), steps=steps)
+
+
 def test_cli_nothing_written_when_all_fail(tmp_path, monkeypatch) -> None:
     from composer.cli import sweep_carrier
     from composer.errors import ComposerError

@@ -47,6 +47,10 @@ def register(subparsers: Any) -> None:
                         help="the schedule's carrier, fold and flux only, with every carrier tile and MMA shape "
                         "(cuBLAS's tiles, the schedule tile's neighbourhood; built by composer build "
                         "--fused-variants tiles)")
+    parser.add_argument("--only", action="append", default=None, metavar="TEXT",
+                        help="keep only the candidates whose label contains TEXT (repeatable: any of them), "
+                        "and the schedule's own setting as the reference (e.g. --only e64s at an order "
+                        "whose whole tile sweep takes minutes)")
     parser.add_argument("--out", type=Path, default=None, metavar="FILE",
                         help="also write the JSON report (candidates, verdicts, medians, winner) to FILE, atomically")
     parser.add_argument("--dry-run", action="store_true", help="list the candidates and which are built; no GPU")
@@ -107,6 +111,21 @@ def gpu_steps(order: int, build_dir: str, calls: int) -> tuple[Callable, Callabl
     return validate, measure, close
 
 
+def selected(cands: list[Candidate], only: list[str], paths: Any, order: int) -> list[Candidate]:
+    """The candidates whose label contains any of ``only``, and the schedule's own setting on its
+    own tile (the reference every other time is read against); none matching is an error."""
+    from composer.epilogues.settings import fused_settings
+
+    own = fused_settings(order, paths)
+    kept = [c for c in cands if any(text in c.label for text in only)]
+    if not kept:
+        raise ComposerError(f"--only {' '.join(only)}: no candidate of p={order} matches; "
+                            "--dry-run lists their labels")
+    reference = [c for c in cands if c.shipped and c.mma == "" and (c.carrier, c.fold, c.flux)
+                 == (own.carrier, own.fold, own.flux)]
+    return reference + [c for c in kept if c not in reference]
+
+
 def listing(cands: list[Candidate], command: str) -> list[dict[str, Any]]:
     """Each candidate's label and state: runnable, skipped (why) or not built (what to run)."""
     rows = []
@@ -148,6 +167,9 @@ def run(args: argparse.Namespace, steps: Callable[[int, str, int], tuple[Callabl
     entries = read_manifest(manifest) if manifest.is_file() else []
     tiles_only = getattr(args, "tiles", False)
     cands = with_build(candidates(args.order, paths, arch, args.mma, tiles_only=tiles_only), entries, arch)
+    only = getattr(args, "only", None)
+    if only:
+        cands = selected(cands, only, paths, args.order)
     mma = next((c.settings.mma for c in cands if c.settings is not None), args.mma or "?")
     command = build_command(args.order, arch, mma, build_dir, "tiles" if tiles_only else "all")
     report: dict[str, Any] = {"schema": CARRIER_SWEEP_SCHEMA, "order": args.order, "arch": arch,

@@ -61,7 +61,8 @@ def swept_shapes(arch: str, scheduled: str) -> list[str]:
 def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
                   k_extent: int | None = None) -> list[tuple[str, dict[str, Any]]]:
     """(mma, tile) pairs beside (scheduled_mma, shipped): the neighbourhood with the schedule's
-    shape, the library tiles with every swept shape; ``swap`` kept from the shipped tile; no
+    shape, the library tiles with every swept shape and, with the schedule's shape, with the
+    whole-mainloop split prefetch; ``swap`` kept from the shipped tile; no
     duplicates, none equal to the shipped pair. With ``k_extent`` (the GEMMs' contraction length,
     Nq) split-prefetch windows at or past the carrier's k-tiles are one schedule (the whole
     mainloop): only the first of them is tried."""
@@ -77,6 +78,10 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
     pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d, "epilogue_prefetch_split": True})
               for d in windows]
     pairs += [(mma, {**t, **swap}) for mma in swept_shapes(arch, scheduled_mma) for t in LIBRARY_TILES]
+    # The widest split window (the whole mainloop where it reaches it) on each library tile with the schedule's shape: the smaller
+    # tiles hold two blocks per SM, so one block's epilogue can also run under the other's mainloop.
+    pairs += [(scheduled_mma, {**t, **swap, "epilogue_prefetch": windows[-1],
+                               "epilogue_prefetch_split": True}) for t in LIBRARY_TILES]
     def key_of(mma: str, tile: Mapping[str, Any]) -> tuple:  # no prefetch is the same tile as prefetch 0
         return mma, tuple(sorted((k, v) for k, v in tile.items()
                                  if not (k in ("epilogue_prefetch", "epilogue_prefetch_split") and not v)))
