@@ -218,3 +218,44 @@ def test_epilogue_prefetch_is_checked_and_named():
     assert [t["epilogue_prefetch"] for m, t in shipped_pf if "epilogue_prefetch" in t and m == "16x8x8"
             and {k: v for k, v in t.items() if k != "epilogue_prefetch"} == tile] == [0, 4]
     assert ("16x8x8", {**tile, "epilogue_prefetch": 0}) not in variants  # the shipped tile itself
+
+
+def _loads_before_first_store(cubin: bytes, tmp_path, name: str) -> int:
+    """Global loads between the mainloop's last DMMA and the epilogue's first global store."""
+    import re
+
+    from composer.arch.sass import disassemble
+
+    path = tmp_path / f"{name}.cubin"
+    path.write_bytes(cubin)
+    lines = [ln for ln in disassemble(path).splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/", ln)]
+    last_mma = max(i for i, ln in enumerate(lines) if "DMMA" in ln)
+    loads = 0
+    for ln in lines[last_mma:]:
+        if re.search(r"\bSTG\b|\bSTG\.", ln):
+            break
+        loads += bool(re.search(r"\bLDG\.", ln))
+    return loads
+
+
+def test_the_carriers_own_store_group_puts_more_loads_in_flight_before_its_first_store(tmp_path):
+    """``carrier_tile.store_group`` (over the table's ``store_group``, the carrier's only): the same
+    mainloop, the carrier's group of sites' five array loads issued before the group's stores, so
+    the epilogue of a 32-site thread waits for 32 / group DRAM round trips instead of 8."""
+    from composer.epilogues.carrier_tiles import STORE_GROUPS, tile_tag, tile_variants
+
+    plan = fused_plan("y", False, 512)
+    tile = {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3, "swap": False}
+    base = fused_gemms(plan, "16x8x8", carrier_tile=tile)
+    wide = fused_gemms(plan, "16x8x8", carrier_tile={**tile, "store_group": 16}, store_group=4)
+    assert base["y"].store_group == 4 and wide["y"].store_group == 16
+    assert wide["y"].config == base["y"].config and wide["y"].describe()["store_group"] == 16
+    assert all(wide[r] == base[r] for r in ("x", "z"))  # only the carrier's group changes
+    few = _loads_before_first_store(compile_config(base["y"].config, "sm_90", "t_g4", epilogue=base["y"].epilogue()).cubin,
+                                    tmp_path, "g4")
+    many = _loads_before_first_store(compile_config(wide["y"].config, "sm_90", "t_g16", epilogue=wide["y"].epilogue()).cubin,
+                                     tmp_path, "g16")
+    assert many >= 3 * few > 0
+    assert tile_tag({**tile, "store_group": 8}) == "t128x64x16w2x2s3g8"
+    groups = [t["store_group"] for m, t in tile_variants(tile, "sm_90", "16x8x8") if t.get("store_group")]
+    assert groups == list(STORE_GROUPS)

@@ -324,3 +324,28 @@ def test_gpu_sweep_two_carrier_tiles_p511(tmp_path) -> None:
     runnable = [c for c in cands if c.runnable]
     two = [next(c for c in runnable if c.shipped), next(c for c in runnable if not c.shipped and not c.mma)]
     assert set(_gpu_sweep(511, out, two).samples) == {c.label for c in two}
+
+
+def test_a_carrier_store_group_is_its_own_kernel_in_the_build() -> None:
+    """Two carriers of one tile with different store groups: the sweep and the path each find the
+    entry of their group, and a build holding only the other group's is named as missing."""
+    from types import SimpleNamespace
+
+    from composer.gemm.cute.tiles import role_kernel
+    from composer.paths.gemm_cute import find_gemm_entry
+
+    cfg = role_kernel("y", 512, 1, "16x8x8", {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2,
+                                              "stages": 3}).config
+    def entry(group):
+        return SimpleNamespace(arch="sm_90", symbol=f"k_g{group}", config={
+            "kind": "cute_gemm", "order": 511, "role": "y", "mma": "16x8x8", "gemm": cfg.to_dict(),
+            "epilogue": {"text": "tree", "store_group": group}})
+    entries = [entry(4), entry(16)]
+    assert find_gemm_entry(entries, 511, "y", "16x8x8", "sm_90", "tree", "", cfg, 16).symbol == "k_g16"
+    assert find_gemm_entry(entries, 511, "y", "16x8x8", "sm_90", "tree", "", cfg, 4).symbol == "k_g4"
+    assert find_gemm_entry(entries[1:], 511, "y", "16x8x8", "sm_90", "tree", "", cfg, 8).symbol == "k_g16"
+    cands = cs.candidates(511, load_schedule(511).paths, "sm_90", tiles_only=True)
+    labels = [c.label for c in cands]
+    assert any(label.endswith(".g16") for label in labels)
+    g16 = next(c for c in cands if c.label.endswith(".g16"))
+    assert g16.settings.gemms()["y"].store_group == 16

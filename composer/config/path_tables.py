@@ -140,8 +140,11 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
     _check_library(table)
     tile = table.optional_table("carrier_tile")
     if tile is not None:
+        from composer.epilogues.kernels import CARRIER_STORE_GROUP_KEY
+
         for key in TILE_KEYS:
             tile.optional(key, _tile_field(key))
+        tile.optional(CARRIER_STORE_GROUP_KEY, positive_int)
         tile.reject_unknown()
     table.reject_unknown()
     try:

@@ -19,6 +19,7 @@ from typing import Any
 from composer.bench.interleave import interleaved_samples
 from composer.config.schedule_edit import set_table_lines
 from composer.epilogues.carrier_tiles import prefetch_tag, tile_neighbourhood, tile_variants
+from composer.epilogues.kernels import CARRIER_STORE_GROUP_KEY
 from composer.epilogues.settings import FusedSettings, fused_settings, legal_variants
 from composer.epilogues.tree import text
 from composer.errors import ComposerError
@@ -50,7 +51,8 @@ class Candidate:
             return SHIPPED
         warps = f".w{t['warps_m']}x{t['warps_n']}" if "warps_m" in t else ""
         prefetch = f".{prefetch_tag(t)}" if prefetch_tag(t) else ""
-        return f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}{warps}.s{t['stages']}{prefetch}"
+        group = f".g{t['store_group']}" if t.get("store_group") else ""
+        return f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}{warps}.s{t['stages']}{prefetch}{group}"
 
     @property
     def label(self) -> str:
@@ -106,8 +108,11 @@ def candidates(order: int, paths: Mapping[str, Any], arch: str, mma: str | None 
             continue
         variant = {**given, "carrier": carrier, "fold": fold, "flux": flux}
         base = fused_settings(order, paths, variant)  # GEMM_CUTE's tile, the table's when it carries
-        rk = role_kernel(carrier, order + 1, 1, base.mma, {**base.tiles.get(carrier, {}), **base.carrier_tile})
+        own_tile = {k: v for k, v in base.carrier_tile.items() if k != CARRIER_STORE_GROUP_KEY}
+        rk = role_kernel(carrier, order + 1, 1, base.mma, {**base.tiles.get(carrier, {}), **own_tile})
         shipped = tile_of(rk.config, rk.swap)
+        if CARRIER_STORE_GROUP_KEY in base.carrier_tile:
+            shipped[CARRIER_STORE_GROUP_KEY] = int(base.carrier_tile[CARRIER_STORE_GROUP_KEY])
         settings, why = _checked(order, paths, {**variant, "carrier_tile": shipped}, arch)
         out.append(Candidate(carrier, fold, flux, shipped, True, settings, why))
         pairs = (tile_variants(shipped, arch, base.mma, k_extent=order + 1) if own
@@ -135,12 +140,15 @@ def missing_kernels(candidate: Candidate, entries: Sequence[Any], arch: str) -> 
         epilogue = "store" if gemm.plain else text(gemm.tree)
         try:
             entry = find_gemm_entry(list(entries), settings.order, role, settings.mma, arch, epilogue,
-                                    gemm.config.product, gemm.config)
+                                    gemm.config.product, gemm.config, None if gemm.plain else gemm.store_group)
         except ComposerError:
             missing.append(f"{role}: no kernel")
             continue
         if entry_gemm_config(entry) != gemm.config:
             missing.append(f"{role}: built with tile {entry_gemm_config(entry).tag}, needs {gemm.config.tag}")
+        elif not gemm.plain and (entry.config.get("epilogue") or {}).get("store_group") != gemm.store_group:
+            missing.append(f"{role}: built with store group {(entry.config.get('epilogue') or {}).get('store_group')}, "
+                           f"needs {gemm.store_group}")
     return tuple(missing)
 
 

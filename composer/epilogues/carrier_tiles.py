@@ -35,6 +35,10 @@ PREFETCH_DISTANCES: tuple[int, ...] = (2, 4)
 #: Split prefetch windows (``epilogue_prefetch_split``: one array every K / 5 k-tiles) the sweep tries:
 #: half and all of Nq = 512's 32 k-tiles (session 9: all five at once, K = 2 and 4, ran 4.3-4.7 % slower).
 PREFETCH_SPLIT_WINDOWS: tuple[int, ...] = (16, 64)
+#: The carrier's own store groups the sweep tries on the schedule's tile (sites whose five array
+#: loads are in flight together; the default 4 makes the p = 511 128x64 tile's epilogue wait for 8
+#: DRAM round trips, 32 sites one; session 10: every L2 prefetch of the same loads ran slower).
+STORE_GROUPS: tuple[int, ...] = (8, 16, 32)
 #: Shapes the sweep tries besides the schedule's, where the arch has them (8x8x4 is every arch's, and
 #: measured slower than 16x8x4 for the CuTe GEMMs at every order on the H200: 1.24-1.61 x GEMM).
 SWEPT_SHAPES: tuple[str, ...] = ("16x8x4", "16x8x8")
@@ -70,6 +74,7 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
     pairs = [(scheduled_mma, t) for t in tile_neighbourhood(shipped)]
     plain = {k: v for k, v in shipped.items() if k not in ("epilogue_prefetch", "epilogue_prefetch_split")}
     pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d}) for d in (0, *PREFETCH_DISTANCES)]
+    pairs += [(scheduled_mma, {**plain, "store_group": g}) for g in STORE_GROUPS]
     windows = list(PREFETCH_SPLIT_WINDOWS)
     if k_extent is not None:
         k_tiles = -(-k_extent // int(shipped["bk"]))
@@ -84,7 +89,8 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
                                "epilogue_prefetch_split": True}) for t in LIBRARY_TILES]
     def key_of(mma: str, tile: Mapping[str, Any]) -> tuple:  # no prefetch is the same tile as prefetch 0
         return mma, tuple(sorted((k, v) for k, v in tile.items()
-                                 if not (k in ("epilogue_prefetch", "epilogue_prefetch_split") and not v)))
+                                 if not (k in ("epilogue_prefetch", "epilogue_prefetch_split", "store_group")
+                                         and not v)))
 
     seen = {key_of(scheduled_mma, shipped)}
     out = []
@@ -103,10 +109,12 @@ def prefetch_tag(tile: Mapping[str, Any]) -> str:
 
 
 def tile_tag(tile: Mapping[str, Any]) -> str:
-    """A kernel-name suffix naming a carrier tile: ``t64x64x16w2x2s4`` (``swap`` appends ``t``)."""
+    """A kernel-name suffix naming a carrier tile: ``t64x64x16w2x2s4`` (``swap`` appends ``t``,
+    a prefetch its tag, the carrier's own store group ``g8``)."""
     t = tile
     return (f"t{t['bm']}x{t['bn']}x{t['bk']}w{t['warps_m']}x{t['warps_n']}s{t['stages']}"
-            + ("t" if t.get("swap") else "") + prefetch_tag(t))
+            + ("t" if t.get("swap") else "") + prefetch_tag(t)
+            + (f"g{t['store_group']}" if t.get("store_group") else ""))
 
 
-__all__ = ["LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "prefetch_tag", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]
+__all__ = ["LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "prefetch_tag", "STORE_GROUPS", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]

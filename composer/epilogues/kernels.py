@@ -24,6 +24,10 @@ from composer.gemm.roles import gemm_spec
 #: enough that a carrier keeps the plain kernel's registers (sm_90, z carrier at p = 127: 128 with
 #: 4, 134 with 8, 182 with the whole tile), enough for the group's loads to overlap.
 DEFAULT_STORE_GROUP = 4
+#: The carrier tile's key for the carrier's own store group (over the table's ``store_group``): the
+#: carry epilogue reads five arrays per site, so its group sets how many DRAM round trips a tile's
+#: epilogue waits for (p = 511, 128x64 tile: 32 pair sites per thread, 8 round trips with 4).
+CARRIER_STORE_GROUP_KEY = "store_group"
 
 
 @dataclass(frozen=True)
@@ -83,18 +87,22 @@ def fused_gemms(plan: FusedPlan, mma: str, tiles: Mapping[str, Mapping[str, Any]
                 store_group: int = DEFAULT_STORE_GROUP, flux_in_mainloop: bool = False) -> dict[str, FusedGemm]:
     """Each role's kernel: GEMM_CUTE's tile for it (``tiles[role]`` overrides, as the build reads
     them), the carrier's replaced field by field by ``carrier_tile``; roles in ``plan.roles`` order;
-    the tree kernels compute ``store_group`` sites before storing them. ``flux_in_mainloop``: each
+    the tree kernels compute ``store_group`` sites before storing them (the carrier
+    ``carrier_tile["store_group"]`` where given). ``flux_in_mainloop``: each
     kernel forms its flux operand as ``q`` times the velocity (``GemmConfig.product``)."""
     out: dict[str, FusedGemm] = {}
     for role in plan.roles:
         overrides = dict((tiles or {}).get(role) or {})
+        group = store_group
         if role == plan.carrier:
-            overrides.update(carrier_tile or {})
+            own = dict(carrier_tile or {})
+            group = int(own.pop(CARRIER_STORE_GROUP_KEY, store_group))
+            overrides.update(own)
         rk = role_kernel(role, plan.nq, 1, mma, overrides)
         tree = plan.trees[role]
         cfg = rk.config if tree == store() else replace(rk.config, epilogue="tree")
         if flux_in_mainloop:
             cfg = replace(cfg, product=flux_operand(role, rk.swap))
         cfg = cfg.validate()
-        out[role] = FusedGemm(role, rk.swap, cfg, tree, OutputIndex(role, rk.swap, plan.nq), store_group)
+        out[role] = FusedGemm(role, rk.swap, cfg, tree, OutputIndex(role, rk.swap, plan.nq), group)
     return out

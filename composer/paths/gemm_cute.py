@@ -65,11 +65,13 @@ def entry_epilogue(entry: KernelEntry) -> str:
 
 
 def find_gemm_entry(entries: list[KernelEntry], order: int, role: str, mma: str, arch: str,
-                    epilogue: str = "store", product: str = "", config: GemmConfig | None = None) -> KernelEntry:
+                    epilogue: str = "store", product: str = "", config: GemmConfig | None = None,
+                    store_group: int | None = None) -> KernelEntry:
     """The manifest entry of the ``role`` GEMM for ``order`` and ``mma`` built for ``arch`` with
     ``epilogue`` ("store", or an epilogue tree's text) and product operand ``product`` ("": none).
     With ``config``, the entry built with exactly that configuration (a build may hold several
-    tiles of one GEMM: the carrier sweep's), else the first match (the caller compares tiles)."""
+    tiles of one GEMM: the carrier sweep's), else the first match (the caller compares tiles);
+    with ``store_group`` too, the one of them built with that store group where there is one."""
     matches = []
     for e in entries:
         c = e.config
@@ -79,12 +81,17 @@ def find_gemm_entry(entries: list[KernelEntry], order: int, role: str, mma: str,
             matches.append(e)
     if matches:
         if config is not None:
+            same = []
             for e in matches:
                 try:
                     if GemmConfig.from_dict(e.config["gemm"]) == config:
-                        return e
+                        same.append(e)
                 except (KeyError, TypeError, ValueError):
                     continue
+            grouped = [e for e in same if store_group is not None and isinstance(e.config.get("epilogue"), Mapping)
+                       and e.config["epilogue"].get("store_group") == store_group]
+            if grouped or same:
+                return (grouped or same)[0]
         return matches[0]
     if epilogue != "store" or product:
         what = f"the epilogue {epilogue}" + (" forming its flux in the mainloop" if product else "")

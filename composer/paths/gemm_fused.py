@@ -210,7 +210,8 @@ class GemmFusedPath(GemmCutePath):
             return super().gemm_entry(entries, role)
         pb = self.problem
         entry = find_gemm_entry(entries, pb.order, role, self.mma, pb.device.arch,
-                                "store" if gemm.plain else text(gemm.tree), gemm.config.product, gemm.config)
+                                "store" if gemm.plain else text(gemm.tree), gemm.config.product, gemm.config,
+                                None if gemm.plain else gemm.store_group)
         built = entry_gemm_config(entry)
         if built != gemm.config:
             raise ComposerError(f"{entry.symbol}: built with tile {built.tag}, the settings need {gemm.config.tag}; "
