@@ -80,9 +80,14 @@ def tile_option(value: Mapping[str, Any] | str) -> dict[str, Any]:
             except ValueError:
                 raise ValueError(f"tile key {name}: {raw!r} is not "
                                  + ("a boolean" if name in BOOLEAN_TILE_KEYS else "an integer")) from None
-    unknown = sorted(set(pairs) - set(TILE_KEYS))
+    from composer.epilogues.kernels import CARRIER_STORE_GROUP_KEY
+
+    allowed = (*TILE_KEYS, CARRIER_STORE_GROUP_KEY)
+    unknown = sorted(set(pairs) - set(allowed))
     if unknown:
-        raise ValueError(f"unknown tile keys {unknown} (allowed: {', '.join(TILE_KEYS)})")
+        raise ValueError(f"unknown tile keys {unknown} (allowed: {', '.join(allowed)})")
+    if CARRIER_STORE_GROUP_KEY in pairs and int(pairs[CARRIER_STORE_GROUP_KEY]) < 1:
+        raise ValueError(f"tile key {CARRIER_STORE_GROUP_KEY}: {pairs[CARRIER_STORE_GROUP_KEY]!r} is not a positive integer")
     return pairs
 
 
