@@ -21,7 +21,7 @@ P() {  # P TIMEOUT OUTDIR BUILD PATHS ORDERS [OPTIONS...]
   COMPOSER_BUILD_DIR=$ROOT/.cache/$build timeout $to python3 -m composer.cli.main profile --paths $paths --orders $orders "$@" \
     --out $OUT/prof/$dir > $OUT/logs/prof_${dir}_${orders//,/_}.log 2>&1; t "prof $dir $paths $orders" $?
 }
-P 150 sms66_31 build_s9 GEMM_FUSED,FUSED,FUSED_TC,FUSED_DFMA,FUSED_TC16 31 --sms 66
+[ -n "$SKIP_PROF" ] || P 150 sms66_31 build_s9 GEMM_FUSED,FUSED,FUSED_TC,FUSED_DFMA,FUSED_TC16 31 --sms 66
 L=$(( 570 - $(elapsed) )); [ $L -gt 240 ] && L=240
 [ $L -gt 90 ] && GF $L 767 --only .g --only "tile=bm64.bn64.bk16.w2x2.s4,mma=16x8x8"
 nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv >> $OUT/logs/times.txt 2>&1
