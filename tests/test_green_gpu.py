@@ -117,7 +117,7 @@ def test_an_l2_resident_copy_outruns_hbm_once_its_launch_is_hidden():
 
     dev = Device()
     try:
-        hbm = kernel_copy_bandwidth(dev, nbytes=2**30, repeats=3)
+        hbm = kernel_copy_bandwidth(dev, nbytes=2**31, repeats=3)  # one pass: 4 GiB per launch
         l2 = kernel_copy_bandwidth(dev, nbytes=8 * 2**20, repeats=5)
     finally:
         dev.close()

@@ -108,6 +108,27 @@ class Capacity:
     #: few SMs), None where unmeasured: the ceiling of the DRAM capacity per active SM once the
     #: balance axis restricts SMs so far that the partition, not the chip, limits bandwidth.
     dram_sm_ceiling: float | None = None
+    #: The L2-resident copy bandwidth (TB/s, read + written) measured inside green contexts of
+    #: these SM counts, ``((sms, tbs), ...)`` by SM count, or empty where unmeasured: the L2 capacity
+    #: per active SM cycle is then this curve over SMs x clock (the chip's L2 limits a full chip to
+    #: about half of what one SM can draw on its own) instead of the constant ``l2_bytes``.
+    l2_copy_tbs: tuple[tuple[int, float], ...] = ()
+
+    def l2_at(self, sms: int, clock_hz: float) -> float:
+        """L2 bytes per active SM cycle at ``sms`` SMs: ``l2_bytes`` without a measured curve, else
+        the curve linearly interpolated in SM count (per SM at the smallest count below it, the
+        largest count's bandwidth above it) over sms x clock."""
+        if not self.l2_copy_tbs:
+            return self.l2_bytes
+        points = self.l2_copy_tbs
+        if sms <= points[0][0]:
+            tbs = points[0][1] * sms / points[0][0]
+        elif sms >= points[-1][0]:
+            tbs = points[-1][1]
+        else:
+            (n0, b0), (n1, b1) = next((a, b) for a, b in zip(points, points[1:]) if a[0] <= sms <= b[0])
+            tbs = b0 + (b1 - b0) * (sms - n0) / (n1 - n0)
+        return tbs * 1e12 / (sms * clock_hz)
 
     def per_sm_cycle(self) -> dict[str, float]:
         """The CAPACITY_KEYS entries by name."""
@@ -352,12 +373,33 @@ def _parse_capacity(table: Table | None) -> Capacity | None:
         **{key: table.required(key, positive_float) for key in CAPACITY_KEYS},
         source={key: sources.required(key, string) for key in CAPACITY_SOURCE_KEYS},
         dram_sm_ceiling=table.optional("dram_sm_ceiling", positive_float),
+        l2_copy_tbs=_l2_curve(table),
     )
     if capacity.dram_sm_ceiling is not None:
         capacity.source["dram_sm_ceiling"] = sources.required("dram_sm_ceiling", string)
+    if capacity.l2_copy_tbs:
+        capacity.source["l2_copy_tbs"] = sources.required("l2_copy_tbs", string)
     sources.reject_unknown()
     table.reject_unknown()
     return capacity
+
+
+def _l2_curve(table: Table) -> tuple[tuple[int, float], ...]:
+    """``l2_copy_tbs = { sms = [...], tbs = [...] }``: as many positive bandwidths as distinct
+    positive SM counts, returned sorted by SM count."""
+    curve = table.optional_table("l2_copy_tbs")
+    if curve is None:
+        return ()
+    sms = curve.required("sms", list)
+    tbs = curve.required("tbs", list)
+    curve.reject_unknown()
+    if not sms or len(sms) != len(tbs):
+        raise curve.error("", f"sms and tbs need the same number of entries (got {len(sms)} and {len(tbs)})")
+    if any(not isinstance(n, int) or isinstance(n, bool) or n <= 0 for n in sms) or len(set(sms)) != len(sms):
+        raise curve.error("sms", f"expected distinct positive SM counts, got {sms}")
+    if any(not isinstance(b, (int, float)) or isinstance(b, bool) or b <= 0 for b in tbs):
+        raise curve.error("tbs", f"expected positive bandwidths in TB/s, got {tbs}")
+    return tuple(sorted((int(n), float(b)) for n, b in zip(sms, tbs)))
 
 
 def _parse_floats(table: Table | None, keys: tuple[str, ...]) -> dict[str, float]:

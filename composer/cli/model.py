@@ -150,8 +150,12 @@ def run_prices(args: argparse.Namespace) -> int:
                         right=("per SM cycle",))
     for m in report:
         for resource, value in m["capacity_per_sm_cycle"].items():
-            shown = f"{m['fp64_tc_flop_per_sm_cycle']:g} / {m['fp64_core_flop_per_sm_cycle']:g} FLOP" \
-                if resource == "fp64" else f"{value:.2f}"
+            if resource == "fp64":
+                shown = f"{m['fp64_tc_flop_per_sm_cycle']:g} / {m['fp64_core_flop_per_sm_cycle']:g} FLOP"
+            elif isinstance(value, dict):  # a measured curve: TB/s by SM count
+                shown = ", ".join(f"{sms}: {tbs:g} TB/s" for sms, tbs in value.items())
+            else:
+                shown = f"{value:.2f}"
             caps.add_row(m["machine"], resource, shown, m["sources"][resource])
     con.print(caps)
     return 0

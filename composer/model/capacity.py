@@ -72,7 +72,8 @@ def capacities(machine: Machine, sms: int | None = None, floor: bool = True) -> 
     dram = machine.dram_bytes_per_sm_cycle * machine.sm_count / active
     if machine.capacity.dram_sm_ceiling is not None:
         dram = min(dram, machine.capacity.dram_sm_ceiling)
-    per_cycle = {"fp64": 1.0, "dram": dram, **machine.capacity.per_sm_cycle()}
+    per_cycle = {"fp64": 1.0, "dram": dram, **machine.capacity.per_sm_cycle(),
+                 "l2_bytes": machine.capacity.l2_at(active, machine.clock_hz)}
     assert set(per_cycle) == set(RESOURCES) and set(CAPACITY_KEYS) <= set(per_cycle)
     prices = {mma_shape(s).name: machine.dmma_price(mma_shape(s).flop, floor) for s in machine.dmma_shapes}
     return Capacities(machine=machine.name, arch=machine.arch, sm_count=active,

@@ -34,7 +34,9 @@ def machine_prices(machine: Machine) -> dict[str, Any]:
         "fp64_core_flop_per_sm_cycle": machine.fp64_core_flop_per_sm_cycle,
         "dmma": price_rows(machine), "c_cc": machine.dfma_price,
         "capacity_per_sm_cycle": {**caps.per_sm_cycle, **({"dram_sm_ceiling": machine.capacity.dram_sm_ceiling}
-                                                          if machine.capacity.dram_sm_ceiling is not None else {})},
+                                                          if machine.capacity.dram_sm_ceiling is not None else {}),
+                                  **({"l2_copy_tbs": dict(machine.capacity.l2_copy_tbs)}
+                                     if machine.capacity.l2_copy_tbs else {})},
         "dram_from": machine.capacity.dram_from,
         "sources": machine.capacity.source,
     }
