@@ -119,7 +119,7 @@ def test_demands_and_eta_by_hand():
     assert d.cycles["alu"] == pytest.approx(1e5 / (2 * 132))
     assert d.cycles["fma"] == pytest.approx(1e5 / (4 * 132))
     assert d.cycles["lsu_wavefronts"] == pytest.approx(1e6 / 132)
-    assert d.cycles["l2_bytes"] == pytest.approx(1e8 / (8.071e12 / 1.98e9))  # the measured L2 copy, whole chip
+    assert d.cycles["l2_bytes"] == pytest.approx(1e8 / (64 * 132))
     assert d.binding == "fp64"
     assert c.elapsed_cycles == pytest.approx(2e6)
     assert eta(c.elapsed_cycles, d) == pytest.approx(2e6 * 132 / (4 * 5.28e7 + 0.5 * 1.32e6))

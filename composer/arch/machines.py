@@ -50,6 +50,9 @@ CAPACITY_KEYS = ("lsu_wavefronts", "issue", "alu", "fma", "l2_bytes")
 #: Every capacity needs its source: the two FP64 rates, DRAM and the CAPACITY_KEYS.
 CAPACITY_SOURCE_KEYS = ("fp64", "dram", *CAPACITY_KEYS)
 DRAM_BASES = ("nominal", "measured")
+#: What the L2 capacity per SM cycle is: the constant ``l2_bytes`` (the paper's normalization) or the
+#: measured L2-resident copy curve ``l2_copy_tbs`` over SMs x clock.
+L2_BASES = ("normalization", "copy")
 SYSTEM_KEYS = ("site", "host", "driver", "toolchain", "build_flags")
 _SHAPE = re.compile(r"^m(\d+)n(\d+)k(\d+)$")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
@@ -113,12 +116,14 @@ class Capacity:
     #: per active SM cycle is then this curve over SMs x clock (the chip's L2 limits a full chip to
     #: about half of what one SM can draw on its own) instead of the constant ``l2_bytes``.
     l2_copy_tbs: tuple[tuple[int, float], ...] = ()
+    #: Which of the two the model prices L2 bytes with (L2_BASES); "copy" needs ``l2_copy_tbs``.
+    l2_from: str = "normalization"
 
     def l2_at(self, sms: int, clock_hz: float) -> float:
-        """L2 bytes per active SM cycle at ``sms`` SMs: ``l2_bytes`` without a measured curve, else
+        """L2 bytes per active SM cycle at ``sms`` SMs: ``l2_bytes`` unless ``l2_from = "copy"``, then
         the curve linearly interpolated in SM count (per SM at the smallest count below it, the
         largest count's bandwidth above it) over sms x clock."""
-        if not self.l2_copy_tbs:
+        if self.l2_from != "copy" or not self.l2_copy_tbs:
             return self.l2_bytes
         points = self.l2_copy_tbs
         if sms <= points[0][0]:
@@ -374,7 +379,10 @@ def _parse_capacity(table: Table | None) -> Capacity | None:
         source={key: sources.required(key, string) for key in CAPACITY_SOURCE_KEYS},
         dram_sm_ceiling=table.optional("dram_sm_ceiling", positive_float),
         l2_copy_tbs=_l2_curve(table),
+        l2_from=table.optional("l2_from", one_of(L2_BASES), "normalization"),
     )
+    if capacity.l2_from == "copy" and not capacity.l2_copy_tbs:
+        raise table.error("l2_from", "l2_from = 'copy' needs the measured curve l2_copy_tbs")
     if capacity.dram_sm_ceiling is not None:
         capacity.source["dram_sm_ceiling"] = sources.required("dram_sm_ceiling", string)
     if capacity.l2_copy_tbs:
