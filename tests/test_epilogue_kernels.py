@@ -259,3 +259,46 @@ def test_the_carriers_own_store_group_puts_more_loads_in_flight_before_its_first
     assert tile_tag({**tile, "store_group": 8}) == "t128x64x16w2x2s3g8"
     groups = [t["store_group"] for m, t in tile_variants(tile, "sm_90", "16x8x8") if t.get("store_group")]
     assert groups == list(STORE_GROUPS)
+
+
+@pytest.mark.parametrize("mma,tile", [("16x8x8", {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3}),
+                                      ("16x8x4", {"bm": 128, "bn": 128, "bk": 32, "warps_m": 2, "warps_n": 4, "stages": 3})])
+def test_the_fragment_pipeline_keeps_every_mma_and_moves_a_k_tiles_loads_across_its_barrier(mma, tile, tmp_path):
+    """``fragment_pipeline``: the same DMMAs and stores as the plain kernel; in the mainloop the
+    next k-tile's first fragments are loaded between the barrier and the last k-step's MMAs (the
+    plain loop has no DMMA after its barrier before that k-tile's loads), and one more barrier
+    before the loop (tile 0's fragments)."""
+    import re
+    from dataclasses import replace
+
+    from composer.arch.sass import disassemble
+    from composer.gemm.cute.tiles import role_kernel
+
+    cfg = role_kernel("x", 512, 1, mma, tile).config
+    piped_cfg = replace(cfg, fragment_pipeline=True)
+    assert piped_cfg.tag == cfg.tag + "_fp" and piped_cfg.validate("sm_90") is piped_cfg
+    kernels = {}
+    for name, c in (("plain", cfg), ("piped", piped_cfg)):
+        built = compile_config(c, "sm_90", f"t_fp_{name}")
+        (k,) = inspect_cubin(built.cubin).values()
+        path = tmp_path / f"{name}.cubin"
+        path.write_bytes(built.cubin)
+        kernels[name] = (k, [ln for ln in disassemble(path).splitlines() if re.search(r"/\*[0-9a-f]{4,}\*/", ln)])
+    (plain, plain_sass), (piped, piped_sass) = kernels["plain"], kernels["piped"]
+    assert piped.dmma == plain.dmma and piped.global_stores == plain.global_stores
+
+    def dmma_after_barrier_before_lds(lines):
+        """A DMMA between a BAR.SYNC and the next LDS: MMAs of the current tile run across the barrier."""
+        seen_bar = False
+        for ln in lines:
+            if "BAR.SYNC" in ln:
+                seen_bar = True
+            elif seen_bar and re.search(r"\bLDS", ln):
+                seen_bar = False
+            elif seen_bar and "DMMA" in ln:
+                return True
+        return False
+
+    assert dmma_after_barrier_before_lds(piped_sass) and not dmma_after_barrier_before_lds(plain_sass)
+    bars = [sum("BAR.SYNC" in ln for ln in sass) for sass in (plain_sass, piped_sass)]
+    assert bars[1] == bars[0] + 1

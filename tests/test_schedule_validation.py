@@ -60,7 +60,7 @@ BAD_TABLES = {
         "paths.GEMM_CUTE.carrier: unknown key (allowed here: library, mma, tiles)"),
     "unknown tile key": (
         _edited(P511, "stages = 3\n", "stages = 3\nbz = 4\n"),
-        "paths.GEMM_CUTE.tiles.x.bz: unknown key (allowed here: bk, bm, bn, stages, swap, warps_m, warps_n)"),
+        "paths.GEMM_CUTE.tiles.x.bz: unknown key (allowed here: bk, bm, bn, fragment_pipeline, stages, swap, warps_m, warps_n)"),
     "unknown fused key": (
         _edited(P511, '[paths.FUSED_TC]\n', '[paths.FUSED_TC]\ncarrier = "x"\n'),
         "paths.FUSED_TC.carrier: unknown key (allowed here: a_operand, block_order, copies, d_layout, "

@@ -43,7 +43,8 @@ VARIANTS = [
     *[("x", 511, s, *t) for s in ("16x8x4", "16x8x8") for t in (
         (128, 128, 16, 2, 4, 4, False), (128, 128, 32, 2, 4, 3, False),
         (128, 64, 16, 4, 2, 4, False), (64, 128, 16, 2, 4, 4, False),
-        (128, 128, 16, 4, 2, 3, False), (128, 64, 32, 4, 2, 3, False))],
+        (128, 128, 16, 4, 2, 3, False), (128, 64, 32, 4, 2, 3, False),
+        (64, 128, 16, 2, 2, 3, False), (128, 64, 16, 2, 2, 3, False))],  # the last two: cuBLAS's tiles
     *[("x", 511, "16x8x16", *t) for t in ((128, 128, 32, 2, 4, 3, False), (128, 64, 32, 4, 2, 3, False))],
     *[("x", 511, "8x8x4", *t) for t in ((128, 64, 16, 4, 2, 4, False), (128, 128, 16, 2, 4, 4, False))],
     # x at Nq = 8 (transposed): rows per block, warps
@@ -66,21 +67,26 @@ def variant_specs() -> list[tuple[str, int, str, dict, str]]:
             for idx, (role, order, mma, bm, bn, bk, wm, wn, st, swap) in enumerate(VARIANTS)]
 
 
-def build_variants(out: Path, arch: str) -> int:
+def build_variants(out: Path, arch: str, only: str | None = None, pipelines: tuple[bool, ...] = (False,)) -> int:
+    """``only`` ("x:511"): that role and order's variants; ``pipelines``: each variant without and/or
+    with ``fragment_pipeline`` (tag suffix ``fp``)."""
     from composer.build.builder import build
     from composer.build.plan import BuildJob
     from composer.gemm.cute.tiles import role_kernel
 
     jobs = []
     for idx, (role, order, mma, overrides, tag) in enumerate(variant_specs()):
-        try:
-            rk = role_kernel(role, order + 1, 1, mma, overrides)
-        except ValueError as exc:  # a tile the shape cannot take (validate() says why)
-            print(f"skip {role} p{order} {mma}: {exc}", file=sys.stderr)
+        if only is not None and only != f"{role}:{order}":
             continue
-        name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_{tag}"
-        jobs.append(BuildJob(name, "cute", arch, order,
-                             {"role": role, "swap": rk.swap, "config": rk.config.to_dict(), "variant": idx}))
+        for pipelined in pipelines:
+            try:
+                rk = role_kernel(role, order + 1, 1, mma, {**overrides, "fragment_pipeline": pipelined})
+            except ValueError as exc:  # a tile the shape cannot take (validate() says why)
+                print(f"skip {role} p{order} {mma}: {exc}", file=sys.stderr)
+                continue
+            name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_{tag}{'fp' if pipelined else ''}"
+            jobs.append(BuildJob(name, "cute", arch, order,
+                                 {"role": role, "swap": rk.swap, "config": rk.config.to_dict(), "variant": idx}))
     rep = build(jobs, out, log=lambda m: print(m, file=sys.stderr))
     print(f"{out}: {len(rep.built)} compiled, {len(rep.reused)} reused")
     return 0
@@ -388,6 +394,9 @@ def main() -> int:
     v = sub.add_parser("variants")
     v.add_argument("--out", default="build/sm_90_var")
     v.add_argument("--arch", default="sm_90")
+    v.add_argument("--only", default=None, metavar="ROLE:ORDER", help="that role and order's variants only (e.g. x:511)")
+    v.add_argument("--fragment-pipeline", choices=("off", "on", "both"), default="off",
+                   help="build each variant without (off), with (on) or both ways (tag suffix fp)")
     r = sub.add_parser("run")
     r.add_argument("--build", action="append", required=True)
     r.add_argument("--out", default=os.environ.get("OUT", "/tmp/gemm-micro"))
@@ -401,7 +410,8 @@ def main() -> int:
                    help="skip NumPy emulation when fewer seconds than this are left")
     args = ap.parse_args()
     if args.cmd == "variants":
-        return build_variants(Path(args.out), args.arch)
+        pipelines = {"off": (False,), "on": (True,), "both": (False, True)}[args.fragment_pipeline]
+        return build_variants(Path(args.out), args.arch, args.only, pipelines)
     return run_gpu(args)
 
 

@@ -97,7 +97,8 @@ def _gemm_cute(table: Table, context: PathContext) -> None:
 def _tile_field(key: str) -> Callable[[Any], Any]:
     """The type of a tile key: ``swap`` a boolean, ``epilogue_prefetch`` k-tiles (0: off), the
     rest positive integers."""
-    return {"swap": boolean, "epilogue_prefetch": non_negative_int, "epilogue_prefetch_split": boolean}.get(
+    return {"swap": boolean, "epilogue_prefetch": non_negative_int, "epilogue_prefetch_split": boolean,
+            "fragment_pipeline": boolean}.get(
         key, positive_int)
 
 

@@ -52,7 +52,8 @@ class Candidate:
         warps = f".w{t['warps_m']}x{t['warps_n']}" if "warps_m" in t else ""
         prefetch = f".{prefetch_tag(t)}" if prefetch_tag(t) else ""
         group = f".g{t['store_group']}" if t.get("store_group") else ""
-        return f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}{warps}.s{t['stages']}{prefetch}{group}"
+        pipelined = ".fp" if t.get("fragment_pipeline") else ""
+        return f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}{warps}.s{t['stages']}{prefetch}{group}{pipelined}"
 
     @property
     def label(self) -> str:

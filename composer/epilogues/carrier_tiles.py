@@ -75,6 +75,9 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
     plain = {k: v for k, v in shipped.items() if k not in ("epilogue_prefetch", "epilogue_prefetch_split")}
     pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d}) for d in (0, *PREFETCH_DISTANCES)]
     pairs += [(scheduled_mma, {**plain, "store_group": g}) for g in STORE_GROUPS]
+    # the fragment pipeline on the schedule's tile and on each library tile, with the schedule's shape
+    pairs += [(scheduled_mma, {**t, "fragment_pipeline": True})
+              for t in (plain, *({**lt, **swap} for lt in LIBRARY_TILES))]
     windows = list(PREFETCH_SPLIT_WINDOWS)
     if k_extent is not None:
         k_tiles = -(-k_extent // int(shipped["bk"]))
@@ -89,8 +92,8 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
                                "epilogue_prefetch_split": True}) for t in LIBRARY_TILES]
     def key_of(mma: str, tile: Mapping[str, Any]) -> tuple:  # no prefetch is the same tile as prefetch 0
         return mma, tuple(sorted((k, v) for k, v in tile.items()
-                                 if not (k in ("epilogue_prefetch", "epilogue_prefetch_split", "store_group")
-                                         and not v)))
+                                 if not (k in ("epilogue_prefetch", "epilogue_prefetch_split", "store_group",
+                                               "fragment_pipeline") and not v)))
 
     seen = {key_of(scheduled_mma, shipped)}
     out = []
@@ -114,7 +117,8 @@ def tile_tag(tile: Mapping[str, Any]) -> str:
     t = tile
     return (f"t{t['bm']}x{t['bn']}x{t['bk']}w{t['warps_m']}x{t['warps_n']}s{t['stages']}"
             + ("t" if t.get("swap") else "") + prefetch_tag(t)
-            + (f"g{t['store_group']}" if t.get("store_group") else ""))
+            + (f"g{t['store_group']}" if t.get("store_group") else "")
+            + ("fp" if t.get("fragment_pipeline") else ""))
 
 
 __all__ = ["LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "prefetch_tag", "STORE_GROUPS", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]

@@ -60,7 +60,7 @@ def carrier_option(value: str) -> str:
 
 
 #: Tile keys that are booleans (the rest are integers).
-BOOLEAN_TILE_KEYS = ("swap", "epilogue_prefetch_split")
+BOOLEAN_TILE_KEYS = ("swap", "epilogue_prefetch_split", "fragment_pipeline")
 
 
 def tile_option(value: Mapping[str, Any] | str) -> dict[str, Any]:

@@ -128,6 +128,7 @@ class TensorOpDgemm:
         # the epilogue's L2 prefetch (k-tiles before the end; 0 when the epilogue reads no array)
         self.prefetch_at = cfg.epilogue_prefetch if self.epilogue.prefetch_slots else 0
         self.prefetch_split = cfg.epilogue_prefetch_split and self.prefetch_at > 0
+        self.fragment_pipeline = cfg.fragment_pipeline
 
     @cute.jit
     def __call__(self, args: KernelArgs):
@@ -211,11 +212,24 @@ class TensorOpDgemm:
             start = k_tiles - window
             split_at = [cutlass.select_(start + j * gap < k_tiles, start + j * gap, k_tiles - 1)
                         for j in range(len(self.epilogue.prefetch_slots))]
-        for kt in cutlass.range(k_tiles, unroll=1):
-            # tile kt has landed (at most stages-2 younger groups pending) and every warp is done
-            # with the stage the next load overwrites (it was read in iteration kt-1)
+        # fragment_pipeline: the registers that carry a k-tile's first fragments into its iteration
+        # (unused, and so removed, by the plain loop)
+        carry_a = cute.make_rmem_tensor(cute.make_layout((self.tiles_m, self.shape.a_regs)), Float64)
+        carry_b = cute.make_rmem_tensor(cute.make_layout((self.tiles_n, self.shape.b_regs)), Float64)
+        if cutlass.const_expr(self.fragment_pipeline):
+            # tile 0's first fragments before the loop; each iteration then ends by waiting for the
+            # next tile and loading its first fragments (_pipelined_k_tile)
             cute.arch.cp_async_wait_group(self.stages - 2)
             cute.arch.sync_threads()
+            self._keep_fragments(carry_a, carry_b, *self._load_fragments(
+                *self._stage_addresses(sa_base, sb_base, a_bases, b_bases, Int32(0)), 0))
+        for kt in cutlass.range(k_tiles, unroll=1):
+            if cutlass.const_expr(not self.fragment_pipeline):
+                # tile kt has landed (at most stages-2 younger groups pending) and every warp is done
+                # with the stage the next load overwrites (it was read in iteration kt-1)
+                cute.arch.cp_async_wait_group(self.stages - 2)
+                cute.arch.sync_threads()
+            # (with fragment_pipeline the same wait and barrier ended iteration kt-1)
             nxt = kt + self.stages - 1
             if nxt < k_tiles:
                 self._load_operands(ops, nxt * self.bk, nxt % self.stages, tidx)
@@ -229,8 +243,12 @@ class TensorOpDgemm:
                     if kt == split_at[j]:
                         self._prefetch_epilogue(args, ibatch, m0, n0, tidx, (slot,))
             a_addr, b_addr = self._stage_addresses(sa_base, sb_base, a_bases, b_bases, kt % self.stages)
-            for ks in cutlass.range_constexpr(self.k_steps):
-                self._mma_step(acc, *self._load_fragments(a_addr, b_addr, ks))
+            if cutlass.const_expr(self.fragment_pipeline):
+                self._pipelined_k_tile(acc, carry_a, carry_b, a_addr, b_addr, sa_base, sb_base, a_bases, b_bases,
+                                       (kt + 1) % self.stages)
+            else:
+                for ks in cutlass.range_constexpr(self.k_steps):
+                    self._mma_step(acc, *self._load_fragments(a_addr, b_addr, ks))
         cute.arch.cp_async_wait_group(0)
 
         self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
@@ -402,6 +420,37 @@ class TensorOpDgemm:
         b_frag = [[self._operand_element(b_addr[b_plan[(ks, j, r)][0]], b_plan[(ks, j, r)][1], "b")
                    for r in range(shape.b_regs)] for j in range(self.tiles_n)]
         return a_frag, b_frag
+
+    def _keep_fragments(self, carry_a: Any, carry_b: Any, a_frag: list, b_frag: list) -> None:
+        """Store fragments into the register tensors that carry them into the next iteration."""
+        for i in range(self.tiles_m):
+            for r in range(self.shape.a_regs):
+                carry_a[(i, r)] = a_frag[i][r]
+        for j in range(self.tiles_n):
+            for r in range(self.shape.b_regs):
+                carry_b[(j, r)] = b_frag[j][r]
+
+    def _pipelined_k_tile(self, acc: Any, carry_a: Any, carry_b: Any, a_addr: list, b_addr: list,
+                          sa_base: Any, sb_base: Any, a_bases: list, b_bases: list, next_stage: Any) -> None:
+        """One k-tile of the fragment pipeline: k-step ks's MMAs issue after ks + 1's fragments
+        are loaded; before the last k-step's MMAs the next tile is waited for (at most stages - 2
+        younger groups pending), the block syncs (every warp is done reading the stage the next
+        iteration's cp.async overwrites) and the next tile's first fragments are loaded into the
+        carry. Past the last tile that load reads a stage no MMA uses. Each accumulator sums its k
+        products in the same order as the plain loop, so the results are bitwise the same."""
+        frags = ([[carry_a[(i, r)] for r in range(self.shape.a_regs)] for i in range(self.tiles_m)],
+                 [[carry_b[(j, r)] for r in range(self.shape.b_regs)] for j in range(self.tiles_n)])
+        for ks in range(self.k_steps):
+            if ks + 1 < self.k_steps:
+                following = self._load_fragments(a_addr, b_addr, ks + 1)
+            else:
+                cute.arch.cp_async_wait_group(self.stages - 2)
+                cute.arch.sync_threads()
+                next_a, next_b = self._stage_addresses(sa_base, sb_base, a_bases, b_bases, next_stage)
+                following = self._load_fragments(next_a, next_b, 0)
+                self._keep_fragments(carry_a, carry_b, *following)
+            self._mma_step(acc, *frags)
+            frags = following
 
     def _operand_element(self, base: Any, offset: int, operand: str) -> Any:
         """One fragment element: an LDS, times its factor's element for the product operand."""

@@ -15,7 +15,8 @@ from composer.gemm.cute.config import GemmConfig, KernelProblem, config_for, ker
 from composer.arch.mma import mma_shape
 from composer.gemm.roles import GemmSpec, gemm_spec
 
-TILE_KEYS = ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "swap", "epilogue_prefetch", "epilogue_prefetch_split")
+TILE_KEYS = ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "swap", "epilogue_prefetch", "epilogue_prefetch_split",
+             "fragment_pipeline")
 #: Keys only a carrier's tile takes (GEMM_CUTE's store kernels read no array to prefetch).
 CARRIER_ONLY_KEYS = ("epilogue_prefetch", "epilogue_prefetch_split")
 #: The MMA shape of the CuTe GEMMs when neither an option nor the schedule names one.
