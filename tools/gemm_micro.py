@@ -299,6 +299,70 @@ class Micro:
             b.free()
         self.dump()
 
+    def interleaved(self, role: str, order: int, ne: int, reps: int, rounds: int, match: list[str]) -> None:
+        """cuBLAS and the built kernels whose symbol contains any of ``match`` (all without it),
+        timed in ``rounds`` interleaved rounds (the order rotated each round, as composer bench
+        does), each output compared with cuBLAS's, the SM clock sampled (NVML) during every
+        timing: the comparison the power-capped H200 allows (docs/results.md, protocol)."""
+        from composer.bench.nvml import ClockSampler
+        from composer.gemm.roles import gemm_spec
+        from composer.runtime import DeviceBuffer
+
+        nq = order + 1
+        spec = gemm_spec(role, nq, ne)
+        flop = 2.0 * nq**4 * ne
+        rng = np.random.default_rng(3)
+        bufs = {"D": DeviceBuffer.from_numpy(rng.standard_normal((nq, nq)), device=self.dev),
+                "flux": DeviceBuffer(8 * nq**3 * ne, self.dev)}
+        host = rng.standard_normal(min(nq**3 * ne, 1 << 24))
+        bufs["flux"].copy_from(np.tile(host, -(-(nq**3 * ne) // host.size))[: nq**3 * ne])
+        out = DeviceBuffer(8 * nq**3 * ne, self.dev)
+        ops = {"D": bufs["D"].ptr, "flux": bufs["flux"].ptr}
+        runs = [("cublas", "cublas", "cublas", lambda: self.blas.run(spec, ops, out.ptr))]
+        runs[0][3]()
+        self.stream.synchronize()
+        ref = out.to_numpy(None, np.float64)
+        scale = np.max(np.abs(ref))
+        errors = {"cublas": 0.0}
+        for e in self.entries:
+            if e.config["role"] != role or e.config["order"] != order or (match and not any(m in e.symbol for m in match)):
+                continue
+            go, cfg = self.launcher(e, spec, bufs, out)
+            go()
+            self.stream.synchronize()
+            errors[e.symbol] = float(np.max(np.abs(out.to_numpy(None, np.float64) - ref)) / scale)
+            runs.append((e.symbol, e.config["mma"], cfg.tag, go))
+        times: dict[str, list[float]] = {name: [] for name, *_ in runs}
+        clocks: dict[str, list[float]] = {name: [] for name, *_ in runs}
+        sampler = ClockSampler(interval_s=0.02)
+        try:
+            for r in range(rounds):
+                shift = r % len(runs)
+                for name, mma, tag, go in runs[shift:] + runs[:shift]:
+                    sampler.start()
+                    t = self.time_fn(go, reps)
+                    samples = sampler.stop()
+                    times[name].append(t["median_ms"])
+                    sm = [s.sm_clock_mhz for s in samples if s.sm_clock_mhz]
+                    clocks[name].append(statistics.median(sm) if sm else float("nan"))
+        finally:
+            sampler.close()
+        rows = []
+        for name, mma, tag, _ in runs:
+            ms = statistics.median(times[name])
+            tf = flop / (ms * 1e-3) / 1e12
+            row = {"role": role, "order": order, "nq": nq, "kernel": name, "mma": mma, "tag": tag, "rounds": rounds,
+                   "median_ms": ms, "round_ms": times[name], "sm_mhz": clocks[name], "tflops": tf,
+                   "frac_peak": tf / PEAK_TFLOPS, "err_vs_cublas": errors[name]}
+            rows.append(row)
+            self.log(f"interleaved {role} nq={nq} {name:36s} {tag:44s} {ms:8.4f} ms {tf:6.2f} TF/s "
+                     f"({100 * tf / PEAK_TFLOPS:5.1f}%) vs cuBLAS {rows[0]['median_ms'] / ms:.3f}x "
+                     f"clock {statistics.median(clocks[name]):.0f} MHz err={errors[name]:.2e}")
+        self.res.setdefault("interleaved", []).extend(rows)
+        for b in (*bufs.values(), out):
+            b.free()
+        self.dump()
+
     # ---------------------------------------------------------------- path
     def path(self, order: int, builds: list[Path]) -> None:
         from composer import dg
@@ -364,6 +428,8 @@ def run_gpu(args: argparse.Namespace) -> int:
         ("validate", lambda: m.validate(numpy_limit_s=args.numpy_guard)),
         ("bench y p511", lambda: m.bench("y", 511, 1, reps=2)),
         ("bench z p511", lambda: m.bench("z", 511, 1, reps=2)),
+        ("interleaved x p511", lambda: m.interleaved("x", 511, 1, reps=2, rounds=args.rounds,
+                                                     match=[s for s in (args.match or "").split(",") if s])),
     ]
     if args.sections:
         unknown = wanted - {name for name, _ in sections}
@@ -406,6 +472,9 @@ def main() -> int:
     r.add_argument("--profile", action="store_true",
                    help="bracket one launch per timed kernel with cuProfilerStart/Stop (run under "
                         "ncu --profile-from-start off); timings are then single launches")
+    r.add_argument("--rounds", type=int, default=6, help="rounds of the interleaved sections")
+    r.add_argument("--match", default=None, metavar="TEXT[,TEXT...]",
+                   help="interleaved sections: only the kernels whose symbol contains one of these")
     r.add_argument("--numpy-guard", type=float, default=60.0,
                    help="skip NumPy emulation when fewer seconds than this are left")
     args = ap.parse_args()
