@@ -155,13 +155,13 @@ def test_fused_variants_are_checked_by_the_fused_parser() -> None:
 
 
 def test_good_tables_pass_through_verbatim(tmp_path: Path) -> None:
-    text = P511 + "\n[paths.GEMM]\n\n[paths.GEMM_CUTE.tiles.16x8x8.y]\nstages = 2\nswap = false\n"
+    text = P511 + "\n[paths.GEMM]\n\n[paths.GEMM_CUTE.tiles.16x8x4.y]\nstages = 2\nswap = false\n"
     path = tmp_path / "p0511.toml"
     path.write_text(text)
     s = load_schedule_file(path)
     assert s.origin == "file" and s.file == str(path)
     assert s.paths["GEMM"] == {}
-    assert s.paths["GEMM_CUTE"]["tiles"]["16x8x8"] == {"y": {"stages": 2, "swap": False}}
+    assert s.paths["GEMM_CUTE"]["tiles"]["16x8x4"] == {"y": {"stages": 2, "swap": False}}
     assert s.paths["FUSED_DFMA"] == {"schedule_of": "FUSED_TC"}
     assert s.paths["FUSED_TC16"]["kernels"][0] == {"dirs": "x", "box": [1, 64, 128], "threads": 128, "tile": [2, 8]}
 
