@@ -302,7 +302,7 @@ def test_inspect_flags_a_tree_gemm_that_stores_more_than_its_output():
 
 
 def test_all_variants_leave_out_what_cannot_be_built():
-    """p = 511's x tile (128 x 128 x 32, three stages) has no room for its factor tile on sm_90:
+    """p = 511's 16x8x4 x tile (128 x 128 x 32, three stages) has no room for its factor tile on sm_90:
     the x GEMM cannot form its flux, so no variant with the flux in the mainloop that needs an x
     kernel of its own is built, and asking for one is a clear error."""
     from composer.gemm.cute.config import GemmConfigError
@@ -311,7 +311,9 @@ def test_all_variants_leave_out_what_cannot_be_built():
     assert not any(n.startswith("dgemm_p0511_x_") and n.endswith("_qv") for n in names)
     assert "dgemm_p0511_z_m16_8_4_carry_qv" not in names  # its x GEMM cannot form the flux either
     with pytest.raises(GemmConfigError, match="shared memory 3 stages x \\(128 \\+ 128 \\+ 128\\) x 32 doubles"):
-        settings_for(511, {"flux": "mainloop"}).gemms()
+        settings_for(511, {"flux": "mainloop", "mma": "16x8x4"}).gemms()
+    # with the schedule's 16x8x8 GEMMs on their own 128x64x16 tiles (session 10) the factor tile fits
+    assert settings_for(511, {"flux": "mainloop"}).gemms()["x"].forms_flux
 
 
 def test_a_carrier_tile_option_reads_its_booleans_and_integers():

@@ -74,7 +74,10 @@ def test_l2_capacity_follows_the_measured_copy_curve_where_chosen_and_a_bad_curv
     line = next(ln for ln in h200.splitlines() if ln.startswith("l2_copy_tbs = {"))
     for curve, message in (("{ sms = [16, 24], tbs = [2.0] }", "sms and tbs need the same number"),
                            ("{ sms = [16, 16], tbs = [2.0, 2.0] }", "expected distinct positive SM counts"),
-                           ("{ sms = [16], tbs = [-1.0] }", "expected positive bandwidths")):
+                           ("{ sms = [16], tbs = [-1.0] }", "expected positive finite bandwidths"),
+                           ("{ sms = [16], tbs = [nan] }", "expected positive finite bandwidths"),
+                           ("{ sms = 16, tbs = 2.0 }", "sms: expected a list"),
+                           ("{ sms = [16, 264], tbs = [2.0, 9.0] }", "l2_copy_tbs names 264 SMs; the machine has 132")):
         user = tmp_path / "machines.toml"
         user.write_text(h200.replace("machines.h200", "machines.h200_bad").replace(line, f"l2_copy_tbs = {curve}"))
         with pytest.raises(ComposerError, match=message):

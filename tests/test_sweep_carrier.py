@@ -33,7 +33,13 @@ def test_candidates_fold_only_with_z_and_never_cublas_carrier(order: int) -> Non
 
 
 def test_mainloop_flux_skipped_where_shipped_tile_has_no_room() -> None:
-    cands = _cands(511)
+    # p = 511 before session 10 gave its 16x8x8 CuTe GEMMs their own tiles: the x GEMM on GEMM_CUTE's
+    # 128x128x32 3-stage tile, whose factor tile does not fit beside it
+    import copy
+
+    paths = copy.deepcopy(load_schedule(511).paths)
+    del paths["GEMM_CUTE"]["tiles"]["16x8x8"]
+    cands = cs.candidates(511, paths, "sm_90")
     skipped = [c for c in cands if c.shipped and c.flux == "mainloop" and c.settings is None]
     assert skipped and all("shared memory" in c.skipped for c in skipped)
     assert all(c.settings is not None for c in cands if c.flux == "array")
@@ -142,6 +148,13 @@ def test_only_keeps_the_matching_candidates_and_the_schedule_setting(tmp_path, m
     assert len(set(validated)) == len(validated)
     with pytest.raises(ComposerError, match="--only nothing-like-this: no candidate of p=7 matches"):
         sweep_carrier.run(_cli_args(tmp_path, only=["nothing-like-this"]), steps=steps)
+    # matches that cannot run: an error, not a sweep of the reference alone that rewrites the schedule
+    monkeypatch.setattr(sweep_carrier, "with_build", lambda cs_, entries, arch: [
+        c if c.shipped and (c.carrier, c.fold, c.flux) == (own.carrier, own.fold, own.flux)
+        else replace(c, missing=("y: no kernel",)) for c in _runnable(cs_)])
+    with pytest.raises(ComposerError, match="no matching candidate can run"):
+        sweep_carrier.run(_cli_args(tmp_path / "second", only=["carrier=z,fold=on"]), steps=steps)
+    assert not (tmp_path / "second" / "user").exists()
 
 
 def test_cli_nothing_written_when_all_fail(tmp_path, monkeypatch) -> None:

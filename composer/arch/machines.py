@@ -337,6 +337,10 @@ def _parse_machine(name: str, entry: dict[str, Any], origins: dict[str, str]) ->
         raise table.error("capacity", f"dram_sm_ceiling = {machine.capacity.dram_sm_ceiling} is below the whole "
                           f"chip's {machine.dram_bytes_per_sm_cycle:.2f} B per SM cycle: one SM cannot draw less "
                           "than its share")
+    if machine.capacity is not None and machine.capacity.l2_copy_tbs \
+            and machine.capacity.l2_copy_tbs[-1][0] > machine.sm_count:
+        raise table.error("capacity", f"l2_copy_tbs names {machine.capacity.l2_copy_tbs[-1][0]} SMs; the machine has "
+                          f"{machine.sm_count}")
     for dmma in machine.dmma:
         price = machine.dmma_price(dmma.flop)
         if dmma.pipe_cycles is not None and abs(dmma.pipe_cycles - price) > PRICE_TOLERANCE:
@@ -398,16 +402,24 @@ def _l2_curve(table: Table) -> tuple[tuple[int, float], ...]:
     curve = table.optional_table("l2_copy_tbs")
     if curve is None:
         return ()
-    sms = curve.required("sms", list)
-    tbs = curve.required("tbs", list)
+    sms = curve.required("sms", _a_list)
+    tbs = curve.required("tbs", _a_list)
     curve.reject_unknown()
     if not sms or len(sms) != len(tbs):
         raise curve.error("", f"sms and tbs need the same number of entries (got {len(sms)} and {len(tbs)})")
     if any(not isinstance(n, int) or isinstance(n, bool) or n <= 0 for n in sms) or len(set(sms)) != len(sms):
         raise curve.error("sms", f"expected distinct positive SM counts, got {sms}")
-    if any(not isinstance(b, (int, float)) or isinstance(b, bool) or b <= 0 for b in tbs):
-        raise curve.error("tbs", f"expected positive bandwidths in TB/s, got {tbs}")
-    return tuple(sorted((int(n), float(b)) for n, b in zip(sms, tbs)))
+    try:
+        bandwidths = [positive_float(b) for b in tbs]
+    except Expected:
+        raise curve.error("tbs", f"expected positive finite bandwidths in TB/s, got {tbs}") from None
+    return tuple(sorted((int(n), b) for n, b in zip(sms, bandwidths)))
+
+
+def _a_list(value: Any) -> list:
+    if not isinstance(value, list):
+        raise Expected("a list")
+    return value
 
 
 def _parse_floats(table: Table | None, keys: tuple[str, ...]) -> dict[str, float]:

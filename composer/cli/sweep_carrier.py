@@ -111,19 +111,23 @@ def gpu_steps(order: int, build_dir: str, calls: int) -> tuple[Callable, Callabl
     return validate, measure, close
 
 
-def selected(cands: list[Candidate], only: list[str], paths: Any, order: int) -> list[Candidate]:
-    """The candidates whose label contains any of ``only``, and the schedule's own setting on its
-    own tile (the reference every other time is read against); none matching is an error."""
+def selected(cands: list[Candidate], only: list[str], paths: Any, order: int,
+             mma: str | None = None) -> list[Candidate]:
+    """The schedule's own setting on its own tile first (the reference every other time is read
+    against), then the candidates whose label contains any of ``only``; none matching is an error."""
     from composer.epilogues.settings import fused_settings
 
-    own = fused_settings(order, paths)
+    own = fused_settings(order, paths, {"mma": mma} if mma else {})
     kept = [c for c in cands if any(text in c.label for text in only)]
     if not kept:
         raise ComposerError(f"--only {' '.join(only)}: no candidate of p={order} matches; "
                             "--dry-run lists their labels")
     reference = [c for c in cands if c.shipped and c.mma == "" and (c.carrier, c.fold, c.flux)
                  == (own.carrier, own.fold, own.flux)]
-    return reference + [c for c in kept if c not in reference]
+    if not reference or not reference[0].runnable:
+        raise ComposerError(f"p={order}: the schedule's own GEMM_FUSED setting, the reference of --only, is not "
+                            "built; --dry-run lists what is missing")
+    return reference[:1] + [c for c in kept if c not in reference]
 
 
 def listing(cands: list[Candidate], command: str) -> list[dict[str, Any]]:
@@ -169,7 +173,11 @@ def run(args: argparse.Namespace, steps: Callable[[int, str, int], tuple[Callabl
     cands = with_build(candidates(args.order, paths, arch, args.mma, tiles_only=tiles_only), entries, arch)
     only = getattr(args, "only", None)
     if only:
-        cands = selected(cands, only, paths, args.order)
+        cands = selected(cands, only, paths, args.order, args.mma)
+        if not args.dry_run and not any(c.runnable for c in cands[1:]):
+            states = "; ".join(f"{c.label}: {c.skipped or ('missing ' + ', '.join(c.missing))}" for c in cands[1:])
+            raise ComposerError(f"--only {' '.join(only)}: no matching candidate can run ({states}); "
+                                "nothing timed or written")
     mma = next((c.settings.mma for c in cands if c.settings is not None), args.mma or "?")
     command = build_command(args.order, arch, mma, build_dir, "tiles" if tiles_only else "all")
     report: dict[str, Any] = {"schema": CARRIER_SWEEP_SCHEMA, "order": args.order, "arch": arch,

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from composer.arch.mma import arch_number
+from composer.epilogues.kernels import DEFAULT_STORE_GROUP
 
 #: cuBLAS's FP64 tiles on sm_90 at Nq = 512 (ncu kernel names of GEMM at p = 511: tn 64x128x16
 #: stage3, nn 64x64x16 stage4, nn 128x64x16 stage3, warps 2x2x1, tensor 16x8x8).
@@ -70,30 +71,41 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
     duplicates, none equal to the shipped pair. With ``k_extent`` (the GEMMs' contraction length,
     Nq) split-prefetch windows at or past the carrier's k-tiles are one schedule (the whole
     mainloop): only the first of them is tried."""
-    swap = {"swap": shipped.get("swap", False)}
+    # library tiles name every switch, so none is inherited from GEMM_CUTE's tile for the role
+    swap = {"swap": shipped.get("swap", False), "fragment_pipeline": False}
     pairs = [(scheduled_mma, t) for t in tile_neighbourhood(shipped)]
     plain = {k: v for k, v in shipped.items() if k not in ("epilogue_prefetch", "epilogue_prefetch_split")}
     pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d}) for d in (0, *PREFETCH_DISTANCES)]
-    pairs += [(scheduled_mma, {**plain, "store_group": g}) for g in STORE_GROUPS]
+    groups = STORE_GROUPS + ((DEFAULT_STORE_GROUP,) if shipped.get("store_group") else ())  # the way back
+    pairs += [(scheduled_mma, {**plain, "store_group": g}) for g in groups]
     # the fragment pipeline on the schedule's tile and on each library tile, with the schedule's shape
     pairs += [(scheduled_mma, {**t, "fragment_pipeline": True})
               for t in (plain, *({**lt, **swap} for lt in LIBRARY_TILES))]
-    windows = list(PREFETCH_SPLIT_WINDOWS)
-    if k_extent is not None:
-        k_tiles = -(-k_extent // int(shipped["bk"]))
+    def split_windows(bk: int) -> list[int]:
+        """The split windows worth trying on a tile of ``bk``: those inside its mainloop and the
+        first that covers all of it (without ``k_extent``: every window)."""
+        windows = list(PREFETCH_SPLIT_WINDOWS)
+        if k_extent is None:
+            return windows
+        k_tiles = -(-k_extent // int(bk))
         whole = [d for d in windows if d >= k_tiles]
-        windows = [d for d in windows if d < k_tiles] + whole[:1]
+        return [d for d in windows if d < k_tiles] + whole[:1]
+
+    windows = split_windows(shipped["bk"])
     pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d, "epilogue_prefetch_split": True})
               for d in windows]
     pairs += [(mma, {**t, **swap}) for mma in swept_shapes(arch, scheduled_mma) for t in LIBRARY_TILES]
     # The widest split window (the whole mainloop where it reaches it) on each library tile with the schedule's shape: the smaller
     # tiles hold two blocks per SM, so one block's epilogue can also run under the other's mainloop.
-    pairs += [(scheduled_mma, {**t, **swap, "epilogue_prefetch": windows[-1],
+    pairs += [(scheduled_mma, {**t, **swap, "epilogue_prefetch": split_windows(t["bk"])[-1],
                                "epilogue_prefetch_split": True}) for t in LIBRARY_TILES]
-    def key_of(mma: str, tile: Mapping[str, Any]) -> tuple:  # no prefetch is the same tile as prefetch 0
+
+    def key_of(mma: str, tile: Mapping[str, Any]) -> tuple:
+        """No prefetch is prefetch 0, no store group the default one, no pipeline a false one."""
         return mma, tuple(sorted((k, v) for k, v in tile.items()
                                  if not (k in ("epilogue_prefetch", "epilogue_prefetch_split", "store_group",
-                                               "fragment_pipeline") and not v)))
+                                               "fragment_pipeline") and not v)
+                                 and not (k == "store_group" and v == DEFAULT_STORE_GROUP)))
 
     seen = {key_of(scheduled_mma, shipped)}
     out = []

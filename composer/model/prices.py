@@ -38,5 +38,6 @@ def machine_prices(machine: Machine) -> dict[str, Any]:
                                   **({"l2_copy_tbs": dict(machine.capacity.l2_copy_tbs)}
                                      if machine.capacity.l2_copy_tbs else {})},
         "dram_from": machine.capacity.dram_from,
-        "sources": machine.capacity.source,
+        "sources": ({**machine.capacity.source, "l2_bytes": machine.capacity.source["l2_copy_tbs"]}
+                    if machine.capacity.l2_from == "copy" else machine.capacity.source),
     }
