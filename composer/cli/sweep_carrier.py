@@ -121,7 +121,7 @@ def selected(cands: list[Candidate], only: list[str], paths: Any, order: int,
     kept = [c for c in cands if any(text in c.label for text in only)]
     if not kept:
         raise ComposerError(f"--only {' '.join(only)}: no candidate of p={order} matches; "
-                            "--dry-run lists their labels")
+                            f"composer sweep-carrier --order {order} --dry-run (without --only) lists their labels")
     reference = [c for c in cands if c.shipped and c.mma == "" and (c.carrier, c.fold, c.flux)
                  == (own.carrier, own.fold, own.flux)]
     if not reference or not reference[0].runnable:
