@@ -302,3 +302,50 @@ def test_the_fragment_pipeline_keeps_every_mma_and_moves_a_k_tiles_loads_across_
     assert dmma_after_barrier_before_lds(piped_sass) and not dmma_after_barrier_before_lds(plain_sass)
     bars = [sum("BAR.SYNC" in ln for ln in sass) for sass in (plain_sass, piped_sass)]
     assert bars[1] == bars[0] + 1
+
+
+def test_the_async_epilogue_carrier_hands_each_tile_over_through_named_barriers(tmp_path):
+    """``async_epilogue_tiles = T``: twice the threads (MMA warps + epilogue warps), two accumulator
+    buffers in shared memory, a grid of cdiv(tiles, T) blocks; in SASS the MMA warps' own barrier
+    (id 1, the MMA threads) and the full/empty hand-over barriers of both groups (BAR.ARV and
+    BAR.SYNC on 2 x threads), the same DMMAs, loads and stores as the plain carrier, and no spill
+    beyond its; bad combinations are clear errors. (Its output against the plain twin, bit for
+    bit: tests/test_gemm_fused_gpu.py, on the GPU.)"""
+    import re
+    from dataclasses import replace
+
+    from composer.arch.sass import disassemble
+    from composer.epilogues.carrier_tiles import ASYNC_EPILOGUE_TILES, tile_tag, tile_variants
+
+    plan = fused_plan("y", False, 512)
+    tile = {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3}
+    plain = fused_gemms(plan, "16x8x8", carrier_tile=tile)["y"]
+    asyn = fused_gemms(plan, "16x8x8", carrier_tile={**tile, "async_epilogue_tiles": 4})["y"]
+    cfg = asyn.config
+    assert cfg.tag == plain.config.tag + "_ae4" and cfg.block_threads == 2 * cfg.threads == 256
+    assert cfg.smem_bytes == plain.config.smem_bytes + 2 * 128 * 64 * 8
+    assert cfg.grid(512, 512 * 512, 1) == (-(-(4 * 4096) // 4), 1, 1)
+    assert cfg.grid_rule() == "cdiv(cdiv(m, 128) * cdiv(n, 64) * batch, 4)"
+    sass = {}
+    for name, gemm in (("plain", plain), ("async", asyn)):
+        built = compile_config(gemm.config, "sm_90", f"t_ae_{name}", epilogue=gemm.epilogue())
+        path = tmp_path / f"{name}.cubin"
+        path.write_bytes(built.cubin)
+        (k,) = inspect_cubin(built.cubin).values()
+        sass[name] = (k, disassemble(path))
+    (k_plain, _), (k_async, text) = sass["plain"], sass["async"]
+    assert k_async.dmma == k_plain.dmma and k_async.global_loads == k_plain.global_loads
+    assert k_async.global_stores == k_plain.global_stores and k_async.spill_bytes <= k_plain.spill_bytes
+    bars = {(op, operands.strip()) for op, operands in re.findall(r"\b(BAR\.(?:SYNC|ARV))\S*\s+([^;]*);", text)}
+    assert ("BAR.SYNC", "0x1, 0x80") in bars  # the MMA warps' own barrier, 128 threads
+    assert {op for op, operands in bars if operands.endswith("0x100")} == {"BAR.SYNC", "BAR.ARV"}
+    assert tile_tag({**tile, "async_epilogue_tiles": 8}) == "t128x64x16w2x2s3ae8"
+    shipped = {**tile, "swap": False}
+    assert not [t for m, t in tile_variants(shipped, "sm_90", "16x8x8") if t.get("async_epilogue_tiles")]
+    opted = [t["async_epilogue_tiles"] for m, t in tile_variants(shipped, "sm_90", "16x8x8", async_epilogue=True)
+             if t.get("async_epilogue_tiles")]
+    assert sorted(set(opted)) == sorted(ASYNC_EPILOGUE_TILES)
+    for bad, message in (({"async_epilogue_tiles": 1}, r"async_epilogue_tiles=1 outside \[2, 64\]"),
+                         ({"async_epilogue_tiles": 4, "fragment_pipeline": True}, "runs without epilogue_prefetch")):
+        with pytest.raises(GemmConfigError, match=message):
+            replace(plain.config, **bad).validate("sm_90")

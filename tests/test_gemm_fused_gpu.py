@@ -60,9 +60,7 @@ def validation_grid(order: int) -> tuple[int, int, int]:
 
 
 def test_every_fused_kernel_matches_its_numpy_emulation():
-    from composer.runtime import DeviceBuffer
     from composer.runtime.device import ensure_context
-    from composer.runtime.module import Module
 
     dev = ensure_context(None)
     entries = [e for e in fused_entries() if e.arch == dev.arch and e.config["order"] + 1 <= MAX_CHECKED_NQ]
@@ -70,43 +68,94 @@ def test_every_fused_kernel_matches_its_numpy_emulation():
         pytest.skip(f"no epilogue-tree GEMMs built for {dev.arch}")
     rng = np.random.default_rng(11)
     for e in entries:
-        nq, role = e.config["order"] + 1, e.config["role"]
-        ne = 3 if nq <= 128 else 1
-        described = e.config.get("epilogue")
-        described = described if isinstance(described, dict) else {
-            "tree": to_dict(store()), "index": {"role": role, "swap": e.config["swap"], "nq": nq}, "aux_slots": [],
-            "face": None, "text": "store(acc)"}
-        tree = from_dict(described["tree"])
-        index = OutputIndex(**described["index"])
-        cfg = GemmConfig.from_dict(e.config["gemm"])
-        spec = gemm_spec(role, nq, ne)
-        prob = kernel_problem(spec, e.config["swap"])
-        diff = rng.standard_normal((nq, nq))
-        # a kernel forming its flux reads q and a velocity; the others the flux array
-        q, vel = rng.standard_normal((ne, nq, nq, nq)), rng.standard_normal((ne, nq, nq, nq))
-        flux = q * vel if cfg.product else q
-        arrays = {name: rng.standard_normal(flux.shape) for name in described["aux_slots"]}
-        if described["face"]:
-            arrays[described["face"]] = rng.standard_normal((ne, 6, nq, nq))
-        fused = e.config["fused"]
-        output = fused_plan(fused["carrier"], fused["fold"], nq).outputs[role]
-        want = emulate_epilogue(tree, index, prob, emulate(spec, diff, flux), arrays, {"alpha": 1.0, "beta": 0.0})
-        bufs = {name: DeviceBuffer.from_numpy(a, device=dev) for name, a in arrays.items()}
-        # the fold's y GEMM updates its partial sum in place, as the path launches it
-        out = bufs[output] if output in bufs else DeviceBuffer(flux.nbytes, dev)
-        operands = {"D": DeviceBuffer.from_numpy(diff, device=dev), "flux": DeviceBuffer.from_numpy(q, device=dev)}
-        factor = DeviceBuffer.from_numpy(vel, device=dev)
-        kernel = Module.from_manifest_entry(e, device=dev).entry_kernel()
-        args = prob.args(operands[prob.a_operand].ptr, operands[prob.b_operand].ptr, out.ptr,
-                         tuple(bufs[n].ptr for n in described["aux_slots"]),
-                         bufs[described["face"]].ptr if described["face"] else 0, factor=factor.ptr)
-        kernel.launch(cfg.grid(prob.m, prob.n, prob.batch), args=args)
-        dev.synchronize()
-        got = out.to_numpy(flux.shape, np.float64)
+        nq = e.config["order"] + 1
+        case = _fused_case(e, rng, 3 if nq <= 128 else 1)
+        got = _run_fused(e, dev, case)
+        want = case["want"]()
         err = np.max(np.abs(got - want)) / np.max(np.abs(want))
-        assert err <= 1e-14, f"{e.symbol} ({described['text']}, product {cfg.product!r}): relative error {err:.3e}"
-        for b in {id(b): b for b in (*bufs.values(), *operands.values(), out, factor)}.values():
-            b.free()
+        assert err <= 1e-14, (f"{e.symbol} ({case['described']['text']}, product {case['cfg'].product!r}): "
+                              f"relative error {err:.3e}")
+
+
+def _fused_case(e, rng, ne: int) -> dict:
+    """Random operands of one GEMM_FUSED kernel (Ne elements) and the NumPy emulation of its output
+    (``want()``, computed only when called: it costs 2 Nq^4 Ne FLOP on the host)."""
+    nq, role = e.config["order"] + 1, e.config["role"]
+    described = e.config.get("epilogue")
+    described = described if isinstance(described, dict) else {
+        "tree": to_dict(store()), "index": {"role": role, "swap": e.config["swap"], "nq": nq}, "aux_slots": [],
+        "face": None, "text": "store(acc)"}
+    cfg = GemmConfig.from_dict(e.config["gemm"])
+    spec = gemm_spec(role, nq, ne)
+    prob = kernel_problem(spec, e.config["swap"])
+    diff = rng.standard_normal((nq, nq))
+    # a kernel forming its flux reads q and a velocity; the others the flux array
+    q, vel = rng.standard_normal((ne, nq, nq, nq)), rng.standard_normal((ne, nq, nq, nq))
+    flux = q * vel if cfg.product else q
+    arrays = {name: rng.standard_normal(flux.shape) for name in described["aux_slots"]}
+    if described["face"]:
+        arrays[described["face"]] = rng.standard_normal((ne, 6, nq, nq))
+    fused = e.config["fused"]
+    output = fused_plan(fused["carrier"], fused["fold"], nq).outputs[role]
+    tree, index = from_dict(described["tree"]), OutputIndex(**described["index"])
+    return {"described": described, "cfg": cfg, "prob": prob, "diff": diff, "q": q, "vel": vel, "arrays": arrays,
+            "output": output, "shape": flux.shape,
+            "want": lambda: emulate_epilogue(tree, index, prob, emulate(spec, diff, flux), arrays,
+                                             {"alpha": 1.0, "beta": 0.0})}
+
+
+def _run_fused(e, dev, case: dict) -> np.ndarray:
+    """Launch entry ``e`` on ``case``'s operands as the path does (the fold's y GEMM updating its
+    partial sum in place) and return its output; a fresh output starts as NaN."""
+    from composer.runtime import DeviceBuffer
+    from composer.runtime.module import Module
+
+    described, prob, cfg = case["described"], case["prob"], case["cfg"]
+    bufs = {name: DeviceBuffer.from_numpy(a, device=dev) for name, a in case["arrays"].items()}
+    if case["output"] in bufs:
+        out = bufs[case["output"]]
+    else:
+        out = DeviceBuffer(int(np.prod(case["shape"])) * 8, dev)
+        out.poison()
+    operands = {"D": DeviceBuffer.from_numpy(case["diff"], device=dev),
+                "flux": DeviceBuffer.from_numpy(case["q"], device=dev)}
+    factor = DeviceBuffer.from_numpy(case["vel"], device=dev)
+    kernel = Module.from_manifest_entry(e, device=dev).entry_kernel()
+    args = prob.args(operands[prob.a_operand].ptr, operands[prob.b_operand].ptr, out.ptr,
+                     tuple(bufs[n].ptr for n in described["aux_slots"]),
+                     bufs[described["face"]].ptr if described["face"] else 0, factor=factor.ptr)
+    kernel.launch(cfg.grid(prob.m, prob.n, prob.batch), args=args)
+    dev.synchronize()
+    got = out.to_numpy(case["shape"], np.float64)
+    for b in {id(b): b for b in (*bufs.values(), *operands.values(), out, factor)}.values():
+        b.free()
+    return got
+
+
+def test_every_async_epilogue_carrier_gives_its_plain_twins_bits():
+    """``async_epilogue_tiles``: the epilogue warps run the plain kernel's epilogue on the MMA warps'
+    accumulators handed over through shared memory, so every such carrier in the build must give
+    exactly the output of its twin without the option (same tile otherwise), at the kernel's own Nq
+    (an epilogue tree's index is compiled for it) with one element; a hang is a barrier bug."""
+    from dataclasses import replace
+
+    from composer.runtime.device import ensure_context
+
+    dev = ensure_context(None)
+    entries = [e for e in fused_entries() if e.arch == dev.arch]
+    by_config = {(e.config["order"], e.config["role"], GemmConfig.from_dict(e.config["gemm"]),
+                  (e.config.get("epilogue") or {}).get("text")): e for e in entries}
+    pairs = [(e, by_config.get((order, role, replace(cfg, async_epilogue_tiles=0), text)))
+             for (order, role, cfg, text), e in by_config.items() if cfg.async_epilogue_tiles]
+    pairs = [(a, b) for a, b in pairs if b is not None]
+    if not pairs:
+        pytest.skip("no async-epilogue carrier with a plain twin in the build")
+    rng = np.random.default_rng(5)
+    for asynchronous, plain in pairs:
+        case = _fused_case(asynchronous, rng, 1)
+        got, want = _run_fused(asynchronous, dev, case), _run_fused(plain, dev, case)
+        assert np.isfinite(want).all()
+        assert np.array_equal(got, want), f"{asynchronous.symbol} differs from {plain.symbol}"
 
 
 def _variants(order: int) -> list[tuple[str, bool, str]]:

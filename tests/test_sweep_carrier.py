@@ -362,3 +362,22 @@ def test_a_carrier_store_group_is_its_own_kernel_in_the_build() -> None:
     assert any(label.endswith(".g16") for label in labels)
     g16 = next(c for c in cands if c.label.endswith(".g16"))
     assert g16.settings.gemms()["y"].store_group == 16
+
+
+def test_async_epilogue_carriers_are_built_always_and_swept_on_request() -> None:
+    """The asynchronous-epilogue carriers (not yet run on a GPU, where a barrier bug hangs) are in
+    `composer build --fused-variants tiles` but in a sweep only with --async-epilogue; their kernel
+    names carry the tag the model reads."""
+    from composer.build.plan import plan
+    from composer.model.kernels import _CUTE
+
+    paths = load_schedule(511).paths
+    default = [c.label for c in cs.candidates(511, paths, "sm_90", tiles_only=True)]
+    opted = [c.label for c in cs.candidates(511, paths, "sm_90", tiles_only=True, async_epilogue=True)]
+    assert not any(".ae" in label for label in default)
+    assert {label.split("tile=")[1] for label in opted if ".ae" in label} == {
+        "bm128.bn64.bk16.w2x2.s3.ae4", "bm128.bn64.bk16.w2x2.s3.ae8", "bm64.bn64.bk16.w2x2.s4.ae4",
+        "bm64.bn64.bk16.w2x2.s4.ae8"}
+    names = [j.name for j in plan("sm_90", "16x8x8", [511], ["GEMM_FUSED"], fused_variants="tiles")]
+    assert "dgemm_p0511_y_m16_8_8_carry_t128x64x16w2x2s3ae4" in names
+    assert _CUTE.match("dgemm_p0511_y_m16_8_8_carry_t128x64x16w2x2s3ae4_0").group(8) == "_t128x64x16w2x2s3ae4"

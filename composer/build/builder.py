@@ -93,7 +93,7 @@ def _compile_cute(job: BuildJob, out: Path) -> dict:
     cubin = f"{job.name}.cubin"
     atomic_write_bytes(out / cubin, built.cubin)
     return {
-        "symbol": built.symbol, "cubin": cubin, "sha256": "", "block": [cfg.threads, 1, 1],
+        "symbol": built.symbol, "cubin": cubin, "sha256": "", "block": [cfg.block_threads, 1, 1],
         "dynamic_smem": cfg.smem_bytes,
         "params": [{"name": p.name, "ctype": p.ctype} for p in KERNEL_PARAMS],
         "grid_rule": {"x": cfg.grid_rule()}, "arch": job.arch,

@@ -120,7 +120,7 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
         from composer.epilogues.carrier_sweep import candidates
         from composer.epilogues.carrier_tiles import tile_tag
 
-        for c in candidates(order, paths, arch, mma, tiles_only=True):
+        for c in candidates(order, paths, arch, mma, tiles_only=True, async_epilogue=True):
             if not c.shipped and c.settings is not None:
                 chosen.append((c.settings, "_" + tile_tag(c.tile)))
     jobs: dict[str, BuildJob] = {}

@@ -47,6 +47,9 @@ def register(subparsers: Any) -> None:
                         help="the schedule's carrier, fold and flux only, with every carrier tile and MMA shape "
                         "(cuBLAS's tiles, the schedule tile's neighbourhood; built by composer build "
                         "--fused-variants tiles)")
+    parser.add_argument("--async-epilogue", action="store_true",
+                        help="with --tiles: also the carriers whose epilogue runs on warps of its own "
+                        "(async_epilogue_tiles 4 and 8; built by --fused-variants tiles; not yet run on a GPU)")
     parser.add_argument("--only", action="append", default=None, metavar="TEXT",
                         help="keep only the candidates whose label contains TEXT (repeatable: any of them), "
                         "and the schedule's own setting as the reference (e.g. --only e64s at an order "
@@ -170,7 +173,8 @@ def run(args: argparse.Namespace, steps: Callable[[int, str, int], tuple[Callabl
     manifest = Path(build_dir) / "manifest.json"
     entries = read_manifest(manifest) if manifest.is_file() else []
     tiles_only = getattr(args, "tiles", False)
-    cands = with_build(candidates(args.order, paths, arch, args.mma, tiles_only=tiles_only), entries, arch)
+    cands = with_build(candidates(args.order, paths, arch, args.mma, tiles_only=tiles_only,
+                                  async_epilogue=getattr(args, "async_epilogue", False)), entries, arch)
     only = getattr(args, "only", None)
     if only:
         cands = selected(cands, only, paths, args.order, args.mma)

@@ -53,7 +53,9 @@ class Candidate:
         prefetch = f".{prefetch_tag(t)}" if prefetch_tag(t) else ""
         group = f".g{t['store_group']}" if t.get("store_group") else ""
         pipelined = ".fp" if t.get("fragment_pipeline") else ""
-        return f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}{warps}.s{t['stages']}{prefetch}{group}{pipelined}"
+        asynchronous = f".ae{t['async_epilogue_tiles']}" if t.get("async_epilogue_tiles") else ""
+        return (f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}{warps}.s{t['stages']}{prefetch}{group}{pipelined}"
+                f"{asynchronous}")
 
     @property
     def label(self) -> str:
@@ -92,7 +94,7 @@ def _checked(order: int, paths: Mapping[str, Any], options: Mapping[str, Any], a
 
 
 def candidates(order: int, paths: Mapping[str, Any], arch: str, mma: str | None = None,
-               tiles_only: bool = False) -> list[Candidate]:
+               tiles_only: bool = False, async_epilogue: bool = False) -> list[Candidate]:
     """Every legal setting of ``order`` (schedule ``[paths]`` tables ``paths``) on ``arch``, the
     schedule's carrier tile first for each variant, then its neighbourhood; for the schedule's own
     carrier, fold and flux also the library tiles with each swept MMA shape
@@ -116,7 +118,7 @@ def candidates(order: int, paths: Mapping[str, Any], arch: str, mma: str | None 
             shipped[CARRIER_STORE_GROUP_KEY] = int(base.carrier_tile[CARRIER_STORE_GROUP_KEY])
         settings, why = _checked(order, paths, {**variant, "carrier_tile": shipped}, arch)
         out.append(Candidate(carrier, fold, flux, shipped, True, settings, why))
-        pairs = (tile_variants(shipped, arch, base.mma, k_extent=order + 1) if own
+        pairs = (tile_variants(shipped, arch, base.mma, k_extent=order + 1, async_epilogue=async_epilogue) if own
                  else [(base.mma, t) for t in tile_alternatives(shipped)])
         for shape, tile in pairs:
             options = {**variant, "carrier_tile": tile, **({"mma": shape} if shape != base.mma else {})}

@@ -40,6 +40,10 @@ PREFETCH_SPLIT_WINDOWS: tuple[int, ...] = (16, 64)
 #: loads are in flight together; the default 4 makes the p = 511 128x64 tile's epilogue wait for 8
 #: DRAM round trips, 32 sites one; session 10: every L2 prefetch of the same loads ran slower).
 STORE_GROUPS: tuple[int, ...] = (8, 16, 32)
+#: Tiles per block of the asynchronous epilogue (``async_epilogue_tiles``: epilogue warps of their
+#: own, fed through shared memory while the MMA warps go on) the sweep tries on the schedule's tile and
+#: on the 64x64x16 library tile: the fill and drain of the hand-over cost one exposed epilogue per block.
+ASYNC_EPILOGUE_TILES: tuple[int, ...] = (4, 8)
 #: Shapes the sweep tries besides the schedule's, where the arch has them (8x8x4 is every arch's, and
 #: measured slower than 16x8x4 for the CuTe GEMMs at every order on the H200: 1.24-1.61 x GEMM).
 SWEPT_SHAPES: tuple[str, ...] = ("16x8x4", "16x8x8")
@@ -64,13 +68,14 @@ def swept_shapes(arch: str, scheduled: str) -> list[str]:
 
 
 def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
-                  k_extent: int | None = None) -> list[tuple[str, dict[str, Any]]]:
+                  k_extent: int | None = None, async_epilogue: bool = False) -> list[tuple[str, dict[str, Any]]]:
     """(mma, tile) pairs beside (scheduled_mma, shipped): the neighbourhood with the schedule's
     shape, the library tiles with every swept shape and, with the schedule's shape, with the
     whole-mainloop split prefetch; ``swap`` kept from the shipped tile; no
     duplicates, none equal to the shipped pair. With ``k_extent`` (the GEMMs' contraction length,
     Nq) split-prefetch windows at or past the carrier's k-tiles are one schedule (the whole
-    mainloop): only the first of them is tried."""
+    mainloop): only the first of them is tried. ``async_epilogue``: also the asynchronous-epilogue
+    carriers (ASYNC_EPILOGUE_TILES; opt-in until they have run on a GPU: a barrier bug hangs)."""
     # library tiles name every switch, so none is inherited from GEMM_CUTE's tile for the role
     swap = {"swap": shipped.get("swap", False), "fragment_pipeline": False}
     pairs = [(scheduled_mma, t) for t in tile_neighbourhood(shipped)]
@@ -78,6 +83,9 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
     pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d}) for d in (0, *PREFETCH_DISTANCES)]
     groups = STORE_GROUPS + ((DEFAULT_STORE_GROUP,) if shipped.get("store_group") else ())  # the way back
     pairs += [(scheduled_mma, {**plain, "store_group": g}) for g in groups]
+    if async_epilogue:
+        pairs += [(scheduled_mma, {**t, "async_epilogue_tiles": n}) for n in ASYNC_EPILOGUE_TILES
+                  for t in (plain, {**LIBRARY_TILES[0], **swap})]
     # the fragment pipeline on the schedule's tile and on each library tile, with the schedule's shape
     pairs += [(scheduled_mma, {**t, "fragment_pipeline": True})
               for t in (plain, *({**lt, **swap} for lt in LIBRARY_TILES))]
@@ -104,7 +112,7 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
         """No prefetch is prefetch 0, no store group the default one, no pipeline a false one."""
         return mma, tuple(sorted((k, v) for k, v in tile.items()
                                  if not (k in ("epilogue_prefetch", "epilogue_prefetch_split", "store_group",
-                                               "fragment_pipeline") and not v)
+                                               "fragment_pipeline", "async_epilogue_tiles") and not v)
                                  and not (k == "store_group" and v == DEFAULT_STORE_GROUP)))
 
     seen = {key_of(scheduled_mma, shipped)}
@@ -130,7 +138,8 @@ def tile_tag(tile: Mapping[str, Any]) -> str:
     return (f"t{t['bm']}x{t['bn']}x{t['bk']}w{t['warps_m']}x{t['warps_n']}s{t['stages']}"
             + ("t" if t.get("swap") else "") + prefetch_tag(t)
             + (f"g{t['store_group']}" if t.get("store_group") else "")
-            + ("fp" if t.get("fragment_pipeline") else ""))
+            + ("fp" if t.get("fragment_pipeline") else "")
+            + (f"ae{t['async_epilogue_tiles']}" if t.get("async_epilogue_tiles") else ""))
 
 
-__all__ = ["LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "prefetch_tag", "STORE_GROUPS", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]
+__all__ = ["ASYNC_EPILOGUE_TILES", "LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "prefetch_tag", "STORE_GROUPS", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]

@@ -206,7 +206,7 @@ class GemmCutePath(LibraryPath):
     def resident_blocks(self) -> dict[str, int]:
         resident = super().resident_blocks()
         for role, (kernel, cfg, _) in self.kernels.items():
-            resident[f"gemm_{role}"] = kernel.resident_blocks(cfg.threads, cfg.smem_bytes)
+            resident[f"gemm_{role}"] = kernel.resident_blocks(cfg.block_threads, cfg.smem_bytes)
         return resident
 
     def close(self) -> None:

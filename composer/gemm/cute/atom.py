@@ -98,6 +98,13 @@ def lds_f64(smem_addr: Any, offset: int = 0) -> Float64:
     return Float64(res)
 
 
+def sts_f64(smem_addr: Any, offset: int, x: Any) -> None:
+    """``st.shared.f64`` of ``x`` to byte address ``smem_addr + offset`` (``offset`` an immediate)."""
+    llvm.inline_asm(None, [Int32(smem_addr).ir_value(), Float64(x).ir_value()],
+                    f"st.shared.f64 [$0+{int(offset)}], $1;", "r,d",
+                    has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
 def stg_f64(gmem_addr: Any, x: Any) -> None:
     """``st.global.f64``: 8 bytes at an 8-byte aligned global address."""
     llvm.inline_asm(None, [Int64(gmem_addr).ir_value(), Float64(x).ir_value()], "st.global.f64 [$0], $1;", "l,d",

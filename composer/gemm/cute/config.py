@@ -97,6 +97,13 @@ class GemmConfig:
     #: plain loop waits, syncs and loads at each k-tile's top with no MMA in flight; at bk = 16 with
     #: 16x8x8 that is every second k-step (ncu, Nq = 512: tensor pipe 74-79 % against cuBLAS's 91.5 %).
     fragment_pipeline: bool = False
+    #: Tiles per block whose epilogues run on their own warps (0: off). The block holds the MMA
+    #: warps plus as many epilogue warps; the MMA warps hand each tile's accumulators over through
+    #: one of two shared-memory buffers (named barriers) and go on with the block's next tile while
+    #: the epilogue warps read the buffer and the epilogue's arrays and store. Why: the p = 511 carrier
+    #: runs mainloop and epilogue one after the other on each SM (ncu, session 10: 28.8 us per tile =
+    #: 18.6 of MMA + 12.3 of epilogue DRAM), and no change inside that order was faster.
+    async_epilogue_tiles: int = 0
 
     @property
     def shape(self) -> MmaShape:
@@ -105,6 +112,16 @@ class GemmConfig:
     @property
     def threads(self) -> int:
         return 32 * self.warps_m * self.warps_n
+
+    @property
+    def block_threads(self) -> int:
+        """Threads per block: the MMA warps, and as many epilogue warps with async_epilogue_tiles."""
+        return self.threads * (2 if self.async_epilogue_tiles else 1)
+
+    @property
+    def acc_buffer_bytes(self) -> int:
+        """Shared memory of the two accumulator hand-over buffers (async_epilogue_tiles only)."""
+        return 2 * self.bm * self.bn * 8 if self.async_epilogue_tiles else 0
 
     @property
     def warp_tile(self) -> tuple[int, int]:
@@ -126,7 +143,7 @@ class GemmConfig:
     def smem_bytes(self) -> int:
         """Dynamic shared memory: ``stages`` buffers of the A (bm x bk) and B (bn x bk) tiles, and
         of the factor tile of the product operand."""
-        return 8 * self.stages * (self.bm + self.bn + self.product_rows) * self.bk
+        return 8 * self.stages * (self.bm + self.bn + self.product_rows) * self.bk + self.acc_buffer_bytes
 
     @property
     def product_rows(self) -> int:
@@ -147,7 +164,8 @@ class GemmConfig:
                 f"_v{self.vec}_{self.epilogue}" + (f"_p{self.product}" if self.product else "")
                 + (f"_e{self.epilogue_prefetch}" if self.epilogue_prefetch else "")
                 + ("s" if self.epilogue_prefetch_split and self.epilogue_prefetch else "")
-                + ("_fp" if self.fragment_pipeline else ""))
+                + ("_fp" if self.fragment_pipeline else "")
+                + (f"_ae{self.async_epilogue_tiles}" if self.async_epilogue_tiles else ""))
 
     def validate(self, arch: str | None = None) -> "GemmConfig":
         """Return ``self`` if the kernel can be built for it (and for ``arch``, when given).
@@ -181,8 +199,13 @@ class GemmConfig:
             problems.append(f"bk={self.bk} is not a multiple of the mma k={s.k} (and at least 4)")
         if not 2 <= self.stages <= 8:
             problems.append(f"stages={self.stages} outside [2, 8]")
-        if self.threads > limits.max_threads_per_block:
-            problems.append(f"{self.threads} threads per block exceed {limits.max_threads_per_block} ({limits.arch})")
+        if self.block_threads > limits.max_threads_per_block:
+            problems.append(f"{self.block_threads} threads per block exceed {limits.max_threads_per_block} ({limits.arch})")
+        if self.async_epilogue_tiles:
+            if not 2 <= self.async_epilogue_tiles <= 64:
+                problems.append(f"async_epilogue_tiles={self.async_epilogue_tiles} outside [2, 64]")
+            if self.epilogue_prefetch or self.fragment_pipeline:
+                problems.append("async_epilogue_tiles runs without epilogue_prefetch and fragment_pipeline")
         if self.a_major not in ("m", "k") or self.b_major not in ("n", "k") or self.c_major not in ("m", "n"):
             problems.append(f"majors a={self.a_major!r} b={self.b_major!r} c={self.c_major!r} "
                             "(allowed: a in m/k, b in n/k, c in m/n)")
@@ -214,16 +237,18 @@ class GemmConfig:
 
     def grid_rule(self) -> str:
         """Manifest grid rule: one block per (m tile, n tile, batch), linearized into grid.x."""
-        return f"cdiv(m, {self.bm}) * cdiv(n, {self.bn}) * batch"
+        tiles = f"cdiv(m, {self.bm}) * cdiv(n, {self.bn}) * batch"
+        return f"cdiv({tiles}, {self.async_epilogue_tiles})" if self.async_epilogue_tiles else tiles
 
     def grid(self, m: int, n: int, batch: int) -> tuple[int, int, int]:
-        return (-(-m // self.bm)) * (-(-n // self.bn)) * batch, 1, 1
+        tiles = (-(-m // self.bm)) * (-(-n // self.bn)) * batch
+        return (-(-tiles // self.async_epilogue_tiles) if self.async_epilogue_tiles else tiles), 1, 1
 
     def to_dict(self) -> dict[str, Any]:
         """The fields; the optional switches (``epilogue_prefetch``, ``fragment_pipeline``) only when set, so that builds made before they existed
         (the same kernels) stay up to date."""
         out = asdict(self)
-        for key in ("epilogue_prefetch", "epilogue_prefetch_split", "fragment_pipeline"):
+        for key in ("epilogue_prefetch", "epilogue_prefetch_split", "fragment_pipeline", "async_epilogue_tiles"):
             if not out[key]:
                 del out[key]
         return out
@@ -327,10 +352,12 @@ def split_prefetch_k_tiles(k_tiles: int, window: int, arrays: int) -> list[int]:
 
 def config_for(spec: GemmSpec, mma: str, bm: int, bn: int, bk: int, warps_m: int, warps_n: int,
                stages: int, swap: bool = False, epilogue: str = "store", epilogue_prefetch: int = 0,
-               epilogue_prefetch_split: bool = False, fragment_pipeline: bool = False) -> GemmConfig:
+               epilogue_prefetch_split: bool = False, fragment_pipeline: bool = False,
+               async_epilogue_tiles: int = 0) -> GemmConfig:
     """A configuration with the majors (and cp.async width) the spec's layout requires."""
     prob = kernel_problem(spec, swap)
     a, b, c = prob.majors
     return GemmConfig(mma, bm, bn, bk, warps_m, warps_n, stages, a, b, c,
                       2 if prob.vec2_ok else 1, epilogue, epilogue_prefetch=epilogue_prefetch,
-                      epilogue_prefetch_split=epilogue_prefetch_split, fragment_pipeline=fragment_pipeline)
+                      epilogue_prefetch_split=epilogue_prefetch_split, fragment_pipeline=fragment_pipeline,
+                      async_epilogue_tiles=async_epilogue_tiles)

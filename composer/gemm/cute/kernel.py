@@ -29,10 +29,14 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64
 
-from composer.gemm.cute.atom import a_coord, b_coord, cp_async, cp_async_full, d_coord, dmma, lds_f64
+from composer.gemm.cute.atom import a_coord, b_coord, cp_async, cp_async_full, d_coord, dmma, lds_f64, sts_f64
 from composer.gemm.cute.config import AUX_SLOTS, KERNEL_PARAMS, GemmConfig, resolve_epilogue
 from composer.gemm.cute.epilogue import Epilogue, EpilogueContext, OutputSite
 from composer.gemm.cute.swizzle import frag_plan, interior_steps, swizzle_bits, swizzled_offset
+
+#: Named barriers of an async-epilogue block (0 is the whole block's): the MMA warps' own, and per
+#: accumulator buffer b one that says "full" (MMA -> epilogue warps) and one "empty" (back).
+MMA_BARRIER, FULL_BARRIER, EMPTY_BARRIER = 1, 2, 4
 
 #: The DSL type of each C type tag the ABI uses.
 _DSL_TYPES: dict[str, Any] = {"ptr": cute.Pointer, "i32": Int32, "i64": Int64, "f64": Float64}
@@ -129,6 +133,8 @@ class TensorOpDgemm:
         self.prefetch_at = cfg.epilogue_prefetch if self.epilogue.prefetch_slots else 0
         self.prefetch_split = cfg.epilogue_prefetch_split and self.prefetch_at > 0
         self.fragment_pipeline = cfg.fragment_pipeline
+        self.async_tiles = cfg.async_epilogue_tiles
+        self.acc_regs = self.tiles_m * self.tiles_n * self.shape.c_regs
 
     @cute.jit
     def __call__(self, args: KernelArgs):
@@ -136,7 +142,12 @@ class TensorOpDgemm:
         # the DSL keeps the name on the (class-level) kernel function: set it for this trace
         self.kernel.set_name_prefix(self.name, remove_cutlass_symbol=True, keep_mangled_name=False)
         blocks = ((args.m + self.bm - 1) // self.bm) * ((args.n + self.bn - 1) // self.bn) * args.batch
-        self.kernel(args).launch(grid=[blocks, 1, 1], block=[self.threads, 1, 1], smem=self.cfg.smem_bytes)
+        if cutlass.const_expr(self.async_tiles > 0):
+            self.kernel_ws.set_name_prefix(self.name, remove_cutlass_symbol=True, keep_mangled_name=False)
+            self.kernel_ws(args).launch(grid=[(blocks + self.async_tiles - 1) // self.async_tiles, 1, 1],
+                                        block=[2 * self.threads, 1, 1], smem=self.cfg.smem_bytes)
+        else:
+            self.kernel(args).launch(grid=[blocks, 1, 1], block=[self.threads, 1, 1], smem=self.cfg.smem_bytes)
 
     @cute.kernel
     def kernel(self, args: KernelArgs):
@@ -164,6 +175,90 @@ class TensorOpDgemm:
         sa_base = s_a.iterator.toint()
         sb_base = s_b.iterator.toint()
 
+        acc = cute.make_rmem_tensor(cute.make_layout((self.tiles_m, self.tiles_n, self.shape.c_regs)), Float64)
+        self._mainloop(args, tidx, ibatch, m0, n0, pa, pb, sa_base, sb_base, a_layout, b_layout, acc, False)
+        warp = tidx // 32
+        t = (tidx % 32) % 4
+        row_a = (warp % self.warps_m) * self.wm + (tidx % 32) // 4
+        self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
+
+    def _tile_origin(self, args: KernelArgs, tile: Any) -> tuple:
+        """(batch, ibatch, m0, n0, pa, pb) of linear tile ``tile`` (m tile fastest, then n, batch)."""
+        n_tiles_m = (args.m + self.bm - 1) // self.bm
+        n_tiles_n = (args.n + self.bn - 1) // self.bn
+        rest = tile // n_tiles_m
+        batch = rest // n_tiles_n
+        ibatch = Int64(batch)
+        m0 = (tile % n_tiles_m) * self.bm
+        n0 = (rest % n_tiles_n) * self.bn
+        return batch, ibatch, m0, n0, args.a + ibatch * args.stride_a, args.b + ibatch * args.stride_b
+
+    @cute.kernel
+    def kernel_ws(self, args: KernelArgs):
+        """async_epilogue_tiles = T: block b runs tiles b*T ... b*T+T-1. Threads [0, threads) are the
+        MMA warps: each tile's mainloop (their own barrier), its accumulators into buffer j % 2
+        (after the epilogue warps freed it: EMPTY_BARRIER + j % 2, from the third tile on), then
+        FULL_BARRIER + j % 2 and the next tile. Threads [threads, 2 threads) are the epilogue warps:
+        wait for the buffer, take thread tid - threads's accumulators in the MMA fragment order,
+        run the epilogue of that tile, free the buffer. Buffers are thread-major (conflict-free)."""
+        tidx, _, _ = cute.arch.thread_idx()
+        bid, _, _ = cute.arch.block_idx()
+        a_layout = smem_layout(self.bm, self.bk, self.a_mn_major, self.stages)
+        b_layout = smem_layout(self.bn, self.bk, self.b_mn_major, self.stages)
+        check_swizzle_model(a_layout, self.bm, self.bk, self.a_mn_major, self.stages)
+        check_swizzle_model(b_layout, self.bn, self.bk, self.b_mn_major, self.stages)
+        allocator = cutlass.memory.SmemAllocator()
+        s_a = allocator.allocate_tensor(Float64, self._buffer_layout(a_layout, "a", self.bm), 128)
+        s_b = allocator.allocate_tensor(Float64, self._buffer_layout(b_layout, "b", self.bn), 128)
+        s_acc = allocator.allocate_tensor(Float64, cute.make_layout(2 * self.acc_regs * self.threads), 128)
+        sa_base = s_a.iterator.toint()
+        sb_base = s_b.iterator.toint()
+        acc_base = s_acc.iterator.toint()
+        total = ((args.m + self.bm - 1) // self.bm) * ((args.n + self.bn - 1) // self.bn) * args.batch
+        first = bid * self.async_tiles
+        count = cutlass.select_(total - first < self.async_tiles, total - first, Int32(self.async_tiles))
+        pair = 2 * self.threads  # both groups take part in the full and empty barriers
+        buffer_bytes = self.acc_regs * self.threads * 8
+        acc = cute.make_rmem_tensor(cute.make_layout((self.tiles_m, self.tiles_n, self.shape.c_regs)), Float64)
+        if tidx < self.threads:
+            for j in cutlass.range(count, unroll=1):
+                batch, ibatch, m0, n0, pa, pb = self._tile_origin(args, first + j)
+                self._mainloop(args, tidx, ibatch, m0, n0, pa, pb, sa_base, sb_base, a_layout, b_layout, acc, True)
+                buf = j % 2
+                if j >= 2:
+                    cute.arch.barrier(barrier_id=EMPTY_BARRIER + buf, number_of_threads=pair)
+                mine = acc_base + buf * buffer_bytes + tidx * 8
+                for r, index in enumerate(self._acc_order()):
+                    sts_f64(mine, r * self.threads * 8, acc[index])
+                cute.arch.barrier_arrive(barrier_id=FULL_BARRIER + buf, number_of_threads=pair)
+                # the next tile's prologue overwrites stages the last k-steps read
+                cute.arch.barrier(barrier_id=MMA_BARRIER, number_of_threads=self.threads)
+        else:
+            et = tidx - self.threads
+            warp = et // 32
+            t = (et % 32) % 4
+            row_a = (warp % self.warps_m) * self.wm + (et % 32) // 4
+            for j in cutlass.range(count, unroll=1):
+                batch, ibatch, m0, n0, pa, pb = self._tile_origin(args, first + j)
+                buf = j % 2
+                cute.arch.barrier(barrier_id=FULL_BARRIER + buf, number_of_threads=pair)
+                theirs = acc_base + buf * buffer_bytes + et * 8
+                for r, index in enumerate(self._acc_order()):
+                    acc[index] = lds_f64(theirs, r * self.threads * 8)
+                self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
+                if j + 2 < count:
+                    cute.arch.barrier_arrive(barrier_id=EMPTY_BARRIER + buf, number_of_threads=pair)
+
+    def _acc_order(self) -> list[tuple[int, int, int]]:
+        """The accumulator registers in hand-over order (the buffer's r index)."""
+        return [(i, j, r) for i in range(self.tiles_m) for j in range(self.tiles_n) for r in range(self.shape.c_regs)]
+
+    @cute.jit
+    def _mainloop(self, args: KernelArgs, tidx: Int32, ibatch: Int64, m0: Int32, n0: Int32, pa: Any, pb: Any,
+                  sa_base: Int32, sb_base: Int32, a_layout: Any, b_layout: Any, acc: Any, mma_warps_only: bool):
+        """One tile's mainloop into ``acc`` (zeroed here): the copy plans, the cp.async prologue
+        and the k-tile loop, its barriers those of the whole block or, ``mma_warps_only`` (an
+        async-epilogue block), of the MMA warps alone; every cp.async group is drained at the end."""
         a_plan_copy = self._interior_plan(pa, args.lda, m0, sa_base, a_layout, self.bm, self.a_mn_major, tidx,
                                           self.a_copy_steps)
         b_plan_copy = self._interior_plan(pb, args.ldb, n0, sb_base, b_layout, self.bn, self.b_mn_major, tidx,
@@ -186,8 +281,6 @@ class TensorOpDgemm:
                 self._load_operands(ops, Int32(st * self.bk), Int32(st), tidx)
             cute.arch.cp_async_commit_group()
 
-        acc_layout = cute.make_layout((self.tiles_m, self.tiles_n, self.shape.c_regs))
-        acc = cute.make_rmem_tensor(acc_layout, Float64)
         acc.fill(0.0)
 
         warp = tidx // 32
@@ -220,7 +313,7 @@ class TensorOpDgemm:
             # tile 0's first fragments before the loop; each iteration then ends by waiting for the
             # next tile and loading its first fragments (_pipelined_k_tile)
             cute.arch.cp_async_wait_group(self.stages - 2)
-            cute.arch.sync_threads()
+            self._sync(mma_warps_only)
             self._keep_fragments(carry_a, carry_b, *self._load_fragments(
                 *self._stage_addresses(sa_base, sb_base, a_bases, b_bases, Int32(0)), 0))
         for kt in cutlass.range(k_tiles, unroll=1):
@@ -228,7 +321,7 @@ class TensorOpDgemm:
                 # tile kt has landed (at most stages-2 younger groups pending) and every warp is done
                 # with the stage the next load overwrites (it was read in iteration kt-1)
                 cute.arch.cp_async_wait_group(self.stages - 2)
-                cute.arch.sync_threads()
+                self._sync(mma_warps_only)
             # (with fragment_pipeline the same wait and barrier ended iteration kt-1)
             nxt = kt + self.stages - 1
             if nxt < k_tiles:
@@ -251,7 +344,12 @@ class TensorOpDgemm:
                     self._mma_step(acc, *self._load_fragments(a_addr, b_addr, ks))
         cute.arch.cp_async_wait_group(0)
 
-        self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
+    def _sync(self, mma_warps_only: bool) -> None:
+        """The mainloop's barrier: the block's, or named barrier MMA_BARRIER of the MMA warps only."""
+        if mma_warps_only:
+            cute.arch.barrier(barrier_id=MMA_BARRIER, number_of_threads=self.threads)
+        else:
+            cute.arch.sync_threads()
 
     @property
     def prefetch_count(self) -> int:
