@@ -94,10 +94,14 @@ def test_gemm_cute_path_validates(order):
     assert err <= sched.validation.tolerance
 
 
-def test_the_fragment_pipeline_changes_no_bit():
-    """``fragment_pipeline`` moves loads, the wait and the barrier, never an MMA's operands or
-    order: every pipelined kernel of the build gives exactly the output of its plain twin (same
-    configuration without the switch), on a ragged problem where the shape allows one."""
+@pytest.mark.parametrize("switch", ["fragment_pipeline", "async_epilogue_tiles"])
+def test_a_kernel_switch_changes_no_bit(switch):
+    """``fragment_pipeline`` moves loads, the wait and the barrier; ``async_epilogue_tiles`` hands the
+    accumulators to epilogue warps of their own: neither changes an MMA's operands or order, so every
+    such kernel of the build gives exactly the output of its plain twin (same configuration without
+    the switch), on ragged problems of several sizes (the kernels take their sizes at run time; the
+    sizes give the asynchronous blocks different tile counts in their last block). A hang is a
+    barrier bug."""
     from dataclasses import replace
 
     from composer.runtime import DeviceBuffer
@@ -107,33 +111,32 @@ def test_the_fragment_pipeline_changes_no_bit():
     dev = ensure_context(None)
     entries = [e for e in _entries() if e.arch == dev.arch]
     configs = {(e.config["role"], e.config["order"], GemmConfig.from_dict(e.config["gemm"])): e for e in entries}
-    pairs = [(e, configs.get((role, order, replace(cfg, fragment_pipeline=False))))
-             for (role, order, cfg), e in configs.items() if cfg.fragment_pipeline]
+    pairs = [(e, configs.get((role, order, replace(cfg, **{switch: type(getattr(cfg, switch))()}))))
+             for (role, order, cfg), e in configs.items() if getattr(cfg, switch)]
     pairs = [(p, q) for p, q in pairs if q is not None]
     if not pairs:
-        pytest.skip("no fragment-pipeline kernel with a plain twin in the build")
+        pytest.skip(f"no {switch} kernel with a plain twin in the build")
     rng = np.random.default_rng(11)
     for piped, plain in pairs:
-        # the kernels take their sizes at run time: a ragged Nq = 136 (not a multiple of any tile)
-        # keeps the host copies small at every built order
-        nq = min(piped.config["order"] + 1, 136)
-        spec = gemm_spec(piped.config["role"], nq, 1)
-        cfg = GemmConfig.from_dict(piped.config["gemm"])
-        prob = kernel_problem(spec, piped.config["swap"])
-        diff = rng.standard_normal((nq, nq))
-        flux = rng.standard_normal((1, nq, nq, nq))
-        bufs = {"D": DeviceBuffer.from_numpy(diff, device=dev), "flux": DeviceBuffer.from_numpy(flux, device=dev)}
-        outs = []
-        for e in (piped, plain):
-            out = DeviceBuffer(flux.nbytes, dev)
-            out.poison()  # NaN: an unwritten element cannot match by leftover data
-            Module.from_manifest_entry(e, device=dev).entry_kernel().launch(
-                cfg.grid(prob.m, prob.n, prob.batch),
-                args=prob.args(bufs[prob.a_operand].ptr, bufs[prob.b_operand].ptr, out.ptr))
-            dev.synchronize()
-            outs.append(out.to_numpy(flux.shape, np.float64))
-            out.free()
-        assert np.array_equal(outs[0], outs[1]), f"{piped.symbol} differs from {plain.symbol}"
-        assert np.isfinite(outs[0]).all() and np.abs(outs[0]).max() > 0  # every element written
-        for b in bufs.values():
-            b.free()
+        for nq in sorted({min(piped.config["order"] + 1, 136), 24, 8}):
+            spec = gemm_spec(piped.config["role"], nq, 1)
+            cfg = GemmConfig.from_dict(piped.config["gemm"])
+            prob = kernel_problem(spec, piped.config["swap"])
+            diff = rng.standard_normal((nq, nq))
+            flux = rng.standard_normal((1, nq, nq, nq))
+            bufs = {"D": DeviceBuffer.from_numpy(diff, device=dev), "flux": DeviceBuffer.from_numpy(flux, device=dev)}
+            outs = []
+            for e in (piped, plain):
+                c = GemmConfig.from_dict(e.config["gemm"])
+                out = DeviceBuffer(flux.nbytes, dev)
+                out.poison()  # NaN: an unwritten element cannot match by leftover data
+                Module.from_manifest_entry(e, device=dev).entry_kernel().launch(
+                    c.grid(prob.m, prob.n, prob.batch),
+                    args=prob.args(bufs[prob.a_operand].ptr, bufs[prob.b_operand].ptr, out.ptr))
+                dev.synchronize()
+                outs.append(out.to_numpy(flux.shape, np.float64))
+                out.free()
+            assert np.array_equal(outs[0], outs[1]), f"{piped.symbol} differs from {plain.symbol} at Nq = {nq}"
+            assert np.isfinite(outs[0]).all() and np.abs(outs[0]).max() > 0  # every element written
+            for b in bufs.values():
+                b.free()

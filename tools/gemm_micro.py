@@ -67,9 +67,11 @@ def variant_specs() -> list[tuple[str, int, str, dict, str]]:
             for idx, (role, order, mma, bm, bn, bk, wm, wn, st, swap) in enumerate(VARIANTS)]
 
 
-def build_variants(out: Path, arch: str, only: str | None = None, pipelines: tuple[bool, ...] = (False,)) -> int:
+def build_variants(out: Path, arch: str, only: str | None = None, pipelines: tuple[bool, ...] = (False,),
+                   async_tiles: int = 0) -> int:
     """``only`` ("x:511"): that role and order's variants; ``pipelines``: each variant without and/or
-    with ``fragment_pipeline`` (tag suffix ``fp``)."""
+    with ``fragment_pipeline`` (tag suffix ``fp``); ``async_tiles``: also each variant that can take
+    it with ``async_epilogue_tiles`` (tag suffix ``ae<T>``)."""
     from composer.build.builder import build
     from composer.build.plan import BuildJob
     from composer.gemm.cute.tiles import role_kernel
@@ -78,13 +80,16 @@ def build_variants(out: Path, arch: str, only: str | None = None, pipelines: tup
     for idx, (role, order, mma, overrides, tag) in enumerate(variant_specs()):
         if only is not None and only != f"{role}:{order}":
             continue
-        for pipelined in pipelines:
+        switches = [({"fragment_pipeline": p}, "fp" if p else "") for p in pipelines]
+        if async_tiles:
+            switches.append(({"async_epilogue_tiles": async_tiles}, f"ae{async_tiles}"))
+        for switch, suffix in switches:
             try:
-                rk = role_kernel(role, order + 1, 1, mma, {**overrides, "fragment_pipeline": pipelined})
+                rk = role_kernel(role, order + 1, 1, mma, {**overrides, **switch})
             except ValueError as exc:  # a tile the shape cannot take (validate() says why)
-                print(f"skip {role} p{order} {mma}: {exc}", file=sys.stderr)
+                print(f"skip {role} p{order} {mma} {suffix}: {exc}", file=sys.stderr)
                 continue
-            name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_{tag}{'fp' if pipelined else ''}"
+            name = f"dgemm_p{order:04d}_{role}_m{mma.replace('x', '_')}_{tag}{suffix}"
             jobs.append(BuildJob(name, "cute", arch, order,
                                  {"role": role, "swap": rk.swap, "config": rk.config.to_dict(), "variant": idx}))
     rep = build(jobs, out, log=lambda m: print(m, file=sys.stderr))
@@ -472,6 +477,8 @@ def main() -> int:
     v.add_argument("--out", default="build/sm_90_var")
     v.add_argument("--arch", default="sm_90")
     v.add_argument("--only", default=None, metavar="ROLE:ORDER", help="that role and order's variants only (e.g. x:511)")
+    v.add_argument("--async-epilogue", type=int, default=0, metavar="T",
+                   help="also build each variant that can take it with async_epilogue_tiles = T (tag aeT)")
     v.add_argument("--fragment-pipeline", choices=("off", "on", "both"), default="off",
                    help="build each variant without (off), with (on) or both ways (tag suffix fp)")
     r = sub.add_parser("run")
@@ -491,7 +498,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.cmd == "variants":
         pipelines = {"off": (False,), "on": (True,), "both": (False, True)}[args.fragment_pipeline]
-        return build_variants(Path(args.out), args.arch, args.only, pipelines)
+        return build_variants(Path(args.out), args.arch, args.only, pipelines, args.async_epilogue)
     return run_gpu(args)
 
 

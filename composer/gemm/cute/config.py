@@ -206,6 +206,9 @@ class GemmConfig:
                 problems.append(f"async_epilogue_tiles={self.async_epilogue_tiles} outside [2, 64]")
             if self.epilogue_prefetch or self.fragment_pipeline:
                 problems.append("async_epilogue_tiles runs without epilogue_prefetch and fragment_pipeline")
+            if self.threads > 128:  # 2 x threads share 65536 registers: above 128 MMA threads, < 255 each
+                problems.append(f"async_epilogue_tiles needs at most 128 MMA threads (4 warps), got {self.threads}: "
+                                "with as many epilogue threads a block of more would cap registers below 255")
         if self.a_major not in ("m", "k") or self.b_major not in ("n", "k") or self.c_major not in ("m", "n"):
             problems.append(f"majors a={self.a_major!r} b={self.b_major!r} c={self.c_major!r} "
                             "(allowed: a in m/k, b in n/k, c in m/n)")

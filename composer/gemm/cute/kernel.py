@@ -195,8 +195,8 @@ class TensorOpDgemm:
 
     @cute.kernel
     def kernel_ws(self, args: KernelArgs):
-        """async_epilogue_tiles = T: block b runs tiles b*T ... b*T+T-1. Threads [0, threads) are the
-        MMA warps: each tile's mainloop (their own barrier), its accumulators into buffer j % 2
+        """async_epilogue_tiles = T: block b runs tiles b*T ... b*T+T-1 (the last block those that
+        remain). Threads [0, threads) are the MMA warps: each tile's mainloop (their own barrier), its accumulators into buffer j % 2
         (after the epilogue warps freed it: EMPTY_BARRIER + j % 2, from the third tile on), then
         FULL_BARRIER + j % 2 and the next tile. Threads [threads, 2 threads) are the epilogue warps:
         wait for the buffer, take thread tid - threads's accumulators in the MMA fragment order,
@@ -245,9 +245,10 @@ class TensorOpDgemm:
                 theirs = acc_base + buf * buffer_bytes + et * 8
                 for r, index in enumerate(self._acc_order()):
                     acc[index] = lds_f64(theirs, r * self.threads * 8)
-                self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
+                # the buffer is free once its values are in registers (bar.arrive orders the loads)
                 if j + 2 < count:
                     cute.arch.barrier_arrive(barrier_id=EMPTY_BARRIER + buf, number_of_threads=pair)
+                self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
 
     def _acc_order(self) -> list[tuple[int, int, int]]:
         """The accumulator registers in hand-over order (the buffer's r index)."""
