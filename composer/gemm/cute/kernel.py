@@ -164,23 +164,29 @@ class TensorOpDgemm:
         n0 = tile_n * self.bn
         pa = args.a + ibatch * args.stride_a
         pb = args.b + ibatch * args.stride_b
-
-        a_layout = smem_layout(self.bm, self.bk, self.a_mn_major, self.stages)
-        b_layout = smem_layout(self.bn, self.bk, self.b_mn_major, self.stages)
-        check_swizzle_model(a_layout, self.bm, self.bk, self.a_mn_major, self.stages)
-        check_swizzle_model(b_layout, self.bn, self.bk, self.b_mn_major, self.stages)
         allocator = cutlass.memory.SmemAllocator()
-        s_a = allocator.allocate_tensor(Float64, self._buffer_layout(a_layout, "a", self.bm), 128)
-        s_b = allocator.allocate_tensor(Float64, self._buffer_layout(b_layout, "b", self.bn), 128)
-        sa_base = s_a.iterator.toint()
-        sb_base = s_b.iterator.toint()
-
+        a_layout, b_layout, sa_base, sb_base = self._operand_buffers(allocator)
         acc = cute.make_rmem_tensor(cute.make_layout((self.tiles_m, self.tiles_n, self.shape.c_regs)), Float64)
         self._mainloop(args, tidx, ibatch, m0, n0, pa, pb, sa_base, sb_base, a_layout, b_layout, acc, False)
         warp = tidx // 32
         t = (tidx % 32) % 4
         row_a = (warp % self.warps_m) * self.wm + (tidx % 32) // 4
         self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
+
+    def _operand_buffers(self, allocator: Any) -> tuple:
+        """(a_layout, b_layout, sa_base, sb_base): the A and B pipeline buffers, allocated first."""
+        a_layout = smem_layout(self.bm, self.bk, self.a_mn_major, self.stages)
+        b_layout = smem_layout(self.bn, self.bk, self.b_mn_major, self.stages)
+        check_swizzle_model(a_layout, self.bm, self.bk, self.a_mn_major, self.stages)
+        check_swizzle_model(b_layout, self.bn, self.bk, self.b_mn_major, self.stages)
+        s_a = allocator.allocate_tensor(Float64, self._buffer_layout(a_layout, "a", self.bm), 128)
+        s_b = allocator.allocate_tensor(Float64, self._buffer_layout(b_layout, "b", self.bn), 128)
+        return a_layout, b_layout, s_a.iterator.toint(), s_b.iterator.toint()
+
+    def _fragment_coords(self, tid: Any) -> tuple:
+        """(row_a, warp, t) of MMA thread ``tid``: what the epilogue needs to place its accumulators."""
+        warp = tid // 32
+        return (warp % self.warps_m) * self.wm + (tid % 32) // 4, warp, (tid % 32) % 4
 
     def _tile_origin(self, args: KernelArgs, tile: Any) -> tuple:
         """(batch, ibatch, m0, n0, pa, pb) of linear tile ``tile`` (m tile fastest, then n, batch)."""
@@ -196,23 +202,16 @@ class TensorOpDgemm:
     @cute.kernel
     def kernel_ws(self, args: KernelArgs):
         """async_epilogue_tiles = T: block b runs tiles b*T ... b*T+T-1 (the last block those that
-        remain). Threads [0, threads) are the MMA warps: each tile's mainloop (their own barrier), its accumulators into buffer j % 2
-        (after the epilogue warps freed it: EMPTY_BARRIER + j % 2, from the third tile on), then
+        remain). Threads [0, threads) are the MMA warps: each tile's mainloop (their own barrier),
+        its accumulators into buffer j % 2 (after the epilogue warps freed it: EMPTY_BARRIER + j % 2, from the third tile on), then
         FULL_BARRIER + j % 2 and the next tile. Threads [threads, 2 threads) are the epilogue warps:
         wait for the buffer, take thread tid - threads's accumulators in the MMA fragment order,
         run the epilogue of that tile, free the buffer. Buffers are thread-major (conflict-free)."""
         tidx, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
-        a_layout = smem_layout(self.bm, self.bk, self.a_mn_major, self.stages)
-        b_layout = smem_layout(self.bn, self.bk, self.b_mn_major, self.stages)
-        check_swizzle_model(a_layout, self.bm, self.bk, self.a_mn_major, self.stages)
-        check_swizzle_model(b_layout, self.bn, self.bk, self.b_mn_major, self.stages)
         allocator = cutlass.memory.SmemAllocator()
-        s_a = allocator.allocate_tensor(Float64, self._buffer_layout(a_layout, "a", self.bm), 128)
-        s_b = allocator.allocate_tensor(Float64, self._buffer_layout(b_layout, "b", self.bn), 128)
+        a_layout, b_layout, sa_base, sb_base = self._operand_buffers(allocator)
         s_acc = allocator.allocate_tensor(Float64, cute.make_layout(2 * self.acc_regs * self.threads), 128)
-        sa_base = s_a.iterator.toint()
-        sb_base = s_b.iterator.toint()
         acc_base = s_acc.iterator.toint()
         total = ((args.m + self.bm - 1) // self.bm) * ((args.n + self.bn - 1) // self.bn) * args.batch
         first = bid * self.async_tiles
@@ -235,9 +234,7 @@ class TensorOpDgemm:
                 cute.arch.barrier(barrier_id=MMA_BARRIER, number_of_threads=self.threads)
         else:
             et = tidx - self.threads
-            warp = et // 32
-            t = (et % 32) % 4
-            row_a = (warp % self.warps_m) * self.wm + (et % 32) // 4
+            row_a, warp, t = self._fragment_coords(et)
             for j in cutlass.range(count, unroll=1):
                 batch, ibatch, m0, n0, pa, pb = self._tile_origin(args, first + j)
                 buf = j % 2
