@@ -47,6 +47,10 @@ def register(subparsers: Any) -> None:
     fit.add_argument("--overlap", type=float, default=None, metavar="K",
                      help="combine the demands by their K-norm instead of the max (K >= 1; chosen by "
                           "`composer model overlap`; default: the paper's max)")
+    fit.add_argument("--latency-form", choices=("norm", "max"), default="norm",
+                     help="how restricted calibrations (DIR with --sms profiles) enter: norm (default) fits "
+                          "per kernel a latency demand inside the K-norm and an eta exponent in the SM "
+                          "count; max is session 8's max(roof, lambda / N) past a 1.15x margin")
     fit.add_argument("--json", action="store_true", help="print the calibration summary as JSON")
     fit.set_defaults(func=run_fit)
 
@@ -188,10 +192,11 @@ def fit_summary(model: Any) -> dict[str, Any]:
             utilization = k.counters.budget_cycles / (k.counters.elapsed_cycles * sms)
         rows.append({"machine": k.machine, "path": k.path, "order": k.order, "role": k.role, "name": k.name,
                      "shape": k.shape, "binding": k.binding, "eta": k.eta_at(model.overlap), "closure": k.closure,
-                     "budget_utilization": utilization, "dmma_unpriced": k.dmma_unpriced})
+                     "budget_utilization": utilization, "dmma_unpriced": k.dmma_unpriced,
+                     "sm_scaling": None if k.sm_scaling is None else k.sm_scaling.to_dict()})
         if k.closure is not None and utilization is not None and utilization > 0.05 and k.counters.grid >= sms:
             selected.append(k.closure)
-    return {"model_hash": model.hash, "overlap": model.overlap, "kernels": rows,
+    return {"model_hash": model.hash, "overlap": model.overlap, "latency_form": model.latency_form, "kernels": rows,
             "closure": {"n": len(selected), "median": statistics.median(selected) if selected else None,
                         "min": min(selected, default=None), "max": max(selected, default=None)}}
 
@@ -199,7 +204,8 @@ def fit_summary(model: Any) -> dict[str, Any]:
 def run_fit(args: argparse.Namespace) -> int:
     from composer.model.calibrate import fit
 
-    model = fit(_sources(args.profiles, args.machine), build=args.build, floor=args.floor, overlap=args.overlap)
+    model = fit(_sources(args.profiles, args.machine), build=args.build, floor=args.floor, overlap=args.overlap,
+                latency_form=args.latency_form)
     model.save(args.out)
     summary = {"out": str(args.out), **fit_summary(model)}
     if args.json:

@@ -25,6 +25,7 @@ from composer.model.counters import KernelCounters, profile_files, read_profile_
 from composer.model.demand import closure, combined, demands, eta
 from composer.model.errors import ModelError, ModelFileError
 from composer.model.kernels import KernelIdentity, identify, sass_shape
+from composer.model.sm_scaling import RestrictedRun, SmScaling, fit_sm_scaling
 
 SCHEMA = "composer.model"
 VERSION = 1
@@ -58,6 +59,9 @@ class CalibratedKernel:
     #: its eta and roof predict (None: no such calibration, or it kept to its roof there).
     latency_sm_cycles: float | None = None
     latency_from: str | None = None  # the restricted calibration's label (``h200@66``)
+    #: the fitted SM-count dependence (composer.model.sm_scaling) of a model fitted with
+    #: ``latency_form = "norm"``; it replaces the two fields above there
+    sm_scaling: SmScaling | None = None
 
     @property
     def name(self) -> str:
@@ -81,12 +85,18 @@ class CalibratedKernel:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["counters"] = self.counters.to_dict()
+        if self.sm_scaling is None:
+            del out["sm_scaling"]  # files fitted before the field hash as they did
+        else:
+            out["sm_scaling"] = self.sm_scaling.to_dict()
         return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> CalibratedKernel:
         fields = dict(raw)
         fields["counters"] = KernelCounters.from_dict(raw["counters"])
+        if raw.get("sm_scaling") is not None:
+            fields["sm_scaling"] = SmScaling.from_dict(raw["sm_scaling"])
         return cls(**fields)
 
 
@@ -100,6 +110,10 @@ class Model:
     floor: bool = True
     #: the exponent that combines the demands (composer.model.demand.combined); None: the max
     overlap: float | None = None
+    #: how a kernel's time follows the active SM count on its own machine: "max" (session 8's
+    #: latency term, ``max(roof, lambda / N)``, taken only past LATENCY_MARGIN) or "norm"
+    #: (composer.model.sm_scaling: lambda inside the k-norm and an eta exponent, fitted per kernel)
+    latency_form: str = "max"
     #: the digest a loaded file carried (verified on load): a file written before a field was added
     #: to CalibratedKernel keeps the hash its predictions cite, although its body now serializes
     #: the new field's default.
@@ -110,6 +124,8 @@ class Model:
                 "machines": self.machines, "kernels": [k.to_dict() for k in self.kernels]}
         if self.overlap is not None:  # absent for the paper's max: files fitted before k hash as they did
             body["overlap"] = self.overlap
+        if self.latency_form != "max":  # likewise for files fitted before the form existed
+            body["latency_form"] = self.latency_form
         return body
 
     @property
@@ -143,13 +159,15 @@ class Model:
         if digest != content_hash(raw):
             raise ModelFileError(f"{path}: content does not match its hash (edited after `composer model fit`?)")
         overlap = raw.get("overlap")
+        latency_form = raw.get("latency_form", "max")
         try:
             check_overlap(overlap)
+            check_latency_form(latency_form)
         except ModelError as exc:
             raise ModelFileError(f"{path}: {exc}") from None
         return cls(kernels=[CalibratedKernel.from_dict(k) for k in raw["kernels"]],
                    machines=raw["machines"], sources=raw["sources"], floor=raw["floor"],
-                   overlap=overlap, loaded_hash=digest)
+                   overlap=overlap, latency_form=latency_form, loaded_hash=digest)
 
 
 def check_overlap(overlap: Any) -> None:
@@ -158,6 +176,15 @@ def check_overlap(overlap: Any) -> None:
         return
     if isinstance(overlap, bool) or not isinstance(overlap, (int, float)) or not (1 <= overlap < math.inf):
         raise ModelError(f"overlap exponent {overlap!r}: expected a finite number >= 1 (none: the paper's max)")
+
+
+#: The SM-count forms a model can be fitted with (Model.latency_form).
+LATENCY_FORMS = ("norm", "max")
+
+
+def check_latency_form(form: Any) -> None:
+    if form not in LATENCY_FORMS:
+        raise ModelError(f"latency form {form!r} is not one of {', '.join(LATENCY_FORMS)}")
 
 
 def content_hash(body: Mapping[str, Any]) -> str:
@@ -309,6 +336,39 @@ def attach_latency(kernels: list[CalibratedKernel], machines: Mapping[str, Capac
     return out
 
 
+def attach_sm_scaling(kernels: list[CalibratedKernel], machines: Mapping[str, Capacities],
+                      overlap: float | None = None) -> list[CalibratedKernel]:
+    """Each full-SM kernel with restricted calibrations of its own gets its SM scaling
+    (composer.model.sm_scaling), fitted over all of them; the others keep none (their time on N
+    SMs follows the capacities alone)."""
+    by_role: dict[tuple[str, str, int, str], list[CalibratedKernel]] = {}
+    for k in kernels:
+        if "@" in k.machine:
+            by_role.setdefault((k.machine.split("@")[0], k.path, k.order, k.role), []).append(k)
+    out = []
+    for k in kernels:
+        twins = by_role.get((k.machine, k.path, k.order, k.role)) if "@" not in k.machine else None
+        if not twins:
+            out.append(k)
+            continue
+        runs = [RestrictedRun(label=t.machine, sm_count=machines[t.machine].sm_count,
+                              elapsed_cycles=t.counters.elapsed_cycles,
+                              demands=demands(k.counters.counts, k.dmma, machines[t.machine]).cycles)
+                for t in sorted(twins, key=lambda t: machines[t.machine].sm_count)]
+        scaling = fit_sm_scaling(k.counters.elapsed_cycles, k.demands, machines[k.machine].sm_count, runs, overlap)
+        out.append(replace(k, sm_scaling=scaling))
+    return out
+
+
+def attach_sm_dependence(kernels: list[CalibratedKernel], machines: Mapping[str, Capacities],
+                         overlap: float | None, latency_form: str) -> list[CalibratedKernel]:
+    """The restricted calibrations' contribution in the model's form (Model.latency_form)."""
+    check_latency_form(latency_form)
+    if latency_form == "norm":
+        return attach_sm_scaling(kernels, machines, overlap)
+    return attach_latency(kernels, machines, overlap)
+
+
 def with_overlap(model: Model, overlap: float | None) -> Model:
     """The same calibration combined with another exponent: the latency terms re-derived (which
     kernels qualify depends on K: a restricted run is compared with eta x the K-norm there), the
@@ -324,15 +384,18 @@ def with_overlap(model: Model, overlap: float | None) -> Model:
             if raw["sm_count"] != full.sm_count else full
         by_label[label] = replace(base, per_sm_cycle=dict(raw["per_sm_cycle"]), dmma_prices=dict(raw["dmma_prices"]),
                                   dfma_price=raw["dfma_price"], clock_hz=raw["clock_hz"])
-    bare = [replace(k, latency_sm_cycles=None, latency_from=None) for k in model.kernels]
-    return replace(model, kernels=attach_latency(bare, by_label, overlap), overlap=overlap, loaded_hash=None)
+    bare = [replace(k, latency_sm_cycles=None, latency_from=None, sm_scaling=None) for k in model.kernels]
+    return replace(model, kernels=attach_sm_dependence(bare, by_label, overlap, model.latency_form),
+                   overlap=overlap, loaded_hash=None)
 
 
 def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor: bool = True,
-        overlap: float | None = None) -> Model:
+        overlap: float | None = None, latency_form: str = "norm") -> Model:
     """Calibrate every (path, order) profile of every source directory; ``overlap`` is the
-    demand-combining exponent the model predicts with (None: the paper's max)."""
+    demand-combining exponent the model predicts with (None: the paper's max), ``latency_form``
+    how the restricted calibrations enter (Model.latency_form)."""
     check_overlap(overlap)
+    check_latency_form(latency_form)
     calibration_build = Build(build) if build is not None else None
     kernels: list[CalibratedKernel] = []
     machines: dict[str, dict[str, Any]] = {}
@@ -361,5 +424,5 @@ def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor
                           "files": digests})
     if calibration_build is not None:
         described.append({"build": str(calibration_build.directory), "arch": calibration_build.arch})
-    return Model(kernels=attach_latency(kernels, by_label, overlap), machines=machines, sources=described,
-                 floor=floor, overlap=overlap)
+    return Model(kernels=attach_sm_dependence(kernels, by_label, overlap, latency_form), machines=machines,
+                 sources=described, floor=floor, overlap=overlap, latency_form=latency_form)

@@ -132,7 +132,13 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
         dmma = {}
     d = demands(k.counters.counts, dmma, target)
     seconds, binding = predicted_seconds(eta_value, d, target, overlap), d.binding
-    if k.latency_sm_cycles is not None and k.machine.split("@")[0] == target.machine:
+    own_machine = k.machine.split("@")[0] == target.machine
+    if k.sm_scaling is not None and own_machine:  # the fitted SM-count form (composer.model.sm_scaling)
+        seconds = k.sm_scaling.cycles(d.cycles, target.sm_count, overlap) / target.clock_hz
+        eta_value = seconds * target.clock_hz / d.combined(overlap)  # what it amounts to there
+        if k.sm_scaling.latency_binds(d.cycles, target.sm_count):
+            binding = "latency"
+    elif k.latency_sm_cycles is not None and own_machine:
         latency = k.latency_sm_cycles / target.sm_count / target.clock_hz  # the machine it was measured on
         if latency > seconds:
             seconds, binding = latency, "latency"
