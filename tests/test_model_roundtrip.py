@@ -179,3 +179,38 @@ def test_skip_missing_leaves_out_the_cells_the_build_lacks_and_lists_them(saved,
     plain = json.loads((tmp_path / "plain.json").read_text())
     assert {(p["path"], p["seconds"]) for p in doc["paths"]} == {(p["path"], p["seconds"]) for p in plain["paths"]}
     assert "skipped" not in plain  # files made without the flag hash as before
+
+
+def test_a_restricted_profile_scales_the_calibrated_binary_and_not_a_transferred_one(saved, tmp_path, capsys):
+    """FUSED_TC's x kernel ran 2.6x slower on 66 SMs (FP64-bound: 2x from its roof, the rest latency):
+    the norm form fits it a latency demand, the 66-SM prediction reproduces that run, and FUSED_TC16
+    predicted from FUSED_TC's counters (another binary) is priced by the eta alone, as a model without
+    the restricted profile prices it (session 8's max form gave it the calibrated binary's latency term)."""
+    face = dict(name=FACE, dram=1.6e9, cycles=1.2e6, issue=1e7)
+    write_profile(tmp_path / "prof66", "FUSED_TC", 63, [
+        kernel_row(**face),
+        kernel_row(name="fused_tc_p63_s0_x", dmma=5.28e7, fp64=1.32e6, cycles=5.2e6, dram=1e9,
+                   budget=1.02 * (4 * 5.28e7 + 0.5 * 1.32e6))], sms=66)
+    out, fitted = {}, None
+    for form in ("norm", "bare"):
+        model = tmp_path / f"model_{form}.json"
+        restricted = [str(tmp_path / "prof66")] if form == "norm" else []
+        assert main(["model", "fit", "--profiles", str(saved / "prof"), *restricted, "--overlap", "4",
+                     "--out", str(model), "--json"]) == 0
+        summary = _json(capsys)
+        assert summary["latency_form"] == "norm"  # the default
+        fitted = summary if form == "norm" else fitted
+        for sms in (132, 66):
+            assert main(["model", "predict", "--model", str(model), "--machine", "h200", "--build",
+                         str(saved / "build"), "--sms", str(sms), "--as", "FUSED_TC16=FUSED_TC",
+                         "--out", str(tmp_path / f"{form}{sms}.json"), "--json"]) == 0
+            out[form, sms] = {(p["path"], k["role"]): k for p in _json(capsys)["paths"] for k in p["kernels"]}
+    x = [k for k in fitted["kernels"] if k["role"] == "s0_x" and k["machine"] == "h200"]
+    norm_x = json.loads((tmp_path / "model_norm.json").read_text())["kernels"]
+    scaling = next(k["sm_scaling"] for k in norm_x if k["role"] == "s0_x" and k["machine"] == "h200")
+    assert x and scaling["latency_sm_cycles"] > 0 and scaling["fitted_from"] == ["h200@66"]
+    assert out["norm", 132][("FUSED_TC", "s0_x")]["seconds"] == pytest.approx(2e6 / 1.98e9, rel=1e-9)
+    assert out["norm", 66][("FUSED_TC", "s0_x")]["seconds"] == pytest.approx(5.2e6 / 1.98e9, rel=1e-5)
+    for sms in (132, 66):  # the transferred binary: as without the restricted profile
+        assert out["norm", sms][("FUSED_TC16", "s0_x")]["seconds"] == pytest.approx(
+            out["bare", sms][("FUSED_TC16", "s0_x")]["seconds"], rel=1e-12)

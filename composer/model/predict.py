@@ -133,7 +133,11 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
     d = demands(k.counters.counts, dmma, target)
     seconds, binding = predicted_seconds(eta_value, d, target, overlap), d.binding
     own_machine = k.machine.split("@")[0] == target.machine
-    if k.sm_scaling is not None and own_machine:  # the fitted SM-count form (composer.model.sm_scaling)
+    # the fitted SM-count form (composer.model.sm_scaling) describes the binary that ran: another one
+    # (FUSED_TC16 predicted from FUSED_TC's counters, a CuTe GEMM at another shape) has latency and
+    # occupancy of its own, so it is priced by the calibration's eta alone
+    same_binary = not identity.own or target_name == k.name
+    if k.sm_scaling is not None and own_machine and same_binary:
         seconds = k.sm_scaling.cycles(d.cycles, target.sm_count, overlap) / target.clock_hz
         eta_value = seconds * target.clock_hz / d.combined(overlap)  # what it amounts to there
         if k.sm_scaling.latency_binds(d.cycles, target.sm_count):
