@@ -128,3 +128,34 @@ def main(outdir: str, deadline_s: float = 200.0) -> int:
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1], float(sys.argv[2]) if len(sys.argv) > 2 else 200.0))
+
+
+def _cluster_configs() -> dict[str, object]:
+    """Clustered kernels (issue 16): at p = 15 and 31 the emulated tables of tests/test_fused_cluster.py
+    (each split axis the template allows, clusters of 2 and 4), at p = 127 and 255 the first candidate
+    of each variant's cluster family (the sweep's reference)."""
+    from composer.fused.candidates import cluster_candidates
+    from composer.fused.config import parse_table
+    from tests.test_fused_cluster import SPLITS, XY_Z_4, _table
+
+    out: dict[str, object] = {f"FUSED_TC@{name} p15": parse_table("FUSED_TC", 15, _table(kernels))
+                              for name, kernels in SPLITS.items()}
+    out["FUSED_TC@xy|z c4 p31"] = parse_table("FUSED_TC", 31, _table(XY_Z_4))
+    for variant in ("FUSED_TC", "FUSED_TC16"):
+        for order in (127, 255):
+            found = cluster_candidates(variant, order)
+            if found:
+                out[f"{variant}@cluster p{order}"] = found[0][1]
+    return out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("label", sorted(_cluster_configs()))
+def test_clustered_fused_kernels_match_reference(device, label: str) -> None:
+    """A thread-block cluster holding a split axis (distributed shared memory) against the reference
+    on the point-varying input, on a small non-cubic grid (several clusters per element row)."""
+    config = _cluster_configs()[label]
+    grid = SMALL_GRIDS[config.order]
+    records = run_case(config.order, grid, [], device, extra={label: lambda order, c=config: c})
+    assert len(records) == 1 and "error" not in records[0], records
+    assert records[0]["rel_err"] <= TOLERANCE, records[0]

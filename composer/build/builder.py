@@ -150,7 +150,8 @@ def _compile_fused(job: BuildJob, out: Path) -> dict:
         "dynamic_smem": k.smem_bytes, "params": [{"name": p.name, "ctype": p.ctype} for p in k.signature],
         "grid_rule": {"x": grid}, "arch": job.arch,
         "config": {"kind": "fused", "order": order, "variant": variant, "kernel": kernel,
-                   "mma": mma, "volume": volume, "source_sha": job.spec["source_sha"]},
+                   "mma": mma, "volume": volume, "source_sha": job.spec["source_sha"],
+                   **({"cluster": k.cluster} if k.cluster > 1 else {})},
     }
 
 

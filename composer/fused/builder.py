@@ -102,8 +102,9 @@ class KernelPlan(BoxGeometry):
         return len(self.kernel.dirs) + int(self.q_tile)
 
     def positions(self, d: int) -> int:
-        """Output positions per line: the box kernel contracts the whole axis."""
-        return self.nq
+        """Output positions per line: the box kernel contracts the whole axis (a clustered kernel's
+        split direction: the block's own chunk of it)."""
+        return self.kernel.positions(d, self.nq)
 
     @property
     def tile_doubles(self) -> int:
@@ -194,8 +195,11 @@ def _d_panel(config: FusedConfig, plan: KernelPlan, limits: ArchLimits) -> int:
     if config.d_panel:
         return config.d_panel
     limit = limits.smem_per_block(config.min_blocks)
+    split = plan.kernel.split
+    chunk = plan.kernel.box[2 - split] if split is not None else config.nq
     for panel in (config.nq, 64, 32, 16, 8):
-        if panel <= config.nq and config.nq % panel == 0:
+        # a clustered kernel's panels lie inside one block's chunk of the split axis (or are all of D)
+        if panel <= config.nq and config.nq % panel == 0 and (panel == config.nq or chunk % panel == 0):
             trial = dataclasses.replace(plan, d_panel=panel)
             if trial.smem_bytes <= limit:
                 return panel
@@ -232,6 +236,11 @@ def _check_launchable(config: FusedConfig, plan: KernelPlan | StreamPlan, limits
     if threads > limits.max_threads_per_block:
         raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name} has {threads} "
                             f"threads per block; {limits.arch} allows {limits.max_threads_per_block}")
+    if plan.kernel.cluster > limits.max_cluster_blocks:
+        raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name} runs in "
+                            f"thread-block clusters of {plan.kernel.cluster}; {limits.arch} has "
+                            + ("none (sm_90 and later)" if limits.max_cluster_blocks <= 1
+                               else f"at most {limits.max_cluster_blocks} blocks per cluster"))
 
 
 def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[StreamPlan]:
@@ -302,7 +311,8 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         flux=config.flux, engine=config.engine, dfma=config.dfma, unroll=plan.kernel.unroll,
         tile=list(plan.kernel.tile), d_stage="smem" if plan.d_panel else "global",
         min_blocks=config.min_blocks, traces=config.traces, epb=config.elements_per_block,
-        late_wgt=late_weights(config, plan), **mma)
+        late_wgt=late_weights(config, plan), cluster=plan.kernel.cluster,
+        split=-1 if plan.kernel.split is None else plan.kernel.split, **mma)
 
 
 def render_face(nq: int) -> str:
@@ -322,6 +332,7 @@ class KernelSource:
     blocks_per_element: int  # 0 for the grid-stride face kernel
     signature: tuple[Param, ...]
     index: int | None  # position among the volume kernels; None for the face kernel
+    cluster: int = 1  # blocks per thread-block cluster of the launch (1: a plain launch)
 
 
 def face_source(nq: int) -> KernelSource:
@@ -335,7 +346,7 @@ def kernel_sources(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[Kernel
     sources = [face_source(config.nq)] if config.flux == "array" else []
     for plan in kernel_plans(config, arch):
         sources.append(KernelSource(plan.name, render_volume(config, plan), plan.kernel.threads, plan.smem_bytes,
-                                    plan.blocks_per_element, VOLUME_SIGNATURE, plan.index))
+                                    plan.blocks_per_element, VOLUME_SIGNATURE, plan.index, plan.kernel.cluster))
     return sources
 
 
@@ -343,7 +354,7 @@ def kernel_sources(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[Kernel
 class BuiltKernel(KernelSource):
     """A kernel source with its CUBIN: what the launcher needs."""
 
-    compiled: CompiledKernel
+    compiled: CompiledKernel = dataclasses.field(kw_only=True)  # after KernelSource's defaulted fields
 
     @classmethod
     def of(cls, kernel: KernelSource, compiled: CompiledKernel) -> BuiltKernel:

@@ -5,7 +5,8 @@ block owns, the MMA shape of FUSED_TC16, D staging, occupancy, trace source, ele
 never the template, so a measured winner is copied into ``schedules/pNNNN.toml`` as it is
 (``to_table``). ``label`` names a candidate in sweep plans and logs. The families:
 ``candidates`` (all, the schedule's own first), ``staged_candidates``, ``trace_candidates``,
-``wide_candidates``, ``strip_candidates``, ``stream_candidates`` (the streamed volume kernel);
+``wide_candidates``, ``strip_candidates``, ``stream_candidates`` (the streamed volume kernel),
+``cluster_candidates`` (x and y over whole k-planes held by a thread-block cluster);
 ``candidate_list`` selects one family by name.
 """
 
@@ -418,12 +419,68 @@ def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, Fuse
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
+#: Orders the cluster family is generated for: those whose whole k-plane of q*u and q*v (2 Nq^2
+#: doubles, 256 KiB at p = 127) no longer fits one block, so that x and y in one kernel need a
+#: thread-block cluster to hold it (below, the box kernels' "xy" boxes already do it in one block).
+CLUSTER_FROM = 127
+#: (cluster sizes, D panels) the family tries.
+CLUSTER_SIZES_TRIED = (2, 4, 8)
+CLUSTER_PANELS = (16, 32)
+
+
+def _z_box_kernels(variant: str, order: int) -> list[KernelConfig]:
+    """Box-kernel z tables to pair with a clustered xy kernel: the z kernel of the order's box
+    schedule (the variant's own, else FUSED_TC's) first, then boxes of whole z lines over 1-2 j rows
+    and 16-32 i columns with 256 or 512 threads (at p >= 255 every shipped table is streamed)."""
+    nq = order + 1
+    out = [k for v in dict.fromkeys((variant, "FUSED_TC")) for k in fused_config(v, order).kernels
+           if fused_config(v, order).volume == "box" and k.dirs == (2,)]
+    for box in ((nq, 2, 16), (nq, 1, 32), (nq, 1, 16)):
+        for threads in (256, 512):
+            for tile in ((2, 2), (1, 2), (1, 4)):
+                out.append(KernelConfig((2,), box, threads, tile))
+    return list(dict.fromkeys(out))
+
+
+def cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """x and y in one box kernel over whole k-planes held by a thread-block cluster (sm_90), then z:
+    the xy|z decomposition at the orders where a plane outgrows one block (issue 16: its byte floor,
+    382 us at p = 127 with the face array, is under the 450-us target; the shipped x|y|z's is 477).
+    Each block holds 1/c of the plane's j rows (box [1, Nq/c, Nq]) and reads the other ranks' rows of
+    q*v through distributed shared memory for the y contraction; D staged in panels. The xy kernel's
+    variations run with the first z kernel that fits, the z kernel's with the first xy kernel (the
+    two kernels do not interact; a full product would be several hundred GPU trials)."""
+    if order < CLUSTER_FROM or variant not in ("FUSED_TC", "FUSED_TC16") or order not in SUPPORTED_ORDERS[variant]:
+        return []
+    nq = order + 1
+    shape = "8x8x4" if variant == "FUSED_TC" else "16x8x4"
+
+    def config(xy: KernelConfig, z: KernelConfig, panel: int) -> FusedConfig:
+        return FusedConfig(variant, order, "array", (xy, z), shape, d_stage="smem", d_panel=panel)
+
+    xys = [(KernelConfig((0, 1), (1, nq // cluster, nq), threads, tile, cluster=cluster), panel)
+           for cluster in CLUSTER_SIZES_TRIED if nq % cluster == 0
+           for threads in (256, 512) for tile in ((1, 2), (2, 2), (2, 4), (4, 2), (4, 4))
+           for panel in CLUSTER_PANELS]
+    zs = _z_box_kernels(variant, order)
+    # the first z kernel that fits beside some xy kernel (the shipped box z where there is one)
+    z0 = next((z for z in zs if any(_fits(config(xy, z, panel)) for xy, panel in xys)), None)
+    if z0 is None:
+        return []
+    fitting = [(xy, panel, z0) for xy, panel in xys if _fits(config(xy, z0, panel))]
+    xy0, panel0, _ = fitting[0]
+    out = [config(xy, z, panel) for xy, panel, z in fitting]
+    out += [config(xy0, z, panel0) for z in zs if _fits(config(xy0, z, panel0))]
+    return [(label(c), c) for c in dict.fromkeys(out)]
+
+
 #: The candidate families `composer sweep-fused check --subset` runs (each with the schedule's own
 #: table first, as "base"); "all" is :func:`candidates`.
 FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates,
             "strip": strip_candidates, "stream": stream_candidates, "stream_refine": stream_refine_candidates,
             "stream_lines": stream_lines_candidates, "stream_paired": stream_paired_candidates,
-            "stream_order": stream_order_candidates, "stream_transfer": stream_transfer_candidates}
+            "stream_order": stream_order_candidates, "stream_transfer": stream_transfer_candidates,
+            "cluster": cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -458,6 +515,12 @@ def label(config: FusedConfig) -> str:
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
         extra += f" {key[0].upper()}{value}"
+    for n, other in enumerate(config.kernels):
+        if other.cluster > 1:  # a clustered kernel names itself: the label must tell the candidates apart
+            extra += f" k{n}:{other.dir_names}{list(other.box)}c{other.cluster}t{other.threads}{list(other.tile)}"
+    if any(c.cluster > 1 for c in config.kernels):
+        extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
+                                  for o in config.kernels if o.cluster == 1)
     return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
 
 
@@ -481,7 +544,8 @@ def to_table(config: FusedConfig) -> str:
     lines += [f'{key} = "{value}"' for key, value in _set_switches(config)]
     lines.append("kernels = [")
     for k in config.kernels:
+        cluster = f", cluster = {k.cluster}" if k.cluster > 1 else ""
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
-                     f"tile = {list(k.tile)} }},")
+                     f"tile = {list(k.tile)}{cluster} }},")
     lines.append("]")
     return "\n".join(lines)

@@ -132,10 +132,30 @@ class KernelConfig:
     threads: int
     tile: tuple[int, int]  # FUSED: (lines, positions) per thread; MMA: (WM, WN) MMAs per warp
     unroll: int = 4
+    #: > 1: a thread-block cluster of this many blocks (sm_90) holds the whole axis of one carried
+    #: direction (``split``), each block 1/cluster of it; that direction's contraction reads the other
+    #: blocks' flux tiles through distributed shared memory
+    cluster: int = 1
 
     @property
     def dir_names(self) -> str:
         return "".join(DIR_NAMES[d] for d in self.dirs)
+
+    @property
+    def split(self) -> int | None:
+        """The carried direction whose axis the cluster splits (None without a cluster)."""
+        if self.cluster == 1:
+            return None
+        return next(d for d in self.dirs if self.box[2 - d] * self.cluster == _box_nq(self))
+
+    def positions(self, d: int, nq: int) -> int:
+        """Output positions per line of direction d: the box's extent along its axis (Nq unless split)."""
+        return self.box[2 - d] if d == self.split else nq
+
+
+def _box_nq(k: KernelConfig) -> int:
+    """Nq of a clustered box: its whole axes (every carried axis but the split one is whole)."""
+    return max(k.box)
 
 
 @dataclass(frozen=True)
@@ -220,7 +240,7 @@ def _int_list(value: Any, n: int, file: str, key: str) -> tuple[int, ...]:
 def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) -> KernelConfig:
     if not isinstance(raw, Mapping):
         raise _error(file, key, f"expected a table, got {raw!r}")
-    _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll"), file, key)
+    _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll", "cluster"), file, key)
     dirs_text = raw.get("dirs")
     if not isinstance(dirs_text, str) or not dirs_text or any(c not in DIR_NAMES for c in dirs_text):
         raise _error(file, f"{key}.dirs", f"expected a string of directions from 'xyz', got {dirs_text!r}")
@@ -238,13 +258,48 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
             raise _error(file, f"{key}.box", f"{axis} extent {extent} does not divide Nq = {nq}")
     if stream and len(dirs) != 1:
         raise _error(file, f"{key}.dirs", f'a streamed kernel carries one direction, got {dirs_text!r}')
+    cluster = _cluster(raw, dirs, box, nq, file, key, stream)
     for d in dirs:
         # a direction's contraction needs its whole axis inside the block's box (a streamed kernel
-        # streams the axis instead: its box is the output tile)
-        if not stream and box[2 - d] != nq:
+        # streams the axis instead: its box is the output tile; a cluster holds it across its blocks)
+        if not stream and box[2 - d] != nq and box[2 - d] * cluster != nq:
             raise _error(file, f"{key}.box", f"carries {DIR_NAMES[d]} but spans {box[2 - d]} of the "
                                              f"Nq = {nq} nodes along that axis")
-    return KernelConfig(dirs, box, threads, tile, unroll)  # type: ignore[arg-type]
+    return KernelConfig(dirs, box, threads, tile, unroll, cluster)  # type: ignore[arg-type]
+
+
+#: Blocks per cluster a schedule may ask for: the portable cluster sizes of sm_90 (up to 8).
+CLUSTER_SIZES = (2, 4, 8)
+
+
+def _cluster(raw: Mapping[str, Any], dirs: tuple[int, ...], box: tuple[int, int, int], nq: int, file: str,
+             key: str, stream: bool) -> int:
+    """A kernel's ``cluster`` key: the blocks that together hold the one carried axis its box splits.
+
+    Why these rules: the template maps the cluster's ranks to consecutive boxes, which are the
+    split axis's chunks only when every axis numbered faster (i before j before k) is whole; the
+    first carried direction's tile becomes the accumulator while the others are still read, so the
+    split direction is a later one."""
+    cluster = raw.get("cluster", 1)
+    if "cluster" not in raw:
+        return 1
+    if cluster not in CLUSTER_SIZES or isinstance(cluster, bool):
+        raise _error(file, f"{key}.cluster", f"expected one of {CLUSTER_SIZES}, got {cluster!r}")
+    if stream:
+        raise _error(file, f"{key}.cluster", 'clusters apply to the box kernel, not volume = "stream"')
+    split = [d for d in dirs if box[2 - d] != nq]
+    if len(split) != 1 or box[2 - split[0]] * cluster != nq:
+        raise _error(file, f"{key}.cluster", f"a cluster of {cluster} needs exactly one carried axis whose box "
+                                             f"extent is Nq / {cluster} = {nq // cluster}, got box {list(box)}")
+    d = split[0]
+    if d == dirs[0]:
+        raise _error(file, f"{key}.cluster", f"the split axis ({DIR_NAMES[d]}) must not be the kernel's first "
+                                             "direction (its tile becomes the accumulator)")
+    faster = {0: (), 1: (0,), 2: (0, 1)}[d]  # the axes numbered faster than d's (x = i, y = j)
+    if any(box[2 - a] != nq for a in faster):
+        raise _error(file, f"{key}.box", f"a cluster split along {DIR_NAMES[d]} needs the box whole along "
+                                         f"{', '.join(DIR_NAMES[a] for a in faster)}")
+    return cluster
 
 
 def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = "<table>",
@@ -310,6 +365,9 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
                      f"to be the whole element [{nq}, {nq}, {nq}]")
     if epb > 1 and d_stage != "global":
         raise _error(file, f"{prefix}.elements_per_block", 'needs d_stage = "global"')
+    for n, k in enumerate(kernels):
+        if k.cluster > 1:
+            _check_cluster_table(table, k, mma, traces, epb, d_stage, d_panel, file, f"{prefix}.kernels[{n}]")
     k_panel, stages = _stream_keys(table, prefix, file, nq, mma, stream)
     switches = {key: _stream_choice(table, key, choices, prefix, file, stream)
                 for key, choices in STREAM_SWITCHES.items()}
@@ -334,6 +392,26 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
                                                       "is not a multiple of 8")
     return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                        str(traces), epb, str(volume), k_panel, stages, **switches)
+
+
+def _check_cluster_table(table: Mapping[str, Any], k: KernelConfig, mma: Any, traces: str, epb: int,
+                         d_stage: str, d_panel: int, file: str, key: str) -> None:
+    """What a clustered kernel needs of its table: the tensor-core engine with D staged (the split
+    contraction's k-loop is the staged one), D panels inside one block's chunk, traces from global
+    memory (a rank's tiles hold only its chunk), one element per block."""
+    if mma is None:
+        raise _error(file, f"{key}.cluster", "clusters apply to the tensor-core engine (FUSED_TC, FUSED_DFMA, "
+                                             "FUSED_TC16)")
+    if d_stage != "smem":
+        raise _error(file, f"{key}.cluster", 'a clustered kernel needs d_stage = "smem"')
+    extent, nq = k.box[2 - (k.split or 0)], max(k.box)
+    if d_panel and d_panel != nq and extent % d_panel:
+        raise _error(file, f"{key}.cluster", f"d_panel {d_panel} must divide the chunk of {extent} positions")
+    if traces != "global":
+        raise _error(file, f"{key}.cluster", 'a clustered kernel reads its traces from global memory (traces = "tiles" '
+                                             "would need the peers' tiles)")
+    if epb != 1:
+        raise _error(file, f"{key}.cluster", "a clustered kernel runs one element per block")
 
 
 def _stream_choice(table: Mapping[str, Any], key: str, choices: tuple[str, ...], prefix: str, file: str,

@@ -105,17 +105,36 @@ def _mma(acc: np.ndarray, amat: np.ndarray, bmat: np.ndarray, g, t) -> None:
         acc[r] += cmat[_c_fragment(r, g, t)]
 
 
-def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, nq: int, shape: str):
+def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, nq: int, shape: str,
+                  peers: list[np.ndarray] | None = None, aorg: int = 0):
     """(points, values) of every lane's C fragment, emulating mma.sync from the lanes' fragments.
 
     With D staged (plan.d_panel), the B fragments are read from the emulated shared-memory panels
-    through d_off, as the template's Contract::step reads them."""
+    through d_off, as the template's Contract::step reads them. ``peers`` (the direction a cluster
+    splits, Contract::run_cluster): the flux tiles of the cluster's ranks, rank h holding the axis's
+    k-values [h * ext, (h + 1) * ext); the block's positions are its chunk's, from ``aorg``, and the
+    staged D is addressed from row aorg (``aorg * DP + d_off(a, m)``)."""
     panels = stage_panels(plan, dmat, nq) if plan.d_panel else None
     mm, mk = mma_shape(shape).m, mma_shape(shape).k
     mi = mm // 8
     wm_n, wn_n = plan.kernel.tile
     warps = plan.kernel.threads // 32
-    tiles_l, tiles_a = plan.lines(d) // (mm * wm_n), nq // (8 * wn_n)
+    ext = plan.positions(d)
+    assert peers is not None or (ext == nq and aorg == 0), "a split direction reads its peers' tiles"
+    tiles_l, tiles_a = plan.lines(d) // (mm * wm_n), ext // (8 * wn_n)
+    # the template's static_assert: warp tiles divide the direction's lines x positions over the warps
+    assert plan.lines(d) % (mm * wm_n) == 0 and ext % (8 * wn_n) == 0 and tiles_l * tiles_a % warps == 0, \
+        f"{plan.name}: {wm_n}x{wn_n} warp tiles of {shape} do not divide {plan.lines(d)} lines x {ext} positions"
+
+    def a_value(m, l):
+        if peers is None:
+            return tile[_tile_off(plan, *_at(d, m, l, plan))]
+        rank = np.unique(m // ext)  # one k-step lies in one rank's chunk (ext is a multiple of MK)
+        assert rank.size == 1
+        return peers[int(rank[0])][_tile_off(plan, *_at(d, m % ext, l, plan))]
+
+    def b_row(a):
+        return aorg + a  # D's row of the block's position a (the staged D pointer moved by aorg rows)
     iters = tiles_l * tiles_a // warps
     lane = np.arange(32)
     g, t = lane // 4, lane % 4
@@ -132,15 +151,16 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
                     for i in range(mm * mk // 32):
                         m = m0 + t + 4 * (i // mi)
                         l = l0 + wm * mm + g + 8 * (i % mi)
-                        amat[g + 8 * (i % mi), t + 4 * (i // mi)] = tile[_tile_off(plan, *_at(d, m, l, plan))]
+                        amat[g + 8 * (i % mi), t + 4 * (i // mi)] = a_value(m, l)
                     for wn in range(wn_n):
                         bmat = np.full((mk, 8), np.nan)
                         for i in range(mk // 4):
                             if panels is None:
-                                bmat[t + 4 * i, g] = dmat[a0 + wn * 8 + g, m0 + t + 4 * i]
+                                bmat[t + 4 * i, g] = dmat[b_row(a0 + wn * 8 + g), m0 + t + 4 * i]
                             else:
                                 dp = plan.d_panel
-                                bmat[t + 4 * i, g] = panels[m0 // dp][d_off(dp, a0 + wn * 8 + g, m0 % dp + t + 4 * i)]
+                                bmat[t + 4 * i, g] = panels[m0 // dp][aorg * dp + d_off(dp, a0 + wn * 8 + g,
+                                                                                         m0 % dp + t + 4 * i)]
                         _mma(acc[wm, wn], amat, bmat, g, t)
             for wm in range(wm_n):
                 for wn in range(wn_n):
@@ -309,40 +329,51 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
         bk, bj, bi = plan.kernel.box
         kk, jj, ii = np.meshgrid(np.arange(bk), np.arange(bj), np.arange(bi), indexing="ij")
         kk, jj, ii = kk.ravel(), jj.ravel(), ii.ravel()
+        split, cluster = plan.kernel.split, plan.kernel.cluster
         for e in range(ne):
-            for box in range(plan.blocks_per_element):
+            def gidx(k, j, i, box):
                 k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
-                base = e * nq**3 + k0 * nq * nq + j0 * nq + i0
+                return e * nq**3 + (k0 + k) * nq * nq + (j0 + j) * nq + i0 + i
 
-                def gidx(k, j, i, base=base):
-                    return base + k * nq * nq + j * nq + i
-
+            # every block stages its tiles before any contraction (the cluster_sync of a clustered kernel)
+            staged = []
+            for box in range(plan.blocks_per_element):
                 tiles = []
                 for d in plan.kernel.dirs:
                     tile = np.full(plan.tile_doubles, np.nan)
-                    tile[_tile_off(plan, kk, jj, ii)] = flat["q"][gidx(kk, jj, ii)] * vel[d][gidx(kk, jj, ii)]
+                    g = gidx(kk, jj, ii, box)
+                    tile[_tile_off(plan, kk, jj, ii)] = flat["q"][g] * vel[d][g]
                     tiles.append(tile)
+                staged.append(tiles)
+            for box in range(plan.blocks_per_element):
+                k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
+                tiles = staged[box]
+                first_rank = box - box % cluster  # the cluster's blocks are consecutive boxes
                 acc = tiles[0]
                 for n, d in enumerate(plan.kernel.dirs):
                     if config.engine == "simt":
                         pts, vals = _contract_simt(plan, d, tiles[n], dmat, nq)
+                    elif d == split:
+                        peers = [staged[first_rank + h][n] for h in range(cluster)]
+                        pts, vals = _contract_mma(plan, d, tiles[n], dmat, nq, config.mma or "", peers,
+                                                  (i0, j0, k0)[d])
                     else:
                         pts, vals = _contract_mma(plan, d, tiles[n], dmat, nq, config.mma or "")
                     for (k, j, i), val in zip(pts, vals):
                         off = _tile_off(plan, k, j, i)
-                        weighted = metric[d][gidx(k, j, i)] * val
+                        weighted = metric[d][gidx(k, j, i, box)] * val
                         if n == 0:
                             acc[off] = weighted
                         else:
                             acc[off] = acc[off] + weighted
                 val = acc[_tile_off(plan, kk, jj, ii)].copy()
                 for d in plan.kernel.dirs:
-                    pos = (ii, jj, kk)[d]
+                    pos = (ii + i0, jj + j0, kk + k0)[d]  # along the whole axis (a split one's chunk moved)
                     face = {0: (kk + k0) * nq + (jj + j0), 1: (kk + k0) * nq + (ii + i0),
                             2: (jj + j0) * nq + (ii + i0)}[d]
                     for side, where in ((0, pos == 0), (1, pos == nq - 1)):
                         idx = e * 6 * nq * nq + (2 * d + side) * nq * nq + face
                         val = val + np.where(where, fstar[np.where(where, idx, 0)], 0.0)
-                g = gidx(kk, jj, ii)
+                g = gidx(kk, jj, ii, box)
                 dqdt[g] = -val if plan.first else dqdt[g] - val
     return dqdt.reshape(mesh.volume_shape)

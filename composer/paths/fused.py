@@ -127,7 +127,8 @@ class FusedPathBase(Path):
         self.prebuilt = ready is not None
         self.build: FusedBuild = ready or build(config, problem.device.arch, self.options.get("cache_dir"))
         self._modules: list[Module] = []
-        self._launches: dict[str, tuple[Kernel, int, int, int, bool]] = {}  # kernel, grid, block, smem, face?
+        # kernel, grid, block, smem, face?, cluster
+        self._launches: dict[str, tuple[Kernel, int, int, int, bool, int]] = {}
         for built in self.build.kernels:
             module = Module.from_cubin(built.compiled.cubin, problem.device)
             self._modules.append(module)
@@ -136,7 +137,8 @@ class FusedPathBase(Path):
             if config.min_blocks >= 2 and built.blocks_per_element:
                 _prefer_shared_carveout(kernel)
             grid = launch_grid(built, config, problem.num_elements, problem.nq, problem.device.sm_count)
-            self._launches[built.name] = (kernel, grid, built.threads, built.smem_bytes, not built.blocks_per_element)
+            self._launches[built.name] = (kernel, grid, built.threads, built.smem_bytes, not built.blocks_per_element,
+                                          built.cluster)
         self.vmap_m, self.vmap_p = problem.index_maps32()
         self.fstar = (problem.allocate(f"{self.name}.fstar", face_bytes(problem.nq, problem.num_elements))
                       if config.flux == "array" else None)
@@ -157,10 +159,10 @@ class FusedPathBase(Path):
         return [k for k, *_ in self._launches.values()]
 
     def launch_blocks(self) -> dict[str, int]:
-        return {name: grid for name, (_, grid, _, _, _) in self._launches.items()}
+        return {name: grid for name, (_, grid, *_) in self._launches.items()}
 
     def resident_blocks(self) -> dict[str, int]:
-        return {name: kernel.resident_blocks(block, smem) for name, (kernel, _, block, smem, _) in self._launches.items()}
+        return {name: kernel.resident_blocks(block, smem) for name, (kernel, _, block, smem, *_) in self._launches.items()}
 
     def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
         p = self.problem
@@ -171,9 +173,9 @@ class FusedPathBase(Path):
         face_args = (q_ptr, u, v, w, self.vmap_m.ptr, self.vmap_p.ptr, *faces, fstar, ne)
         volume_args = (q_ptr, u, v, w, p.ptr("Ex"), p.ptr("Ey"), p.ptr("Ez"), self.vmap_m.ptr, self.vmap_p.ptr,
                        *faces, fstar, self.diff.ptr, dqdt_ptr, ne)
-        return {name: (lambda s, k=kernel, g=grid, b=block, m=smem, a=face_args if face else volume_args:
-                       k.launch(g, b, a, m, s))
-                for name, (kernel, grid, block, smem, face) in self._launches.items()}
+        return {name: (lambda s, k=kernel, g=grid, b=block, m=smem, a=face_args if face else volume_args, c=cluster:
+                       k.launch(g, b, a, m, s, cluster=c if c > 1 else None))
+                for name, (kernel, grid, block, smem, face, cluster) in self._launches.items()}
 
     def close(self) -> None:
         for module in self._modules:

@@ -1,0 +1,142 @@
+"""Thread-block clusters in the fused box kernel (issue 16's xy|z design): a kernel's box splits one
+carried axis over the blocks of a cluster, whose contraction reads the peers' flux tiles through
+distributed shared memory. The schedule keys, their errors, the emulated index math against the
+reference, the SASS, and the candidate family."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from composer import dg
+from composer.errors import ComposerError, ConfigError
+from composer.fused.builder import kernel_plans, kernel_sources
+from composer.fused.candidates import candidate_list, cluster_candidates, label, to_table
+from composer.fused.config import parse_table
+from composer.fused.emulate import emulate
+
+from tests.test_fused_cpu import needs_nvrtc
+
+
+def _table(kernels: list[dict], **keys) -> dict:
+    return {"flux": "array", "mma": "8x8x4", "d_stage": "smem", "d_panel": 8, "kernels": kernels, **keys}
+
+
+XY_Z = [{"dirs": "xy", "box": [1, 8, 16], "threads": 64, "tile": [1, 1], "cluster": 2},
+        {"dirs": "z", "box": [16, 1, 16], "threads": 64, "tile": [1, 1]}]
+#: one clustered table per split axis the template allows (y split in "xy" and "zy", z split in "xz")
+SPLITS = {
+    "xy|z, y split": XY_Z,
+    "x|zy, y split": [{"dirs": "x", "box": [2, 16, 16], "threads": 64, "tile": [1, 1]},
+                      {"dirs": "zy", "box": [16, 8, 16], "threads": 128, "tile": [1, 1], "cluster": 2}],
+    "y|xz, z split": [{"dirs": "y", "box": [2, 16, 16], "threads": 64, "tile": [1, 1]},
+                      {"dirs": "xz", "box": [8, 16, 16], "threads": 128, "tile": [1, 1], "cluster": 2}],
+}
+#: p = 31: a cluster of 4 (8 rows of the plane per block)
+XY_Z_4 = [{"dirs": "xy", "box": [1, 8, 32], "threads": 64, "tile": [1, 1], "cluster": 4},
+          {"dirs": "z", "box": [32, 1, 32], "threads": 64, "tile": [1, 1]}]
+
+
+def test_a_clustered_table_parses_with_its_split_and_positions() -> None:
+    config = parse_table("FUSED_TC", 15, _table(XY_Z))
+    xy = config.kernels[0]
+    assert xy.cluster == 2 and xy.split == 1 and config.kernels[1].split is None
+    assert xy.positions(0, 16) == 16 and xy.positions(1, 16) == 8
+    plans = kernel_plans(config, "sm_90")
+    assert plans[0].blocks_per_element == 32 and plans[0].positions(1) == 8
+    # the table round-trips through to_table, and the label names the cluster
+    assert "cluster = 2" in to_table(config) and "c2" in label(config)
+
+
+@pytest.mark.parametrize("kernels,message", [
+    ([{**XY_Z[0], "cluster": 3}, XY_Z[1]], r"expected one of \(2, 4, 8\)"),
+    ([{**XY_Z[0], "cluster": 4}, XY_Z[1]], "extent is Nq / 4 = 4"),
+    ([{**XY_Z[0], "dirs": "yx"}, XY_Z[1]], "must not be the kernel's first direction"),
+    ([{**XY_Z[0], "box": [1, 8, 8]}, XY_Z[1]], "exactly one carried axis"),
+    ([{"dirs": "x", "box": [2, 16, 16], "threads": 64, "tile": [1, 1]},
+      {"dirs": "yz", "box": [8, 8, 16], "threads": 64, "tile": [1, 1], "cluster": 2}], "exactly one carried axis"),
+    ([{"dirs": "y", "box": [2, 16, 16], "threads": 64, "tile": [1, 1]},
+      {"dirs": "xz", "box": [8, 16, 8], "threads": 64, "tile": [1, 1], "cluster": 2}], "exactly one carried axis"),
+])
+def test_bad_cluster_keys_are_one_clear_error(kernels, message) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_table("FUSED_TC", 15, _table(kernels))
+
+
+def test_a_cluster_needs_the_tensor_core_engine_staged_d_and_global_traces() -> None:
+    with pytest.raises(ConfigError, match='needs d_stage = "smem"'):
+        parse_table("FUSED_TC", 15, {"flux": "array", "mma": "8x8x4", "kernels": XY_Z})
+    with pytest.raises(ConfigError, match="d_panel 16 must divide the chunk of 8"):
+        parse_table("FUSED_TC", 31, _table(XY_Z_4, d_panel=16))
+    with pytest.raises(ConfigError, match="traces from global memory"):
+        parse_table("FUSED_TC", 15, _table(XY_Z, flux="inline", traces="tiles"))
+    with pytest.raises(ConfigError, match="tensor-core engine"):
+        parse_table("FUSED", 15, {"flux": "array", "kernels": XY_Z})
+
+
+def test_the_builder_picks_a_d_panel_inside_the_chunk_and_refuses_archs_without_clusters() -> None:
+    config = parse_table("FUSED_TC", 15, {k: v for k, v in _table(XY_Z).items() if k != "d_panel"})
+    assert [p.d_panel for p in kernel_plans(config, "sm_90")] == [16, 16]  # all of D: no panel to straddle
+    assert [s.cluster for s in kernel_sources(config, "sm_90")] == [1, 2, 1]  # face kernel first
+    with pytest.raises(ComposerError, match="clusters of 2; sm_80 has none"):
+        kernel_plans(config, "sm_80")
+
+
+@pytest.mark.parametrize("name", sorted(SPLITS))
+def test_emulated_clustered_kernels_match_reference(name: str) -> None:
+    """Every rank's contraction over the whole axis from its peers' tiles, emulated lane by lane."""
+    grid = (2, 1, 2)
+    fields = dg.make_fields(15, grid, varying=True)
+    ref = dg.reference_tendency(fields, 15, grid)
+    for panel in (8, 0):
+        table = _table(SPLITS[name]) if panel else {k: v for k, v in _table(SPLITS[name]).items() if k != "d_panel"}
+        out = emulate(parse_table("FUSED_TC", 15, table), fields, grid)
+        assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+def test_emulated_clusters_of_4_match_reference() -> None:
+    fields = dg.make_fields(31, (1, 1, 1), varying=True)
+    ref = dg.reference_tendency(fields, 31, (1, 1, 1))
+    out = emulate(parse_table("FUSED_TC", 31, _table(XY_Z_4)), fields, (1, 1, 1))
+    assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+    config = parse_table("FUSED_TC16", 31, _table([
+        {"dirs": "xy", "box": [2, 8, 32], "threads": 64, "tile": [1, 1], "cluster": 4},
+        {"dirs": "z", "box": [32, 1, 32], "threads": 64, "tile": [1, 2]}], mma="16x8x4"))
+    assert np.max(np.abs(emulate(config, fields, (1, 1, 1)) - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+@needs_nvrtc
+def test_clustered_kernel_sass_has_the_cluster_barriers_remote_loads_and_its_dmma() -> None:
+    from pathlib import Path
+    import tempfile
+
+    from composer.arch.sass import disassemble
+    from composer.fused.builder import build
+
+    config = cluster_candidates("FUSED_TC16", 127)[0][1]
+    xy = next(k for k in build(config, "sm_90").kernels if k.cluster == 2)
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "xy.cubin"
+        cubin.write_bytes(xy.compiled.cubin)
+        sass = disassemble(cubin)
+    assert sass.count("UCGABAR_ARV") == 2 and sass.count("UCGABAR_WAIT") == 2  # staged, and at exit
+    assert "DMMA.16x8x4" in sass and "DMMA.8x8x4" not in sass
+    assert " LD.E.64 " in sass  # the peers' tile through distributed shared memory (generic loads)
+    assert "LDS.64" in sass  # the block's own chunk stays in shared-memory loads
+    assert "STL" not in sass and "LDL" not in sass  # no spills
+
+
+def test_the_cluster_family_at_p127_and_255_and_not_below() -> None:
+    for variant in ("FUSED_TC", "FUSED_TC16"):
+        assert cluster_candidates(variant, 63) == []
+        for order in (127, 255):
+            found = cluster_candidates(variant, order)
+            assert found and all(any(k.cluster > 1 for k in c.kernels) for _, c in found)
+            assert len({name for name, _ in found}) == len(found)  # the labels tell them apart
+            # every candidate is a schedule table: it parses back to itself
+            import tomllib
+
+            for _, config in found[:3]:
+                raw = tomllib.loads(to_table(config))["paths"][variant]
+                assert parse_table(variant, order, raw) == config
+        assert candidate_list(variant, 127, "cluster")[0][0] == "base"
