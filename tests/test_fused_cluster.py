@@ -80,6 +80,12 @@ def test_the_builder_picks_a_d_panel_inside_the_chunk_and_refuses_archs_without_
     assert [s.cluster for s in kernel_sources(config, "sm_90")] == [1, 2, 1]  # face kernel first
     with pytest.raises(ComposerError, match="clusters of 2; sm_80 has none"):
         kernel_plans(config, "sm_80")
+    # a table built in code (a candidate) with a panel wider than the chunk: refused by the builder
+    import dataclasses
+
+    four = parse_table("FUSED_TC", 31, _table(XY_Z_4))
+    with pytest.raises(ComposerError, match="D panel of 16 k-values straddles its cluster's chunks of 8"):
+        kernel_plans(dataclasses.replace(four, d_panel=16), "sm_90")
 
 
 @pytest.mark.parametrize("name", sorted(SPLITS))

@@ -236,6 +236,11 @@ def _check_launchable(config: FusedConfig, plan: KernelPlan | StreamPlan, limits
     if threads > limits.max_threads_per_block:
         raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name} has {threads} "
                             f"threads per block; {limits.arch} allows {limits.max_threads_per_block}")
+    split = plan.kernel.split
+    if (split is not None and isinstance(plan, KernelPlan) and plan.d_panel not in (0, plan.nq)
+            and plan.positions(split) % plan.d_panel):
+        raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name}'s D panel of "
+                            f"{plan.d_panel} k-values straddles its cluster's chunks of {plan.positions(split)}")
     if plan.kernel.cluster > limits.max_cluster_blocks:
         raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name} runs in "
                             f"thread-block clusters of {plan.kernel.cluster}; {limits.arch} has "
