@@ -31,6 +31,8 @@ SPLITS = {
                       {"dirs": "zy", "box": [16, 8, 16], "threads": 128, "tile": [1, 1], "cluster": 2}],
     "y|xz, z split": [{"dirs": "y", "box": [2, 16, 16], "threads": 64, "tile": [1, 1]},
                       {"dirs": "xz", "box": [8, 16, 16], "threads": 128, "tile": [1, 1], "cluster": 2}],
+    "z|yx, x split": [{"dirs": "z", "box": [16, 2, 16], "threads": 64, "tile": [1, 1]},
+                      {"dirs": "yx", "box": [2, 16, 8], "threads": 64, "tile": [1, 1], "cluster": 2}],
 }
 #: p = 31: a cluster of 4 (8 rows of the plane per block)
 XY_Z_4 = [{"dirs": "xy", "box": [1, 8, 32], "threads": 64, "tile": [1, 1], "cluster": 4},
@@ -49,7 +51,9 @@ def test_a_clustered_table_parses_with_its_split_and_positions() -> None:
 
 
 @pytest.mark.parametrize("kernels,message", [
-    ([{**XY_Z[0], "cluster": 3}, XY_Z[1]], r"expected one of \(2, 4, 8\)"),
+    ([{**XY_Z[0], "cluster": 3}, XY_Z[1]], r"expected one of \(1, 2, 4, 8\)"),
+    ([{**XY_Z[0], "cluster": 2.0}, XY_Z[1]], r"expected one of \(1, 2, 4, 8\), got 2.0"),
+    ([{**XY_Z[0], "cluster": 1}, XY_Z[1]], "carries y but spans 8"),
     ([{**XY_Z[0], "cluster": 4}, XY_Z[1]], "extent is Nq / 4 = 4"),
     ([{**XY_Z[0], "dirs": "yx"}, XY_Z[1]], "must not be the kernel's first direction"),
     ([{**XY_Z[0], "box": [1, 8, 8]}, XY_Z[1]], "exactly one carried axis"),
@@ -84,8 +88,18 @@ def test_the_builder_picks_a_d_panel_inside_the_chunk_and_refuses_archs_without_
     import dataclasses
 
     four = parse_table("FUSED_TC", 31, _table(XY_Z_4))
-    with pytest.raises(ComposerError, match="D panel of 16 k-values straddles its cluster's chunks of 8"):
+    with pytest.raises(ComposerError, match="d_panel 16 must divide the chunk of 8 positions"):
         kernel_plans(dataclasses.replace(four, d_panel=16), "sm_90")
+    # every other cluster rule as well (a split first direction, unstaged D, a faster axis not whole)
+    xy = four.kernels[0]
+    for kernels, d_stage, message in (
+            ((dataclasses.replace(xy, dirs=(1, 0)), four.kernels[1]), "smem", "must not be the kernel's first"),
+            (four.kernels, "global", 'needs d_stage = "smem"'),
+            ((dataclasses.replace(xy, dirs=(0, 2), box=(8, 16, 32)), four.kernels[1]), "smem",
+             "needs the box whole along x, y")):
+        bad = dataclasses.replace(four, kernels=kernels, d_stage=d_stage, d_panel=8 if d_stage == "smem" else 0)
+        with pytest.raises(ComposerError, match=message):
+            kernel_plans(bad, "sm_90")
 
 
 @pytest.mark.parametrize("name", sorted(SPLITS))
@@ -98,6 +112,15 @@ def test_emulated_clustered_kernels_match_reference(name: str) -> None:
         table = _table(SPLITS[name]) if panel else {k: v for k, v in _table(SPLITS[name]).items() if k != "d_panel"}
         out = emulate(parse_table("FUSED_TC", 15, table), fields, grid)
         assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+def test_emulated_cluster_of_8_matches_reference() -> None:
+    fields = dg.make_fields(63, (1, 1, 1), varying=True)
+    ref = dg.reference_tendency(fields, 63, (1, 1, 1))
+    config = parse_table("FUSED_TC", 63, _table([
+        {"dirs": "xy", "box": [1, 8, 64], "threads": 64, "tile": [1, 1], "cluster": 8},
+        {"dirs": "z", "box": [64, 1, 16], "threads": 64, "tile": [1, 1]}]))
+    assert np.max(np.abs(emulate(config, fields, (1, 1, 1)) - ref)) / np.max(np.abs(ref)) <= 1e-13
 
 
 def test_emulated_clusters_of_4_match_reference() -> None:

@@ -17,7 +17,7 @@ import numpy as np
 
 from composer.arch.limits import DEFAULT_ARCH, ArchLimits, arch_limits
 from composer.errors import ComposerError
-from composer.fused.config import DIR_NAMES, FusedConfig, KernelConfig, box_lines
+from composer.fused.config import DIR_NAMES, FusedConfig, KernelConfig, box_lines, cluster_problem
 from composer.kernels.render import render
 from composer.runtime.nvrtc import CompiledKernel, compile_cuda
 from composer.runtime.params import Param, params
@@ -236,11 +236,12 @@ def _check_launchable(config: FusedConfig, plan: KernelPlan | StreamPlan, limits
     if threads > limits.max_threads_per_block:
         raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name} has {threads} "
                             f"threads per block; {limits.arch} allows {limits.max_threads_per_block}")
-    split = plan.kernel.split
-    if (split is not None and isinstance(plan, KernelPlan) and plan.d_panel not in (0, plan.nq)
-            and plan.positions(split) % plan.d_panel):
-        raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name}'s D panel of "
-                            f"{plan.d_panel} k-values straddles its cluster's chunks of {plan.positions(split)}")
+    # a table built in code (a candidate) skips parse_table: its cluster is checked here as well
+    problem = cluster_problem(plan.kernel, config.nq, mma=config.mma, d_stage=config.d_stage,
+                              d_panel=getattr(plan, "d_panel", 0), traces=config.traces,
+                              epb=config.elements_per_block, volume=config.volume)
+    if problem:
+        raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name}: {problem[1]}")
     if plan.kernel.cluster > limits.max_cluster_blocks:
         raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name} runs in "
                             f"thread-block clusters of {plan.kernel.cluster}; {limits.arch} has "

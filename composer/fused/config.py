@@ -146,7 +146,8 @@ class KernelConfig:
         """The carried direction whose axis the cluster splits (None without a cluster)."""
         if self.cluster == 1:
             return None
-        return next(d for d in self.dirs if self.box[2 - d] * self.cluster == _box_nq(self))
+        # the carried axis the cluster completes (None for a box that matches none: cluster_problem says why)
+        return next((d for d in self.dirs if self.box[2 - d] * self.cluster == _box_nq(self)), None)
 
     def positions(self, d: int, nq: int) -> int:
         """Output positions per line of direction d: the box's extent along its axis (Nq unless split)."""
@@ -258,48 +259,68 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
             raise _error(file, f"{key}.box", f"{axis} extent {extent} does not divide Nq = {nq}")
     if stream and len(dirs) != 1:
         raise _error(file, f"{key}.dirs", f'a streamed kernel carries one direction, got {dirs_text!r}')
-    cluster = _cluster(raw, dirs, box, nq, file, key, stream)
+    cluster = _cluster(raw, file, key)
     for d in dirs:
         # a direction's contraction needs its whole axis inside the block's box (a streamed kernel
         # streams the axis instead: its box is the output tile; a cluster holds it across its blocks)
-        if not stream and box[2 - d] != nq and box[2 - d] * cluster != nq:
+        if not stream and cluster == 1 and box[2 - d] != nq:  # a cluster's boxes: cluster_problem
             raise _error(file, f"{key}.box", f"carries {DIR_NAMES[d]} but spans {box[2 - d]} of the "
                                              f"Nq = {nq} nodes along that axis")
     return KernelConfig(dirs, box, threads, tile, unroll, cluster)  # type: ignore[arg-type]
 
 
-#: Blocks per cluster a schedule may ask for: the portable cluster sizes of sm_90 (up to 8).
-CLUSTER_SIZES = (2, 4, 8)
+#: Blocks per cluster a schedule may ask for: the portable cluster sizes of sm_90 (up to 8); 1: none.
+CLUSTER_SIZES = (1, 2, 4, 8)
 
 
-def _cluster(raw: Mapping[str, Any], dirs: tuple[int, ...], box: tuple[int, int, int], nq: int, file: str,
-             key: str, stream: bool) -> int:
-    """A kernel's ``cluster`` key: the blocks that together hold the one carried axis its box splits.
+def _cluster(raw: Mapping[str, Any], file: str, key: str) -> int:
+    """A kernel's ``cluster`` key (its structure is checked by :func:`cluster_problem`)."""
+    cluster = raw.get("cluster", 1)
+    if type(cluster) is not int or cluster not in CLUSTER_SIZES:
+        raise _error(file, f"{key}.cluster", f"expected one of {CLUSTER_SIZES}, got {cluster!r}")
+    return cluster
 
-    Why these rules: the template maps the cluster's ranks to consecutive boxes, which are the
+
+def cluster_problem(k: KernelConfig, nq: int, *, mma: str | None, d_stage: str, d_panel: int, traces: str,
+                    epb: int, volume: str) -> tuple[str, str] | None:
+    """What is wrong with a clustered kernel, as (the key it concerns, the message); None if nothing.
+
+    Checked where tables are parsed and again where kernels are laid out (candidates are built in
+    code). Why these rules: the template maps the cluster's ranks to consecutive boxes, which are the
     split axis's chunks only when every axis numbered faster (i before j before k) is whole; the
     first carried direction's tile becomes the accumulator while the others are still read, so the
-    split direction is a later one."""
-    cluster = raw.get("cluster", 1)
-    if "cluster" not in raw:
-        return 1
-    if cluster not in CLUSTER_SIZES or isinstance(cluster, bool):
-        raise _error(file, f"{key}.cluster", f"expected one of {CLUSTER_SIZES}, got {cluster!r}")
-    if stream:
-        raise _error(file, f"{key}.cluster", 'clusters apply to the box kernel, not volume = "stream"')
-    split = [d for d in dirs if box[2 - d] != nq]
-    if len(split) != 1 or box[2 - split[0]] * cluster != nq:
-        raise _error(file, f"{key}.cluster", f"a cluster of {cluster} needs exactly one carried axis whose box "
-                                             f"extent is Nq / {cluster} = {nq // cluster}, got box {list(box)}")
+    split direction is a later one; the split contraction's k-loop is the staged-D one, its panels
+    inside one rank's chunk; a rank's tiles hold only its chunk, so interior traces come from global
+    memory; one element per block."""
+    if k.cluster == 1:
+        return None
+    if volume != "box":
+        return "cluster", 'clusters apply to the box kernel, not volume = "stream"'
+    if mma is None:
+        return "cluster", "clusters apply to the tensor-core engine (FUSED_TC, FUSED_DFMA, FUSED_TC16)"
+    split = [d for d in k.dirs if k.box[2 - d] != nq]
+    if len(split) != 1 or k.box[2 - split[0]] * k.cluster != nq:
+        return "cluster", (f"a cluster of {k.cluster} needs exactly one carried axis whose box extent is "
+                           f"Nq / {k.cluster} = {nq // k.cluster}, got box {list(k.box)}")
     d = split[0]
-    if d == dirs[0]:
-        raise _error(file, f"{key}.cluster", f"the split axis ({DIR_NAMES[d]}) must not be the kernel's first "
-                                             "direction (its tile becomes the accumulator)")
+    if d == k.dirs[0]:
+        return "cluster", (f"the split axis ({DIR_NAMES[d]}) must not be the kernel's first direction (its tile "
+                           "becomes the accumulator)")
     faster = {0: (), 1: (0,), 2: (0, 1)}[d]  # the axes numbered faster than d's (x = i, y = j)
-    if any(box[2 - a] != nq for a in faster):
-        raise _error(file, f"{key}.box", f"a cluster split along {DIR_NAMES[d]} needs the box whole along "
-                                         f"{', '.join(DIR_NAMES[a] for a in faster)}")
-    return cluster
+    if any(k.box[2 - a] != nq for a in faster):
+        return "box", (f"a cluster split along {DIR_NAMES[d]} needs the box whole along "
+                       f"{', '.join(DIR_NAMES[a] for a in faster)}")
+    if d_stage != "smem":
+        return "cluster", 'a clustered kernel needs d_stage = "smem"'
+    chunk = k.box[2 - d]
+    if d_panel and d_panel != nq and chunk % d_panel:
+        return "cluster", f"d_panel {d_panel} must divide the chunk of {chunk} positions"
+    if traces != "global":
+        return "cluster", ('a clustered kernel reads its traces from global memory (traces = "tiles" would need '
+                           "the peers' tiles)")
+    if epb != 1:
+        return "cluster", "a clustered kernel runs one element per block"
+    return None
 
 
 def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = "<table>",
@@ -366,8 +387,10 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if epb > 1 and d_stage != "global":
         raise _error(file, f"{prefix}.elements_per_block", 'needs d_stage = "global"')
     for n, k in enumerate(kernels):
-        if k.cluster > 1:
-            _check_cluster_table(table, k, mma, traces, epb, d_stage, d_panel, file, f"{prefix}.kernels[{n}]")
+        problem = cluster_problem(k, nq, mma=mma, d_stage=str(d_stage), d_panel=d_panel, traces=str(traces),
+                                  epb=epb, volume=str(volume))
+        if problem:
+            raise _error(file, f"{prefix}.kernels[{n}].{problem[0]}", problem[1])
     k_panel, stages = _stream_keys(table, prefix, file, nq, mma, stream)
     switches = {key: _stream_choice(table, key, choices, prefix, file, stream)
                 for key, choices in STREAM_SWITCHES.items()}
@@ -392,26 +415,6 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
                                                       "is not a multiple of 8")
     return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                        str(traces), epb, str(volume), k_panel, stages, **switches)
-
-
-def _check_cluster_table(table: Mapping[str, Any], k: KernelConfig, mma: Any, traces: str, epb: int,
-                         d_stage: str, d_panel: int, file: str, key: str) -> None:
-    """What a clustered kernel needs of its table: the tensor-core engine with D staged (the split
-    contraction's k-loop is the staged one), D panels inside one block's chunk, traces from global
-    memory (a rank's tiles hold only its chunk), one element per block."""
-    if mma is None:
-        raise _error(file, f"{key}.cluster", "clusters apply to the tensor-core engine (FUSED_TC, FUSED_DFMA, "
-                                             "FUSED_TC16)")
-    if d_stage != "smem":
-        raise _error(file, f"{key}.cluster", 'a clustered kernel needs d_stage = "smem"')
-    extent, nq = k.box[2 - (k.split or 0)], max(k.box)
-    if d_panel and d_panel != nq and extent % d_panel:
-        raise _error(file, f"{key}.cluster", f"d_panel {d_panel} must divide the chunk of {extent} positions")
-    if traces != "global":
-        raise _error(file, f"{key}.cluster", 'a clustered kernel reads its traces from global memory (traces = "tiles" '
-                                             "would need the peers' tiles)")
-    if epb != 1:
-        raise _error(file, f"{key}.cluster", "a clustered kernel runs one element per block")
 
 
 def _stream_choice(table: Mapping[str, Any], key: str, choices: tuple[str, ...], prefix: str, file: str,

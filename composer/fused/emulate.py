@@ -354,6 +354,8 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
                     if config.engine == "simt":
                         pts, vals = _contract_simt(plan, d, tiles[n], dmat, nq)
                     elif d == split:
+                        # the template's dispatch: run_cluster, a later direction's staged contraction
+                        assert n > 0 and plan.d_panel, f"{plan.name}: a split direction runs run_cluster"
                         peers = [staged[first_rank + h][n] for h in range(cluster)]
                         pts, vals = _contract_mma(plan, d, tiles[n], dmat, nq, config.mma or "", peers,
                                                   (i0, j0, k0)[d])
