@@ -126,15 +126,25 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
     assert plan.lines(d) % (mm * wm_n) == 0 and ext % (8 * wn_n) == 0 and tiles_l * tiles_a % warps == 0, \
         f"{plan.name}: {wm_n}x{wn_n} warp tiles of {shape} do not divide {plan.lines(d)} lines x {ext} positions"
 
-    def a_value(m, l):
+    def k_steps():
+        """(A's tile, the k-step's column in it, D's column) in the order the template's loops
+        visit them: Contract::run / run_staged over the whole axis, or Contract::run_cluster (all of
+        D staged: rank by rank; D panels: panel p from rank h = p * DP / EXT at chunk column mb)."""
         if peers is None:
-            return tile[_tile_off(plan, *_at(d, m, l, plan))]
-        rank = np.unique(m // ext)  # one k-step lies in one rank's chunk (ext is a multiple of MK)
-        assert rank.size == 1
-        return peers[int(rank[0])][_tile_off(plan, *_at(d, m % ext, l, plan))]
+            for m0 in range(0, nq, mk):
+                yield tile, m0, m0
+        elif plan.d_panel == nq:
+            for h in range(len(peers)):
+                for m0 in range(0, ext, mk):
+                    yield peers[h], m0, h * ext + m0
+        else:
+            dp = plan.d_panel
+            for p in range(nq // dp):
+                h = p * dp // ext
+                mb = p * dp - h * ext
+                for ml in range(0, dp, mk):
+                    yield peers[h], mb + ml, p * dp + ml
 
-    def b_row(a):
-        return aorg + a  # D's row of the block's position a (the staged D pointer moved by aorg rows)
     iters = tiles_l * tiles_a // warps
     lane = np.arange(32)
     g, t = lane // 4, lane % 4
@@ -145,22 +155,23 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
             tid = warp + it * warps
             l0, a0 = tid % tiles_l * (mm * wm_n), tid // tiles_l * (8 * wn_n)
             acc = np.zeros((wm_n, wn_n, c_regs, 32))
-            for m0 in range(0, nq, mk):
+            for src, m0, col in k_steps():
                 for wm in range(wm_n):
                     amat = np.full((mm, mk), np.nan)
                     for i in range(mm * mk // 32):
                         m = m0 + t + 4 * (i // mi)
                         l = l0 + wm * mm + g + 8 * (i % mi)
-                        amat[g + 8 * (i % mi), t + 4 * (i // mi)] = a_value(m, l)
+                        amat[g + 8 * (i % mi), t + 4 * (i // mi)] = src[_tile_off(plan, *_at(d, m, l, plan))]
                     for wn in range(wn_n):
                         bmat = np.full((mk, 8), np.nan)
                         for i in range(mk // 4):
                             if panels is None:
-                                bmat[t + 4 * i, g] = dmat[b_row(a0 + wn * 8 + g), m0 + t + 4 * i]
+                                bmat[t + 4 * i, g] = dmat[a0 + wn * 8 + g, col + t + 4 * i]
                             else:
+                                # the staged D from row aorg: the template moves the panel pointer by aorg * DP
                                 dp = plan.d_panel
-                                bmat[t + 4 * i, g] = panels[m0 // dp][aorg * dp + d_off(dp, a0 + wn * 8 + g,
-                                                                                         m0 % dp + t + 4 * i)]
+                                bmat[t + 4 * i, g] = panels[col // dp][aorg * dp + d_off(dp, a0 + wn * 8 + g,
+                                                                                          col % dp + t + 4 * i)]
                         _mma(acc[wm, wn], amat, bmat, g, t)
             for wm in range(wm_n):
                 for wn in range(wn_n):
