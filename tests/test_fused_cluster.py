@@ -169,3 +169,23 @@ def test_the_cluster_family_at_p127_and_255_and_not_below() -> None:
                 raw = tomllib.loads(to_table(config))["paths"][variant]
                 assert parse_table(variant, order, raw) == config
         assert candidate_list(variant, 127, "cluster")[0][0] == "base"
+
+
+@needs_nvrtc
+def test_the_dfma_ablation_of_a_clustered_table_has_no_dmma() -> None:
+    """FUSED_DFMA runs FUSED_TC's table with DFMA: a clustered FUSED_TC table keeps the ablation's
+    promise (no DMMA in its SASS) and its cluster barriers."""
+    import dataclasses
+    from pathlib import Path
+    import tempfile
+
+    from composer.arch.sass import disassemble
+    from composer.fused.builder import build
+
+    config = dataclasses.replace(parse_table("FUSED_TC", 15, _table(XY_Z)), variant="FUSED_DFMA", dfma=True)
+    xy = next(k for k in build(config, "sm_90").kernels if k.cluster == 2)
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = Path(tmp) / "xy.cubin"
+        cubin.write_bytes(xy.compiled.cubin)
+        sass = disassemble(cubin)
+    assert "DMMA" not in sass and "DFMA" in sass and "UCGABAR_WAIT" in sass
