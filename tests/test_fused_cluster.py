@@ -153,6 +153,12 @@ def test_clustered_kernel_sass_has_the_cluster_barriers_remote_loads_and_its_dmm
     assert " LD.E.64 " in sass  # the peers' tile through distributed shared memory (generic loads)
     assert "LDS.64" in sass  # the block's own chunk stays in shared-memory loads
     assert "STL" not in sass and "LDL" not in sass  # no spills
+    # with the fluxes formed inline the kernel computes its face fluxes itself: it compiles, unspilled
+    inline = next(c for _, c in cluster_candidates("FUSED_TC16", 127) if c.flux == "inline")
+    from composer.arch.sass import inspect_cubin
+
+    xy = next(k for k in build(inline, "sm_90").kernels if k.cluster == 2)
+    assert next(iter(inspect_cubin(xy.compiled.cubin).values())).spill_bytes == 0
 
 
 def test_the_cluster_family_at_p127_and_255_and_not_below() -> None:

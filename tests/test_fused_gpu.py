@@ -146,6 +146,9 @@ def _cluster_configs() -> dict[str, object]:
             found = cluster_candidates(variant, order)
             if found:
                 out[f"{variant}@cluster p{order}"] = found[0][1]
+            inline = [c for _, c in found if c.flux == "inline"]
+            if inline:
+                out[f"{variant}@cluster inline p{order}"] = inline[0]
     return out
 
 

@@ -426,6 +426,8 @@ CLUSTER_FROM = 127
 #: (cluster sizes, D panels) the family tries.
 CLUSTER_SIZES_TRIED = (2, 4, 8)
 CLUSTER_PANELS = (16, 32)
+#: xy tables of the family also tried with the fluxes formed inline.
+CLUSTER_INLINE = 4
 
 
 def _z_box_kernels(variant: str, order: int) -> list[KernelConfig]:
@@ -447,7 +449,8 @@ def cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]
     the xy|z decomposition at the orders where a plane outgrows one block (issue 16: its byte floor,
     382 us at p = 127 with the face array, is under the 450-us target; the shipped x|y|z's is 477).
     Each block holds 1/c of the plane's j rows (box [1, Nq/c, Nq]) and reads the other ranks' rows of
-    q*v through distributed shared memory for the y contraction; D staged in panels. The xy kernel's
+    q*v through distributed shared memory for the y contraction; D staged in panels; the face array,
+    and on the first CLUSTER_INLINE xy tables the fluxes formed inline. The xy kernel's
     variations run with the first z kernel that fits, the z kernel's with the first xy kernel (the
     two kernels do not interact; a full product would be several hundred GPU trials)."""
     if order < CLUSTER_FROM or variant not in ("FUSED_TC", "FUSED_TC16") or order not in SUPPORTED_ORDERS[variant]:
@@ -455,8 +458,8 @@ def cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]
     nq = order + 1
     shape = "8x8x4" if variant == "FUSED_TC" else "16x8x4"
 
-    def config(xy: KernelConfig, z: KernelConfig, panel: int) -> FusedConfig:
-        return FusedConfig(variant, order, "array", (xy, z), shape, d_stage="smem", d_panel=panel)
+    def config(xy: KernelConfig, z: KernelConfig, panel: int, flux: str = "array") -> FusedConfig:
+        return FusedConfig(variant, order, flux, (xy, z), shape, d_stage="smem", d_panel=panel)
 
     xys = [(KernelConfig((0, 1), (1, nq // cluster, nq), threads, tile, cluster=cluster), panel)
            for cluster in CLUSTER_SIZES_TRIED if nq % cluster == 0
@@ -471,6 +474,9 @@ def cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]
     xy0, panel0, _ = fitting[0]
     out = [config(xy, z, panel) for xy, panel, z in fitting]
     out += [config(xy0, z, panel0) for z in zs if _fits(config(xy0, z, panel0))]
+    # the fluxes formed inline (no face kernel, no face array: the 360-us floor at p = 127 against
+    # 382) on the first few xy tables
+    out += [config(xy, z, panel, "inline") for xy, panel, z in fitting[:CLUSTER_INLINE]]
     return [(label(c), c) for c in dict.fromkeys(out)]
 
 
