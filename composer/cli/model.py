@@ -201,6 +201,19 @@ def fit_summary(model: Any) -> dict[str, Any]:
                         "min": min(selected, default=None), "max": max(selected, default=None)}}
 
 
+def _sm_scaling_cell(scaling: dict | None) -> str:
+    """A kernel's fitted SM-count dependence in a few characters: the latency demand (millions of
+    SM-cycles), the eta exponent, the restricted runs it came from."""
+    if scaling is None:
+        return "-"
+    parts = []
+    if scaling["latency_sm_cycles"]:
+        parts.append(f"lat {scaling['latency_sm_cycles'] / 1e6:.3g}M SM-cyc")
+    if abs(scaling["eta_sm_exponent"]) > 1e-4:
+        parts.append(f"gamma {scaling['eta_sm_exponent']:+.3f}")
+    return (", ".join(parts) or "none") + f" ({', '.join(scaling['fitted_from'])})"
+
+
 def run_fit(args: argparse.Namespace) -> int:
     from composer.model.calibrate import fit
 
@@ -211,11 +224,11 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=1))
         return 0
-    table = output.table(("machine", "path", "p", "role", "shape", "binding", "eta", "closure"),
+    table = output.table(("machine", "path", "p", "role", "shape", "binding", "eta", "closure", "SM scaling"),
                          title=f"calibration ({len(model.kernels)} kernels)", right=("p", "eta", "closure"))
     for r in summary["kernels"]:
         table.add_row(r["machine"], r["path"], str(r["order"]), r["role"], r["shape"] or "-", r["binding"],
-                      f"{r['eta']:.3f}", _fmt(r["closure"], ".3f"))
+                      f"{r['eta']:.3f}", _fmt(r["closure"], ".3f"), _sm_scaling_cell(r["sm_scaling"]))
     con = output.console()
     con.print(table)
     c = summary["closure"]
