@@ -24,9 +24,16 @@ K = 4.0
 
 
 def _gemm(cycles: float):
-    """A DRAM-bound library kernel without mma, with SM-side demands a k-norm notices."""
-    return kernel_counters(kernel_row(name="gemmSN_NN_kernel", dmma=0, fp64=1e5, issue=4e8, alu=1e5, fma=1e5,
-                                      lsu=3e8, l2=3e9, dram=1e9, cycles=cycles), 0, "test")
+    """A DRAM-bound library kernel without mma (its roof keeps its time on fewer SMs, so a latency
+    demand is what tells a slower restricted run apart)."""
+    return kernel_counters(kernel_row(name="gemmSN_NN_kernel", dmma=0, fp64=1e5, issue=1e7, alu=1e5, fma=1e5,
+                                      lsu=1e7, l2=1e8, dram=1e9, cycles=cycles), 0, "test")
+
+
+def _sm_bound(cycles: float):
+    """A kernel bound by SM-side demands only (they and a latency demand all scale as 1/N)."""
+    return kernel_counters(kernel_row(name="gemmSN_NN_kernel", dmma=0, fp64=1e5, issue=4e9, alu=1e5, fma=1e5,
+                                      lsu=1e5, l2=1e5, dram=1e5, cycles=cycles), 0, "test")
 
 
 def _runs(counts, truth: SmScaling, sms: list[int]) -> tuple[float, dict, list[RestrictedRun]]:
@@ -86,6 +93,27 @@ def test_two_restricted_counts_recover_both_parameters():
     assert s.rms_log_error < 1e-4
     d50 = demands(counts, {}, capacities(H200, 50)).cycles
     assert s.cycles(d50, 50, K) == pytest.approx(truth.cycles(d50, 50, K), rel=1e-3)
+
+
+def test_a_cost_flat_in_lambda_takes_no_latency_demand_and_lambda_stays_under_the_full_run():
+    """An SM-bound kernel under the max: every demand and lambda / N scale alike, so no lambda is
+    better than none (none is reported, not a rounding winner); a run slower on half the SMs than
+    pure 1/N gets lambda at most the full run's SM-cycles and the rest in gamma."""
+    counts = _sm_bound(1).counts
+    full = capacities(H200)
+    d_full, d66 = demands(counts, {}, full).cycles, demands(counts, {}, capacities(H200, 66)).cycles
+    full_elapsed = 1.2 * combined(d_full, None)
+    s = fit_sm_scaling(full_elapsed, d_full, 132, [RestrictedRun("h200@66", 66, 1.5 * 1.2 * combined(d66, None), d66)],
+                       None)
+    assert s.latency_sm_cycles == 0.0 and not s.latency_binds(d_full, 132)
+    counts = _gemm(1).counts
+    d_full, d66 = demands(counts, {}, full).cycles, demands(counts, {}, capacities(H200, 66)).cycles
+    full_elapsed = 1.1 * combined(d_full, K)
+    slow = RestrictedRun("h200@66", 66, 2.6 * full_elapsed, d66)  # 2.6x on half the SMs
+    s = fit_sm_scaling(full_elapsed, d_full, 132, [slow], K)
+    assert 0 < s.latency_sm_cycles <= full_elapsed * 132 * (1 + 1e-12) and s.eta_sm_exponent < 0
+    assert s.cycles(d66, 66, K) == pytest.approx(slow.elapsed_cycles, rel=1e-4)
+    assert s.cycles(d_full, 132, K) == pytest.approx(full_elapsed, rel=1e-9)
 
 
 def test_a_fit_without_a_restricted_run_or_with_a_zero_time_is_refused():

@@ -124,7 +124,9 @@ class Model:
                 "machines": self.machines, "kernels": [k.to_dict() for k in self.kernels]}
         if self.overlap is not None:  # absent for the paper's max: files fitted before k hash as they did
             body["overlap"] = self.overlap
-        if self.latency_form != "max":  # likewise for files fitted before the form existed
+        # likewise for files fitted before the form existed, and for fits without restricted profiles
+        # (both forms predict those alike)
+        if self.latency_form != "max" and any(k.sm_scaling is not None for k in self.kernels):
             body["latency_form"] = self.latency_form
         return body
 

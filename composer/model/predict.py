@@ -135,8 +135,9 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
     own_machine = k.machine.split("@")[0] == target.machine
     # the fitted SM-count form (composer.model.sm_scaling) describes the binary that ran: another one
     # (FUSED_TC16 predicted from FUSED_TC's counters, a CuTe GEMM at another shape) has latency and
-    # occupancy of its own, so it is priced by the calibration's eta alone
-    same_binary = not identity.own or target_name == k.name
+    # occupancy of its own, so it is priced by the calibration's eta alone (fused symbols name neither
+    # the shape nor the table: the shape is compared too)
+    same_binary = not identity.own or (target_name == k.name and set(dmma) == ({k.shape} if k.shape else set()))
     if k.sm_scaling is not None and own_machine and same_binary:
         seconds = k.sm_scaling.cycles(d.cycles, target.sm_count, overlap) / target.clock_hz
         eta_value = seconds * target.clock_hz / d.combined(overlap)  # what it amounts to there

@@ -35,10 +35,16 @@ from composer.model.demand import combined
 #: parameters are not both determined by one point); small against a 1 % log error (1e-4).
 EXPONENT_PENALTY = 1e-6
 
-#: The latency demand's search range, in units of the full calibration's SM-cycles.
-_LAMBDA_RANGE = (1e-4, 1e4)
+#: The latency demand's search range, in units of the full calibration's SM-cycles: at most those
+#: (session 8's cap: the term never exceeds what the full-SM run took; a kernel slower on fewer SMs
+#: than pure 1/N takes the rest in gamma), so that eta_L stays a fraction of the roof reached.
+_LAMBDA_RANGE = (1e-4, 1.0)
+#: A latency demand is taken only when it lowers the cost by more than this (a cost flat in lambda,
+#: e.g. every demand scaling as 1/N under the max, keeps lambda = 0 instead of a rounding winner).
+_MIN_COST_GAIN = 1e-10
 _GRID = 161
 _REFINE = 80
+_MINIMA = 6  # grid local minima refined (the lowest)
 
 
 @dataclass(frozen=True)
@@ -110,10 +116,9 @@ def fit_sm_scaling(full_elapsed: float, full_demands: Mapping[str, float], full_
     lo, hi = (math.log(unit * f) for f in _LAMBDA_RANGE)
     grid = [lo + (hi - lo) * i / (_GRID - 1) for i in range(_GRID)]
     costs = [solve(math.exp(g))[0] for g in grid]
-    best_lam, best = 0.0, solve(0.0)
-    i = min(range(_GRID), key=costs.__getitem__)
-    if costs[i] < best[0]:
-        # golden-section refinement between the grid neighbours (the cost is unimodal there)
+
+    def refine(i: int) -> float:
+        """Golden-section search of log lambda between grid point i's neighbours."""
         a, b = grid[max(i - 1, 0)], grid[min(i + 1, _GRID - 1)]
         ratio = (math.sqrt(5.0) - 1.0) / 2.0
         c, d = b - ratio * (b - a), a + ratio * (b - a)
@@ -127,8 +132,17 @@ def fit_sm_scaling(full_elapsed: float, full_demands: Mapping[str, float], full_
                 a, c, fc = c, d, fd
                 d = a + ratio * (b - a)
                 fd = solve(math.exp(d))[0]
-        best_lam = math.exp((a + b) / 2.0)
-        best = solve(best_lam)
+        return min(math.exp((a + b) / 2.0), unit * _LAMBDA_RANGE[1])
+
+    # every local minimum of the grid is refined: with two restricted runs a broad valley (small
+    # lambda, large gamma) can sit beside the narrow one of the exact fit
+    minima = [i for i in range(_GRID) if costs[i] <= costs[max(i - 1, 0)] and costs[i] <= costs[min(i + 1, _GRID - 1)]]
+    minima = sorted(minima, key=costs.__getitem__)[:_MINIMA]  # a cost flat in lambda has them everywhere
+    best_lam, best = 0.0, solve(0.0)
+    for lam in (refine(i) for i in minima):
+        trial = solve(lam)
+        if trial[0] < best[0] - _MIN_COST_GAIN:
+            best_lam, best = lam, trial
     cost, eta_l, gamma = best
     rms = math.sqrt(max(cost - EXPONENT_PENALTY * gamma * gamma, 0.0) / len(restricted))
     return SmScaling(latency_sm_cycles=best_lam, eta=eta_l, eta_sm_exponent=gamma, full_sm_count=full_sm_count,
