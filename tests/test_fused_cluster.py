@@ -195,3 +195,98 @@ def test_the_dfma_ablation_of_a_clustered_table_has_no_dmma() -> None:
         cubin.write_bytes(xy.compiled.cubin)
         sass = disassemble(cubin)
     assert "DMMA" not in sass and "DFMA" in sass and "UCGABAR_WAIT" in sass
+
+
+# --- trace clusters: exterior face traces from the neighbours' tiles (p = 7, 15) ------------------
+
+def _trace_cluster(variant: str, order: int, size: int):
+    import dataclasses
+
+    from composer.fused.config import fused_config
+
+    return dataclasses.replace(fused_config(variant, order), traces="tiles", trace_cluster=size)
+
+
+def test_trace_cluster_keys_and_their_errors() -> None:
+    import tomllib
+
+    from composer.fused.config import fused_config
+
+    config = _trace_cluster("FUSED_TC", 7, 8)
+    raw = tomllib.loads(to_table(config))["paths"]["FUSED_TC"]
+    assert raw["trace_cluster"] == 8 and parse_table("FUSED_TC", 7, raw) == config and "tc8" in label(config)
+    good = {"flux": "inline", "mma": "8x8x4", "traces": "tiles",
+            "kernels": [{"dirs": "xyz", "box": [8, 8, 8], "threads": 256, "tile": [1, 1]}]}
+    for change, message in (({"trace_cluster": 3}, r"expected one of \(1, 2, 4, 8\)"),
+                            ({"trace_cluster": 2, "traces": "global"}, 'traces = "tiles"'),
+                            ({"trace_cluster": 2, "kernels": [{"dirs": "xy", "box": [4, 8, 8], "threads": 256,
+                                                               "tile": [1, 1]},
+                                                              {"dirs": "z", "box": [8, 4, 8], "threads": 256,
+                                                               "tile": [1, 1]}]},
+                             "every box to be the whole element")):
+        with pytest.raises(ConfigError, match=message):
+            parse_table("FUSED_TC", 7, {**good, **change})
+    assert fused_config("FUSED_TC", 7).trace_cluster == 1  # off unless a schedule asks
+    with pytest.raises(ComposerError, match="thread-block clusters of 8; sm_80 has none"):
+        kernel_plans(config, "sm_80")
+
+
+def test_trace_cluster_launch_pads_the_grid_to_whole_clusters() -> None:
+    from composer.paths.fused import launch_grid
+
+    config = _trace_cluster("FUSED_TC", 7, 8)
+    (face_free,) = kernel_sources(config, "sm_90")  # inline fluxes: the one volume kernel
+    assert face_free.cluster == 8
+    assert launch_grid(face_free, config, 12, 8, 132) == 16 and launch_grid(face_free, config, 32768, 8, 132) == 32768
+
+
+@pytest.mark.parametrize("variant,order,grid,size", [("FUSED_TC", 7, (3, 2, 2), 8), ("FUSED", 7, (3, 2, 2), 2),
+                                                     ("FUSED_TC16", 7, (4, 1, 2), 4), ("FUSED_TC16", 15, (2, 1, 1), 2)])
+def test_emulated_trace_clusters_fetch_the_right_traces_and_match_reference(variant, order, grid, size) -> None:
+    """Every exterior trace the template's rule fetches (a peer's tile at tile_off, or global memory)
+    is exactly the gathered one, some of them come from peers, and the emulated kernel matches the
+    reference (a grid of 12 elements in clusters of 8: the padded last cluster)."""
+    from composer.fused.emulate import trace_cluster_exterior
+
+    config = _trace_cluster(variant, order, size)
+    fields = dg.make_fields(order, grid, varying=True)
+    mesh = dg.Mesh(order, grid)
+    exterior, from_peer = trace_cluster_exterior(config, kernel_plans(config)[0], fields, mesh)
+    gathered = mesh.face_maps[1].reshape(mesh.num_elements, -1)
+    for name in "quvw":
+        assert np.array_equal(exterior[name], fields[name].reshape(-1)[gathered])
+    assert from_peer.any()  # all of them where the cluster holds every neighbour (a 2-element grid)
+    assert from_peer.all() == (mesh.num_elements <= size and grid[1] * grid[2] == 1)
+    ref = dg.reference_tendency(fields, order, grid)
+    out = emulate(config, fields, grid)
+    assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+@needs_nvrtc
+def test_trace_cluster_sass_has_two_cluster_barriers_and_no_spills() -> None:
+    from composer.arch.sass import inspect_cubin
+    from composer.fused.builder import build
+
+    for variant, order, size in (("FUSED_TC", 7, 8), ("FUSED", 7, 4), ("FUSED_TC16", 15, 2)):
+        (kernel,) = build(_trace_cluster(variant, order, size), "sm_90").kernels
+        from pathlib import Path
+        import tempfile
+
+        from composer.arch.sass import disassemble
+
+        with tempfile.TemporaryDirectory() as tmp:
+            cubin = Path(tmp) / "k.cubin"
+            cubin.write_bytes(kernel.compiled.cubin)
+            sass = disassemble(cubin)
+        assert sass.count("UCGABAR_ARV") == 2 and sass.count("UCGABAR_WAIT") == 2  # staged; read by all
+        assert " LD.E.64 " in sass  # the neighbours' tiles
+        assert next(iter(inspect_cubin(kernel.compiled.cubin).values())).spill_bytes == 0
+
+
+def test_the_trace_cluster_family_at_p7_and_15() -> None:
+    from composer.fused.candidates import trace_cluster_candidates
+
+    for variant in ("FUSED", "FUSED_TC", "FUSED_TC16"):
+        assert [c.trace_cluster for _, c in trace_cluster_candidates(variant, 7)] == [2, 4, 8]
+        assert trace_cluster_candidates(variant, 31) == []  # no whole-element boxes there
+        assert candidate_list(variant, 7, "trace_cluster")[0][0] == "base"

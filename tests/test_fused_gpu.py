@@ -133,7 +133,7 @@ if __name__ == "__main__":
 def _cluster_configs() -> dict[str, object]:
     """Clustered kernels (issue 16): at p = 15 and 31 the emulated tables of tests/test_fused_cluster.py
     (each split axis the template allows, clusters of 2 and 4), at p = 127 and 255 the first candidate
-    of each variant's cluster family (the sweep's reference)."""
+    of each variant's cluster family (the sweep's reference), at p = 7 and 15 trace clusters."""
     from composer.fused.candidates import cluster_candidates
     from composer.fused.config import parse_table
     from tests.test_fused_cluster import SPLITS, XY_Z_4, _table
@@ -141,6 +141,12 @@ def _cluster_configs() -> dict[str, object]:
     out: dict[str, object] = {f"FUSED_TC@{name} p15": parse_table("FUSED_TC", 15, _table(kernels))
                               for name, kernels in SPLITS.items()}
     out["FUSED_TC@xy|z c4 p31"] = parse_table("FUSED_TC", 31, _table(XY_Z_4))
+    # trace clusters of consecutive elements (p = 7's small grid has 12: the last cluster of 8 padded)
+    from tests.test_fused_cluster import _trace_cluster
+
+    for variant, order, size in (("FUSED_TC", 7, 8), ("FUSED", 7, 2), ("FUSED_TC16", 7, 4), ("FUSED_TC16", 15, 2),
+                                 ("FUSED_TC", 15, 4)):
+        out[f"{variant}@trace cluster {size} p{order}"] = _trace_cluster(variant, order, size)
     for variant in ("FUSED_TC", "FUSED_TC16"):
         for order in (127, 255):
             found = cluster_candidates(variant, order)

@@ -67,8 +67,13 @@ def numerical_flux(fields: Mapping[str, np.ndarray], mesh: Mesh) -> np.ndarray:
 
     q_m, vel_m = trace(vmap_m)
     q_p, vel_p = trace(vmap_p)
+    return upwind(q_m, vel_m, q_p, vel_p, fields["F"])
+
+
+def upwind(q_m: np.ndarray, vel_m: np.ndarray, q_p: np.ndarray, vel_p: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """The upwind flux from the two traces of q and of the normal velocity (u.n), node by node."""
     alpha = 0.5 * np.abs(vel_p + vel_m)
-    return 0.5 * fields["F"] * (q_p * vel_p - q_m * vel_m - alpha * (q_p - q_m))
+    return 0.5 * f * (q_p * vel_p - q_m * vel_m - alpha * (q_p - q_m))
 
 
 def add_lift(volume: np.ndarray, fstar: np.ndarray, mesh: Mesh) -> None:

@@ -17,7 +17,8 @@ import numpy as np
 
 from composer.arch.limits import DEFAULT_ARCH, ArchLimits, arch_limits
 from composer.errors import ComposerError
-from composer.fused.config import DIR_NAMES, FusedConfig, KernelConfig, box_lines, cluster_problem
+from composer.fused.config import (DIR_NAMES, FusedConfig, KernelConfig, box_lines, cluster_problem,
+                                   trace_cluster_problem)
 from composer.kernels.render import render
 from composer.runtime.nvrtc import CompiledKernel, compile_cuda
 from composer.runtime.params import Param, params
@@ -242,9 +243,13 @@ def _check_launchable(config: FusedConfig, plan: KernelPlan | StreamPlan, limits
                               epb=config.elements_per_block, volume=config.volume)
     if problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name}: {problem[1]}")
-    if plan.kernel.cluster > limits.max_cluster_blocks:
+    trace_problem = trace_cluster_problem(config)
+    if trace_problem:
+        raise ComposerError(f"path {config.variant} at order {config.order}: trace_cluster {config.trace_cluster} "
+                            f"{trace_problem}")
+    if launch_cluster(config, plan.kernel) > limits.max_cluster_blocks:
         raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name} runs in "
-                            f"thread-block clusters of {plan.kernel.cluster}; {limits.arch} has "
+                            f"thread-block clusters of {launch_cluster(config, plan.kernel)}; {limits.arch} has "
                             + ("none (sm_90 and later)" if limits.max_cluster_blocks <= 1
                                else f"at most {limits.max_cluster_blocks} blocks per cluster"))
 
@@ -266,6 +271,12 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
         plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0, q_tile=config.traces == "tiles")
         plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan, limits)))
     return plans
+
+
+def launch_cluster(config: FusedConfig, kernel: KernelConfig) -> int:
+    """Blocks per thread-block cluster of a volume kernel's launch: its split axis's, or the table's
+    trace cluster of consecutive elements (1: a plain launch)."""
+    return kernel.cluster if kernel.cluster > 1 else config.trace_cluster
 
 
 def face_kernel_name(nq: int) -> str:
@@ -317,7 +328,7 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         flux=config.flux, engine=config.engine, dfma=config.dfma, unroll=plan.kernel.unroll,
         tile=list(plan.kernel.tile), d_stage="smem" if plan.d_panel else "global",
         min_blocks=config.min_blocks, traces=config.traces, epb=config.elements_per_block,
-        late_wgt=late_weights(config, plan), cluster=plan.kernel.cluster,
+        late_wgt=late_weights(config, plan), cluster=plan.kernel.cluster, trace_cluster=config.trace_cluster,
         split=-1 if plan.kernel.split is None else plan.kernel.split, **mma)
 
 
@@ -352,7 +363,8 @@ def kernel_sources(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[Kernel
     sources = [face_source(config.nq)] if config.flux == "array" else []
     for plan in kernel_plans(config, arch):
         sources.append(KernelSource(plan.name, render_volume(config, plan), plan.kernel.threads, plan.smem_bytes,
-                                    plan.blocks_per_element, VOLUME_SIGNATURE, plan.index, plan.kernel.cluster))
+                                    plan.blocks_per_element, VOLUME_SIGNATURE, plan.index,
+                                    launch_cluster(config, plan.kernel)))
     return sources
 
 

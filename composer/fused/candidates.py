@@ -6,7 +6,8 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 (``to_table``). ``label`` names a candidate in sweep plans and logs. The families:
 ``candidates`` (all, the schedule's own first), ``staged_candidates``, ``trace_candidates``,
 ``wide_candidates``, ``strip_candidates``, ``stream_candidates`` (the streamed volume kernel),
-``cluster_candidates`` (x and y over whole k-planes held by a thread-block cluster);
+``cluster_candidates`` (x and y over whole k-planes held by a thread-block cluster),
+``trace_cluster_candidates`` (exterior face traces from the neighbours' tiles in element clusters);
 ``candidate_list`` selects one family by name.
 """
 
@@ -480,13 +481,30 @@ def cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]
     return [(label(c), c) for c in dict.fromkeys(out)]
 
 
+def trace_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The order's whole-element schedule (p = 7, 15) with its exterior face traces taken from the
+    neighbours' staged tiles in thread-block clusters of 2, 4 or 8 consecutive elements (issue 16's
+    p = 7 direction: the x-face gathers, 8-byte reads 64 bytes apart, bind L1 and L2 there)."""
+    if order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    if base.volume != "box" or base.flux != "inline" or any(k.box != (base.nq,) * 3 for k in base.kernels):
+        return []
+    out = []
+    for size in (2, 4, 8):
+        config = dataclasses.replace(base, traces="tiles", trace_cluster=size, elements_per_block=1)
+        if _fits(config):
+            out.append(config)
+    return [(label(c), c) for c in out]
+
+
 #: The candidate families `composer sweep-fused check --subset` runs (each with the schedule's own
 #: table first, as "base"); "all" is :func:`candidates`.
 FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wide_candidates,
             "strip": strip_candidates, "stream": stream_candidates, "stream_refine": stream_refine_candidates,
             "stream_lines": stream_lines_candidates, "stream_paired": stream_paired_candidates,
             "stream_order": stream_order_candidates, "stream_transfer": stream_transfer_candidates,
-            "cluster": cluster_candidates}
+            "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -517,6 +535,8 @@ def label(config: FusedConfig) -> str:
         extra += f" M{config.traces}"
     if config.elements_per_block > 1:
         extra += f" epb{config.elements_per_block}"
+    if config.trace_cluster > 1:
+        extra += f" tc{config.trace_cluster}"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -545,6 +565,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f'traces = "{config.traces}"')
     if config.elements_per_block > 1:
         lines.append(f"elements_per_block = {config.elements_per_block}")
+    if config.trace_cluster > 1:
+        lines.append(f"trace_cluster = {config.trace_cluster}")
     if config.volume != "box":
         lines += [f'volume = "{config.volume}"', f"k_panel = {config.k_panel}", f"stages = {config.stages}"]
     lines += [f'{key} = "{value}"' for key, value in _set_switches(config)]

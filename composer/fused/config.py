@@ -182,6 +182,11 @@ class FusedConfig:
     d_layout: str = "rows"  # volume = "stream": D as rows or regrouped into k-panels (D_LAYOUTS)
     fragments: str = "scalar"  # volume = "stream": one value per shared load or pairs (FRAGMENT_LOADS)
     block_order: str = "kji"  # volume = "stream": block number -> box (BLOCK_ORDERS)
+    #: > 1: thread-block clusters of this many consecutive elements (sm_90; whole-element boxes,
+    #: traces = "tiles"): a face node's exterior trace comes from the neighbour's staged tiles through
+    #: distributed shared memory when the neighbour is in the cluster (consecutive elements are x
+    #: neighbours: the x faces, whose nodes lie Nq doubles apart, are the costly gathers at p = 7)
+    trace_cluster: int = 1
 
     @property
     def nq(self) -> int:
@@ -329,7 +334,8 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", *STREAM_SWITCHES), file, prefix)
+                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", *STREAM_SWITCHES),
+                    file, prefix)
     flux = table.get("flux")
     if flux not in FLUX_MODES:
         raise _error(file, f"{prefix}.flux", f"expected one of {FLUX_MODES}, got {flux!r}")
@@ -413,8 +419,31 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         if switches["fragments"] == "paired" and k_panel % 8:
             raise _error(file, f"{prefix}.fragments", f'"paired" permutes 8-wide k-octets: k_panel {k_panel} '
                                                       "is not a multiple of 8")
-    return FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
-                       str(traces), epb, str(volume), k_panel, stages, **switches)
+    trace_cluster = table.get("trace_cluster", 1)
+    if type(trace_cluster) is not int or trace_cluster not in CLUSTER_SIZES:
+        raise _error(file, f"{prefix}.trace_cluster", f"expected one of {CLUSTER_SIZES}, got {trace_cluster!r}")
+    config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
+                         str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster)
+    problem = trace_cluster_problem(config)
+    if problem:
+        raise _error(file, f"{prefix}.trace_cluster", problem)
+    return config
+
+
+def trace_cluster_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``trace_cluster`` (None if nothing): the cluster's blocks are
+    consecutive elements, one each (whole-element boxes, one element per block), whose staged
+    tiles hold the traces as they are (traces = "tiles", fluxes inline), in box kernels."""
+    n = config.trace_cluster
+    if n == 1:
+        return None
+    if config.volume != "box" or config.traces != "tiles" or config.flux != "inline":
+        return 'needs the box kernel with traces = "tiles" (and flux = "inline")'
+    if any(k.box != (config.nq,) * 3 for k in config.kernels) or config.elements_per_block != 1:
+        return f"needs every box to be the whole element [{config.nq}, {config.nq}, {config.nq}], one per block"
+    if any(k.cluster > 1 for k in config.kernels):
+        return "cannot be combined with a kernel's cluster (a split axis)"
+    return None
 
 
 def _stream_choice(table: Mapping[str, Any], key: str, choices: tuple[str, ...], prefix: str, file: str,

@@ -324,12 +324,60 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
                             dqdt[gi] = -val if plan.first else dqdt[gi] - val
 
 
+def trace_cluster_exterior(config: FusedConfig, plan: KernelPlan, fields: Mapping[str, np.ndarray],
+                           mesh: dg.Mesh) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The exterior traces of q, u, v, w at every face node as a kernel with ``trace_cluster``
+    fetches them (the template's formulas): node pg of element ep = pg / NQ3 from ep's staged tiles
+    (q's tile QTILE, the carried directions' velocity tiles, at tile_off of pg's in-element point)
+    when ep / C == e / C, else from global memory; and which nodes came from a peer."""
+    nq, ne, c = mesh.nq, mesh.num_elements, config.trace_cluster
+    nq3 = nq**3
+    vmap_p = mesh.face_maps[1].reshape(ne, -1)
+    flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in ("q", "u", "v", "w")}
+    # every element's tiles as its block stages them (box = the whole element: origin 0)
+    kk, jj, ii = (a.ravel() for a in np.meshgrid(np.arange(nq), np.arange(nq), np.arange(nq), indexing="ij"))
+    dirs = plan.kernel.dirs
+    qtile = len(dirs) * plan.tile_doubles
+    tiles = np.full((ne, qtile + plan.tile_doubles), np.nan)
+    node = kk * nq * nq + jj * nq + ii
+    for e in range(ne):
+        tiles[e, qtile + _tile_off(plan, kk, jj, ii)] = flat["q"][e * nq3 + node]
+        for n, d in enumerate(dirs):
+            tiles[e, n * plan.tile_doubles + _tile_off(plan, kk, jj, ii)] = flat["uvw"[d]][e * nq3 + node]
+    e_of = np.repeat(np.arange(ne), vmap_p.shape[1]).reshape(vmap_p.shape)
+    pg = vmap_p
+    ep = pg // nq3
+    peer = ep // c == e_of // c
+    po = pg - ep * nq3
+    tp = _tile_off(plan, po // (nq * nq), po // nq % nq, po % nq)
+    out = {}
+    for name, offset in (("q", qtile), *((("u", "v", "w")[d], n * plan.tile_doubles) for n, d in enumerate(dirs))):
+        out[name] = np.where(peer, tiles[ep, offset + tp], flat[name][pg])
+    for name in ("u", "v", "w"):
+        out.setdefault(name, flat[name][pg])  # a direction the kernel does not carry: global memory
+    return out, peer
+
+
 def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object) -> np.ndarray:
     """dqdt as the fused kernels of ``config`` would compute it (volume layout [e, k, j, i])."""
     mesh = dg.Mesh(config.order, grid)
     nq, ne = mesh.nq, mesh.num_elements
     flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in dg.FIELD_KEYS}
     fstar = dg.numerical_flux(fields, mesh).reshape(-1)  # same formula as _flux.cuh.j2
+    if config.trace_cluster > 1:
+        # each kernel's faces (those of its directions) with the exterior traces it fetches
+        vmap_m = mesh.face_maps[0]
+        nx, ny, nz = fields["nx"], fields["ny"], fields["nz"]
+        interior = {k: np.ascontiguousarray(fields[k]).reshape(-1)[vmap_m] for k in ("q", "u", "v", "w")}
+        fstar = fstar.reshape(vmap_m.shape).copy()
+        for plan in kernel_plans(config):
+            exterior, _ = trace_cluster_exterior(config, plan, fields, mesh)
+            ext = {k: v.reshape(vmap_m.shape) for k, v in exterior.items()}
+            flux = dg.reference.upwind(interior["q"], interior["u"] * nx + interior["v"] * ny + interior["w"] * nz,
+                                       ext["q"], ext["u"] * nx + ext["v"] * ny + ext["w"] * nz, fields["F"])
+            faces = [2 * d + side for d in plan.kernel.dirs for side in (0, 1)]
+            fstar[:, faces] = flux[:, faces]
+        fstar = fstar.reshape(-1)
     dmat = dg.diff_matrix(config.order)
     dqdt = np.zeros(mesh.num_points)
     vel, metric = (flat["u"], flat["v"], flat["w"]), (flat["Ex"], flat["Ey"], flat["Ez"])

@@ -43,6 +43,8 @@ def launch_grid(kernel: KernelSource, config: FusedConfig, num_elements: int, nq
     """Blocks of one fused kernel's launch: per element box for a volume kernel (a block walks
     ``elements_per_block`` elements), a capped grid-stride loop for the face kernel."""
     if kernel.blocks_per_element:
+        if config.trace_cluster > 1:  # padded to whole clusters of elements (the extra blocks store nothing)
+            return -(-num_elements // config.trace_cluster) * config.trace_cluster
         return -(-num_elements // config.elements_per_block) * kernel.blocks_per_element
     work = num_elements * 6 * nq**2
     return max(1, min(-(-work // kernel.threads), sm_count * FACE_BLOCKS_PER_SM))
