@@ -241,11 +241,13 @@ def test_trace_cluster_launch_pads_the_grid_to_whole_clusters() -> None:
 
 
 @pytest.mark.parametrize("variant,order,grid,size", [("FUSED_TC", 7, (3, 2, 2), 8), ("FUSED", 7, (3, 2, 2), 2),
-                                                     ("FUSED_TC16", 7, (4, 1, 2), 4), ("FUSED_TC16", 15, (2, 1, 1), 2)])
+                                                     ("FUSED_TC16", 7, (4, 1, 2), 4), ("FUSED_TC16", 15, (2, 1, 1), 2),
+                                                     ("FUSED", 7, (3, 1, 1), 2), ("FUSED_TC", 7, (5, 1, 1), 4)])
 def test_emulated_trace_clusters_fetch_the_right_traces_and_match_reference(variant, order, grid, size) -> None:
     """Every exterior trace the template's rule fetches (a peer's tile at tile_off, or global memory)
     is exactly the gathered one, some of them come from peers, and the emulated kernel matches the
-    reference (a grid of 12 elements in clusters of 8: the padded last cluster)."""
+    reference (grids of 12 elements in clusters of 8, 3 in clusters of 2, 5 in clusters of 4: a padded
+    last cluster, whose extra block stages the last element)."""
     from composer.fused.emulate import trace_cluster_exterior
 
     config = _trace_cluster(variant, order, size)

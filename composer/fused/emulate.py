@@ -334,25 +334,30 @@ def trace_cluster_exterior(config: FusedConfig, plan: KernelPlan, fields: Mappin
     nq3 = nq**3
     vmap_p = mesh.face_maps[1].reshape(ne, -1)
     flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in ("q", "u", "v", "w")}
-    # every element's tiles as its block stages them (box = the whole element: origin 0)
+    # every block's tiles as it stages them (box = the whole element: origin 0), over the grid padded
+    # to whole clusters: block b stages element min(b, ne - 1) (a padded block, the last element)
     kk, jj, ii = (a.ravel() for a in np.meshgrid(np.arange(nq), np.arange(nq), np.arange(nq), indexing="ij"))
     dirs = plan.kernel.dirs
     qtile = len(dirs) * plan.tile_doubles
-    tiles = np.full((ne, qtile + plan.tile_doubles), np.nan)
+    blocks = -(-ne // c) * c
+    tiles = np.full((blocks, qtile + plan.tile_doubles), np.nan)
     node = kk * nq * nq + jj * nq + ii
-    for e in range(ne):
-        tiles[e, qtile + _tile_off(plan, kk, jj, ii)] = flat["q"][e * nq3 + node]
+    for b in range(blocks):
+        e = min(b, ne - 1)
+        tiles[b, qtile + _tile_off(plan, kk, jj, ii)] = flat["q"][e * nq3 + node]
         for n, d in enumerate(dirs):
-            tiles[e, n * plan.tile_doubles + _tile_off(plan, kk, jj, ii)] = flat["uvw"[d]][e * nq3 + node]
-    e_of = np.repeat(np.arange(ne), vmap_p.shape[1]).reshape(vmap_p.shape)
+            tiles[b, n * plan.tile_doubles + _tile_off(plan, kk, jj, ii)] = flat["uvw"[d]][e * nq3 + node]
+    e_of = np.repeat(np.arange(ne), vmap_p.shape[1]).reshape(vmap_p.shape)  # the live blocks' elements
     pg = vmap_p
     ep = pg // nq3
     peer = ep // c == e_of // c
+    # the peer's block: rank ep % C of this block's cluster (the template's mapa target)
+    peer_block = np.where(peer, e_of // c * c + ep % c, 0)
     po = pg - ep * nq3
     tp = _tile_off(plan, po // (nq * nq), po // nq % nq, po % nq)
     out = {}
     for name, offset in (("q", qtile), *((("u", "v", "w")[d], n * plan.tile_doubles) for n, d in enumerate(dirs))):
-        out[name] = np.where(peer, tiles[ep, offset + tp], flat[name][pg])
+        out[name] = np.where(peer, tiles[peer_block, offset + tp], flat[name][pg])
     for name in ("u", "v", "w"):
         out.setdefault(name, flat[name][pg])  # a direction the kernel does not carry: global memory
     return out, peer
