@@ -292,3 +292,31 @@ def test_the_trace_cluster_family_at_p7_and_15() -> None:
         assert [c.trace_cluster for _, c in trace_cluster_candidates(variant, 7)] == [2, 4, 8]
         assert trace_cluster_candidates(variant, 31) == []  # no whole-element boxes there
         assert candidate_list(variant, 7, "trace_cluster")[0][0] == "base"
+
+
+@needs_nvrtc
+def test_a_clustered_schedule_builds_and_inspects_with_its_cluster(tmp_path, monkeypatch, capsys) -> None:
+    """`composer build` of a user schedule whose FUSED_TC16 table is a cluster candidate, and
+    `composer inspect` of it: the manifest records the cluster, the table shows it."""
+    import json
+    from pathlib import Path
+
+    from composer.cli.main import main
+    from composer.config.schedules import schedule_files
+
+    text = schedule_files()[127].entry.read_text()
+    start = text.index("[paths.FUSED_TC16]")
+    end = text.index("\n[", start + 5)
+    cluster = cluster_candidates("FUSED_TC16", 127)[0][1]
+    (tmp_path / "sched").mkdir()
+    (tmp_path / "sched" / "p0127.toml").write_text(text[:start] + to_table(cluster) + "\n" + text[end:])
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(tmp_path / "sched"))
+    out = tmp_path / "build"
+    assert main(["build", "--paths", "FUSED_TC16", "--orders", "127", "--arch", "sm_90", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["inspect", str(out), "--json"]) == 0
+    rows = {r["name"]: r for r in json.loads(capsys.readouterr().out)["kernels"]}
+    assert rows["fused_tc16_p127_k0_xy"]["cluster"] == 2 and rows["fused_tc16_p127_k1_z"]["cluster"] == 1
+    manifest = json.loads((out / "manifest.json").read_text())
+    xy = next(e for e in manifest["kernels"] if e["symbol"].endswith("k0_xy") or "k0_xy" in e["cubin"])
+    assert xy["config"]["cluster"] == 2

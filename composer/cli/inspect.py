@@ -66,6 +66,7 @@ def collect(target: Path, expect: str | None, allow_spills: bool = True, loops: 
             for key, k in kernels.items():
                 rows.append(_row(k, entry.cubin, entry.dynamic_smem, entry.config.get("mma"), hot, key,
                                  _epilogue_text(entry.config)))
+                rows[-1]["cluster"] = int(entry.config.get("cluster", 1))  # blocks per thread-block cluster
             if mma and _issues_dmma(entry.config):
                 per = {entry.symbol: entry.config["mma_per_ktile"]} if "mma_per_ktile" in entry.config \
                     and not expect else None
@@ -162,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
 def render(rows: list[dict[str, Any]], problems: list[str], spills: list[str], console: Console) -> None:
     loops = any("hot_loop" in r for r in rows)
     columns = ["kernel", "arch", "DMMA", "DFMA", "regs", "local B", "smem B", "dyn smem B", "STG"]
+    clusters = any(r.get("cluster", 1) > 1 for r in rows)
+    if clusters:
+        columns.append("cluster")
     if loops:
         columns += ["loop instr", "per MMA", "LDS", "LDGSTS", "nested"]
     table = output.table(columns, title="SASS per kernel", right=set(columns) - {"kernel", "DMMA"})
@@ -170,6 +174,8 @@ def render(rows: list[dict[str, Any]], problems: list[str], spills: list[str], c
         cells = [r["name"], r["arch"], dmma, str(r["dfma"]), str(r["registers"]), str(r["spill_bytes"]),
                  str(r["shared_bytes"]), "-" if r["dynamic_smem"] is None else str(r["dynamic_smem"]),
                  " ".join(f"{n}x{bits}b" for bits, n in r.get("global_stores", {}).items()) or "-"]
+        if clusters:
+            cells.append(str(r.get("cluster", 1)))
         if loops:
             h = r.get("hot_loop")
             cells += ["-"] * 5 if h is None else [
