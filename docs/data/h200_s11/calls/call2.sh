@@ -2,7 +2,7 @@
 # Session 11 plan, device call 2: GEMM_FUSED's asynchronous-epilogue carrier (built in session 10, never
 # run). First the twin tests (a hang is a barrier bug: the timeouts stop it): the plain x GEMMs with the
 # switch against their twins at Nq = 8, 24, 136 (.cache/build_fpx), then the carriers against theirs at
-# Nq = 512 and 576 (.cache/build_gf); only if both pass, the carrier sweep at 511 and 575 of the .ae
+# Nq = 512 and 576 (.cache/build_gf); only if both pass, the carrier sweep at 511, 575 and (time left) 767 of the .ae
 # candidates against the shipped carrier (each validated, interleaved rounds).
 # Carry: .whl .cache/build_gf .cache/build_fpx .cache/commit.
 set -o pipefail
@@ -17,7 +17,7 @@ if [ $S1 -eq 0 ]; then
     tests/test_gemm_fused_gpu.py -k async_epilogue > $OUT/logs/ae_test.log 2>&1; S2=$?; t ae_test $S2
 fi
 if [ $S2 -eq 0 ]; then
-  for p in 511 575; do
+  for p in 511 575 767; do
     L=$(( 560 - $(elapsed) )); [ $L -lt 60 ] && break; [ $L -gt 120 ] && L=120
     COMPOSER_BUILD_DIR=$ROOT/.cache/build_gf timeout $L python3 -m composer.cli.main sweep-carrier --order $p --tiles \
       --async-epilogue --only .ae --schedules-dir $OUT/gf/sched$p --out $OUT/gf/ae$p.json > $OUT/logs/ae$p.log 2>&1
