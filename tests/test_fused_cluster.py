@@ -18,6 +18,19 @@ from composer.fused.emulate import emulate
 from tests.test_fused_cpu import needs_nvrtc
 
 
+def _sass(cubin: bytes) -> str:
+    """cuobjdump's SASS text of one CUBIN."""
+    import tempfile
+    from pathlib import Path
+
+    from composer.arch.sass import disassemble
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        return disassemble(path)
+
+
 def _table(kernels: list[dict], **keys) -> dict:
     return {"flux": "array", "mma": "8x8x4", "d_stage": "smem", "d_panel": 8, "kernels": kernels, **keys}
 
@@ -136,18 +149,11 @@ def test_emulated_clusters_of_4_match_reference() -> None:
 
 @needs_nvrtc
 def test_clustered_kernel_sass_has_the_cluster_barriers_remote_loads_and_its_dmma() -> None:
-    from pathlib import Path
-    import tempfile
-
-    from composer.arch.sass import disassemble
     from composer.fused.builder import build
 
     config = cluster_candidates("FUSED_TC16", 127)[0][1]
     xy = next(k for k in build(config, "sm_90").kernels if k.cluster == 2)
-    with tempfile.TemporaryDirectory() as tmp:
-        cubin = Path(tmp) / "xy.cubin"
-        cubin.write_bytes(xy.compiled.cubin)
-        sass = disassemble(cubin)
+    sass = _sass(xy.compiled.cubin)
     assert sass.count("UCGABAR_ARV") == 2 and sass.count("UCGABAR_WAIT") == 2  # staged, and at exit
     assert "DMMA.16x8x4" in sass and "DMMA.8x8x4" not in sass
     assert " LD.E.64 " in sass  # the peers' tile through distributed shared memory (generic loads)
@@ -182,18 +188,12 @@ def test_the_dfma_ablation_of_a_clustered_table_has_no_dmma() -> None:
     """FUSED_DFMA runs FUSED_TC's table with DFMA: a clustered FUSED_TC table keeps the ablation's
     promise (no DMMA in its SASS) and its cluster barriers."""
     import dataclasses
-    from pathlib import Path
-    import tempfile
 
-    from composer.arch.sass import disassemble
     from composer.fused.builder import build
 
     config = dataclasses.replace(parse_table("FUSED_TC", 15, _table(XY_Z)), variant="FUSED_DFMA", dfma=True)
     xy = next(k for k in build(config, "sm_90").kernels if k.cluster == 2)
-    with tempfile.TemporaryDirectory() as tmp:
-        cubin = Path(tmp) / "xy.cubin"
-        cubin.write_bytes(xy.compiled.cubin)
-        sass = disassemble(cubin)
+    sass = _sass(xy.compiled.cubin)
     assert "DMMA" not in sass and "DFMA" in sass and "UCGABAR_WAIT" in sass
 
 
@@ -271,15 +271,7 @@ def test_trace_cluster_sass_has_two_cluster_barriers_and_no_spills() -> None:
 
     for variant, order, size in (("FUSED_TC", 7, 8), ("FUSED", 7, 4), ("FUSED_TC16", 15, 2)):
         (kernel,) = build(_trace_cluster(variant, order, size), "sm_90").kernels
-        from pathlib import Path
-        import tempfile
-
-        from composer.arch.sass import disassemble
-
-        with tempfile.TemporaryDirectory() as tmp:
-            cubin = Path(tmp) / "k.cubin"
-            cubin.write_bytes(kernel.compiled.cubin)
-            sass = disassemble(cubin)
+        sass = _sass(kernel.compiled.cubin)
         assert sass.count("UCGABAR_ARV") == 2 and sass.count("UCGABAR_WAIT") == 2  # staged; read by all
         assert " LD.E.64 " in sass  # the neighbours' tiles
         assert next(iter(inspect_cubin(kernel.compiled.cubin).values())).spill_bytes == 0
