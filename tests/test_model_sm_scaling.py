@@ -174,3 +174,33 @@ def test_the_form_is_saved_and_a_max_form_file_hashes_as_before(tmp_path):
 def test_fit_refuses_an_unknown_form(tmp_path):
     with pytest.raises(ModelError, match="latency form"):
         fit([], latency_form="linear")
+
+
+def test_test_5s_committed_predictions_cite_their_model_and_the_shipped_capacities():
+    """Balance test 5 (session 11, predicted before any run): each predictions file names the committed
+    model by its hash, is priced with the shipped machine table's capacities at its SM count, and
+    every kernel of the model's (path, order) cells with an SM scaling is priced by it (no cell
+    fell back to the calibration's eta)."""
+    import json
+    from pathlib import Path
+
+    model = Model.load("docs/data/h200_s11/model/model_h200_s11_norm.json")
+    assert model.hash.startswith("0da7e3bb99146f0b") and model.latency_form == "norm"
+    for n in (56, 46, 30):
+        doc = json.loads(Path(f"docs/data/h200_s11/model/pro5/predict_h200_sms{n}.json").read_text())
+        assert doc["model_hash"] == model.hash
+        assert doc["target"]["per_sm_cycle"] == capacities(H200, n).per_sm_cycle
+        assert {(p["path"], p["order"]) for p in doc["paths"]} == {
+            (p, o) for p in ("GEMM", "GEMM_CUTE", "GEMM_FUSED", "FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16")
+            for o in (7, 15, 31, 63, 127, 255)}
+        scaled = {(k.path, k.order, k.role): k.sm_scaling for k in model.kernels
+                  if k.machine == "h200" and k.sm_scaling is not None}
+        checked = 0
+        for cell in doc["paths"]:
+            for k in cell["kernels"]:
+                scaling = scaled.get((cell["path"], cell["order"], k["role"]))
+                if scaling is not None:
+                    expected = scaling.cycles(k["demands"], n, model.overlap) / doc["target"]["clock_hz"]
+                    assert k["seconds"] == pytest.approx(expected, rel=1e-12)
+                    checked += 1
+        assert checked >= 50
