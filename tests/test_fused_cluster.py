@@ -312,3 +312,13 @@ def test_a_clustered_schedule_builds_and_inspects_with_its_cluster(tmp_path, mon
     manifest = json.loads((out / "manifest.json").read_text())
     xy = next(e for e in manifest["kernels"] if e["symbol"].endswith("k0_xy") or "k0_xy" in e["cubin"])
     assert xy["config"]["cluster"] == 2
+
+
+@needs_nvrtc
+def test_both_cluster_kinds_cross_compile_for_sm_100() -> None:
+    """GB200 (sm_100) has clusters too: the model prices its clustered builds from their SASS."""
+    from composer.fused.builder import build
+
+    for config in (cluster_candidates("FUSED_TC16", 127)[0][1], _trace_cluster("FUSED_TC", 7, 8)):
+        clustered = [k for k in build(config, "sm_100").kernels if k.cluster > 1]
+        assert clustered and all("UCGABAR_WAIT" in _sass(k.compiled.cubin) for k in clustered)
