@@ -4,7 +4,7 @@
 # switch against their twins at Nq = 8, 24, 136 (.cache/build_fpx), then the carriers against theirs at
 # Nq = 512 and 576 (.cache/build_gf); only if both pass, the carrier sweep at 511, 575 and (time left) 767 of the .ae
 # candidates against the shipped carrier (each validated, interleaved rounds).
-# Carry: .whl .cache/build_gf .cache/build_fpx .cache/commit.
+# Carry: .whl .cache/build_gf (or, over the 64 MiB limit, GF=$PWD/.cache/build_gf_hi: its p = 511, 575, 767 entries) .cache/build_fpx .cache/commit.
 set -o pipefail
 source tools/device_prelude.sh
 ROOT=$PWD
@@ -13,13 +13,13 @@ COMPOSER_BUILD_DIR=$ROOT/.cache/build_fpx timeout 120 python3 -m pytest -q -m gp
   tests/test_cute_gpu.py -k switch > $OUT/logs/switch_test.log 2>&1; S1=$?; t switch_test $S1
 S2=1
 if [ $S1 -eq 0 ]; then
-  COMPOSER_BUILD_DIR=$ROOT/.cache/build_gf timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider \
+  COMPOSER_BUILD_DIR=${GF:-$ROOT/.cache/build_gf} timeout 240 python3 -m pytest -q -m gpu -p no:cacheprovider \
     tests/test_gemm_fused_gpu.py -k async_epilogue > $OUT/logs/ae_test.log 2>&1; S2=$?; t ae_test $S2
 fi
 if [ $S2 -eq 0 ]; then
   for p in 511 575 767; do
     L=$(( 560 - $(elapsed) )); [ $L -lt 60 ] && break; [ $L -gt 120 ] && L=120
-    COMPOSER_BUILD_DIR=$ROOT/.cache/build_gf timeout $L python3 -m composer.cli.main sweep-carrier --order $p --tiles \
+    COMPOSER_BUILD_DIR=${GF:-$ROOT/.cache/build_gf} timeout $L python3 -m composer.cli.main sweep-carrier --order $p --tiles \
       --async-epilogue --only .ae --schedules-dir $OUT/gf/sched$p --out $OUT/gf/ae$p.json > $OUT/logs/ae$p.log 2>&1
     t "ae$p" $?
   done
