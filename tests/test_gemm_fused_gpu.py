@@ -132,6 +132,12 @@ def _run_fused(e, dev, case: dict) -> np.ndarray:
     return got
 
 
+def _tree_text(entry) -> str | None:
+    """A GEMM entry's epilogue: its tree's text, "store" for the plain GEMMs (a string in the manifest)."""
+    epilogue = entry.config.get("epilogue")
+    return epilogue.get("text") if isinstance(epilogue, dict) else epilogue
+
+
 def test_every_async_epilogue_carrier_gives_its_plain_twins_bits():
     """``async_epilogue_tiles``: the epilogue warps run the plain kernel's epilogue on the MMA warps'
     accumulators handed over through shared memory, so every such carrier in the build must give
@@ -143,8 +149,8 @@ def test_every_async_epilogue_carrier_gives_its_plain_twins_bits():
 
     dev = ensure_context(None)
     entries = [e for e in fused_entries() if e.arch == dev.arch]
-    by_config = {(e.config["order"], e.config["role"], GemmConfig.from_dict(e.config["gemm"]),
-                  (e.config.get("epilogue") or {}).get("text")): e for e in entries}
+    by_config = {(e.config["order"], e.config["role"], GemmConfig.from_dict(e.config["gemm"]), _tree_text(e)): e
+                 for e in entries}
     pairs = [(e, by_config.get((order, role, replace(cfg, async_epilogue_tiles=0), text)))
              for (order, role, cfg, text), e in by_config.items() if cfg.async_epilogue_tiles]
     pairs = sorted(((a, b) for a, b in pairs if b is not None), key=lambda ab: (ab[0].config["order"], ab[0].symbol))
@@ -153,8 +159,7 @@ def test_every_async_epilogue_carrier_gives_its_plain_twins_bits():
     rng = np.random.default_rng(5)
     cases: dict = {}  # one set of operands per (order, role, tree): at Nq = 512 each set is 7 GB of host arrays
     for asynchronous, plain in pairs:
-        key = (asynchronous.config["order"], asynchronous.config["role"],
-               (asynchronous.config.get("epilogue") or {}).get("text"))
+        key = (asynchronous.config["order"], asynchronous.config["role"], _tree_text(asynchronous))
         if key not in cases:
             cases.clear()
             cases[key] = _fused_case(asynchronous, rng, 1)
