@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+#: Tallest screenshot taken (CSS pixels): Chromium refuses a capture of a page much taller ("Page is too large").
+MAX_SHOT_HEIGHT = 12000
+
 BROWSERS = ("chromium", "chromium-browser", "google-chrome")
 TIMEOUT_S = 60.0
 
@@ -134,7 +137,11 @@ def open_page(file: Path, executable: str, width: int = 1280) -> PageResult:
         images = browser.send("Runtime.evaluate", {"expression": "Array.from(document.images).map(i => i.complete && "
                                                                  "i.naturalWidth > 0)", "returnByValue": True},
                               session=session)["result"]["value"]
-        shot = browser.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True}, session=session)
+        # the whole page, up to a height Chromium can capture in one image (a long report exceeds it)
+        size = browser.send("Page.getLayoutMetrics", {}, session=session)["cssContentSize"]
+        clip = {"x": 0, "y": 0, "width": size["width"], "height": min(size["height"], MAX_SHOT_HEIGHT), "scale": 1}
+        shot = browser.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip},
+                            session=session)
         relevant = [e for e in browser.events
                     if e.get("method") in ("Runtime.consoleAPICalled", "Runtime.exceptionThrown", "Log.entryAdded")]
         texts = [_text(e) for e in relevant]

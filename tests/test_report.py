@@ -198,6 +198,8 @@ BALANCE_TESTS = (
     ("h200_s8/model/pro2/predict_h200_sms", "/h200_s8/call6/bal/", "h200_s8/model/pro2/score_balance2.json", 56),
     ("h200_s9/model/pro3/predict_h200_sms", "/h200_s9/call2/bal/", "h200_s9/model/pro3/score_balance3.json", 84),
     ("h200_s9/model/pro3b/predict_h200_sms", "/h200_s9/call4/bal/", "h200_s9/model/pro3b/score_balance3b.json", 84),
+    ("h200_s11/model/pro5/predict_h200_sms", "/h200_s11/call1/bal/", "h200_s11/model/pro5/score_balance5.json", 126),
+    ("h200_s11/model/pro6/predict_h200_sms", "/h200_s11/call6/bal/", "h200_s11/model/pro6/score_balance6.json", 126),
 )
 
 
@@ -247,7 +249,8 @@ def test_balance_axis_from_the_restricted_runs(shipped):
     assert float(row["value"]) == pytest.approx(expected, rel=1e-12)
     assert float(row["bytes_per_sm_cycle"]) == pytest.approx(4.8e12 / (34 * 1.98e9), rel=1e-12)
     assert ("GEMM/FUSED_TC", 255, 34, "predicted") in ratios
-    assert {int(r["sms"]) for r in read_csv(out, "balance")} == {24, 34, 38, 42, 44, 50, 52, 58, 66, 76, 80, 88, 96, 98, 100, 106, 112, 116, 124, 132}
+    assert {int(r["sms"]) for r in read_csv(out, "balance")} == {24, 26, 30, 34, 36, 38, 42, 44, 46, 50, 52, 56, 58, 62,
+                                                                 66, 76, 80, 88, 96, 98, 100, 106, 112, 116, 124, 132}
 
 
 # --- synthetic inputs: the sections that appear with their data, bad input ------------------------------
