@@ -2,7 +2,7 @@
 # Session 11, device call 5: ncu of the two designs session 11's sweeps measured slower than the shipped
 # kernels: GEMM_FUSED at p = 511 with the asynchronous-epilogue carrier (the shipped 128x64x16 tile,
 # async_epilogue_tiles = 8: 11.40 ms against 10.79 in call 2's sweep), and FUSED_TC16 at p = 127 with the
-# fastest clustered xy|z table (780.4 us against 622.4 in call 4's sweep). Schedules: .cache/sched_prof.
+# fastest clustered xy|z table (780.4 us against 622.4 in call 4's sweep). Schedules: .cache/sched_prof (copied to docs/data/h200_s11/call5/sched).
 # Carry: .whl .cache/build_gf_hi .cache/sched_prof .cache/commit.
 set -o pipefail
 source tools/device_prelude.sh
