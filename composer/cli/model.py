@@ -51,6 +51,9 @@ def register(subparsers: Any) -> None:
                      help="how restricted calibrations (DIR with --sms profiles) enter: norm (default) fits "
                           "per kernel a latency demand inside the K-norm and an eta exponent in the SM "
                           "count; max is session 8's max(roof, lambda / N) past a 1.15x margin")
+    fit.add_argument("--separate-kernels", dest="share", action="store_false",
+                     help="calibrate a binary that several paths launch at one order once per path (as models "
+                          "before session 12 did) instead of pricing every launch of it from one calibration")
     fit.add_argument("--json", action="store_true", help="print the calibration summary as JSON")
     fit.set_defaults(func=run_fit)
 
@@ -193,7 +196,8 @@ def fit_summary(model: Any) -> dict[str, Any]:
         rows.append({"machine": k.machine, "path": k.path, "order": k.order, "role": k.role, "name": k.name,
                      "shape": k.shape, "binding": k.binding, "eta": k.eta_at(model.overlap), "closure": k.closure,
                      "budget_utilization": utilization, "dmma_unpriced": k.dmma_unpriced,
-                     "sm_scaling": None if k.sm_scaling is None else k.sm_scaling.to_dict()})
+                     "sm_scaling": None if k.sm_scaling is None else k.sm_scaling.to_dict(),
+                     "shared_from": k.shared_from})
         if k.closure is not None and utilization is not None and utilization > 0.05 and k.counters.grid >= sms:
             selected.append(k.closure)
     return {"model_hash": model.hash, "overlap": model.overlap, "latency_form": model.latency_form, "kernels": rows,
@@ -218,7 +222,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from composer.model.calibrate import fit
 
     model = fit(_sources(args.profiles, args.machine), build=args.build, floor=args.floor, overlap=args.overlap,
-                latency_form=args.latency_form)
+                latency_form=args.latency_form, share=args.share)
     model.save(args.out)
     summary = {"out": str(args.out), **fit_summary(model)}
     if args.json:

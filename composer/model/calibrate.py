@@ -25,6 +25,7 @@ from composer.model.counters import KernelCounters, profile_files, read_profile_
 from composer.model.demand import closure, combined, demands, eta
 from composer.model.errors import ModelError, ModelFileError
 from composer.model.kernels import KernelIdentity, identify, sass_shape
+from composer.model.sharing import share_identical_kernels
 from composer.model.sm_scaling import RestrictedRun, SmScaling, fit_sm_scaling
 
 SCHEMA = "composer.model"
@@ -62,6 +63,9 @@ class CalibratedKernel:
     #: the fitted SM-count dependence (composer.model.sm_scaling) of a model fitted with
     #: ``latency_form = "norm"``; it replaces the two fields above there
     sm_scaling: SmScaling | None = None
+    #: the path whose calibration of this very binary the kernel shares (composer.model.sharing;
+    #: None: its own profile)
+    shared_from: str | None = None
 
     @property
     def name(self) -> str:
@@ -89,6 +93,8 @@ class CalibratedKernel:
             del out["sm_scaling"]  # files fitted before the field hash as they did
         else:
             out["sm_scaling"] = self.sm_scaling.to_dict()
+        if self.shared_from is None:
+            del out["shared_from"]  # likewise
         return out
 
     @classmethod
@@ -114,6 +120,9 @@ class Model:
     #: latency term, ``max(roof, lambda / N)``, taken only past LATENCY_MARGIN) or "norm"
     #: (composer.model.sm_scaling: lambda inside the k-norm and an eta exponent, fitted per kernel)
     latency_form: str = "max"
+    #: whether every binary several paths launch at one order shares one calibration
+    #: (composer.model.sharing); files fitted before it existed did not
+    shared_kernels: bool = False
     #: the digest a loaded file carried (verified on load): a file written before a field was added
     #: to CalibratedKernel keeps the hash its predictions cite, although its body now serializes
     #: the new field's default.
@@ -128,6 +137,8 @@ class Model:
         # (both forms predict those alike)
         if self.latency_form != "max" and any(k.sm_scaling is not None for k in self.kernels):
             body["latency_form"] = self.latency_form
+        if self.shared_kernels:  # likewise for files fitted before the sharing
+            body["shared_kernels"] = True
         return body
 
     @property
@@ -162,6 +173,9 @@ class Model:
             raise ModelFileError(f"{path}: content does not match its hash (edited after `composer model fit`?)")
         overlap = raw.get("overlap")
         latency_form = raw.get("latency_form", "max")
+        shared = raw.get("shared_kernels", False)
+        if not isinstance(shared, bool):
+            raise ModelFileError(f"{path}: shared_kernels {shared!r}: expected true or false")
         try:
             check_overlap(overlap)
             check_latency_form(latency_form)
@@ -169,7 +183,7 @@ class Model:
             raise ModelFileError(f"{path}: {exc}") from None
         return cls(kernels=[CalibratedKernel.from_dict(k) for k in raw["kernels"]],
                    machines=raw["machines"], sources=raw["sources"], floor=raw["floor"],
-                   overlap=overlap, latency_form=latency_form, loaded_hash=digest)
+                   overlap=overlap, latency_form=latency_form, shared_kernels=shared, loaded_hash=digest)
 
 
 def check_overlap(overlap: Any) -> None:
@@ -386,16 +400,21 @@ def with_overlap(model: Model, overlap: float | None) -> Model:
             if raw["sm_count"] != full.sm_count else full
         by_label[label] = replace(base, per_sm_cycle=dict(raw["per_sm_cycle"]), dmma_prices=dict(raw["dmma_prices"]),
                                   dfma_price=raw["dfma_price"], clock_hz=raw["clock_hz"])
+    # a shared kernel is a copy of another path's calibration: its own profile is not in the model,
+    # so the copy is re-derived from the refitted source
     bare = [replace(k, latency_sm_cycles=None, latency_from=None, sm_scaling=None) for k in model.kernels]
-    return replace(model, kernels=attach_sm_dependence(bare, by_label, overlap, model.latency_form),
-                   overlap=overlap, loaded_hash=None)
+    kernels = attach_sm_dependence(bare, by_label, overlap, model.latency_form)
+    if model.shared_kernels:
+        kernels = share_identical_kernels(kernels)
+    return replace(model, kernels=kernels, overlap=overlap, loaded_hash=None)
 
 
 def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor: bool = True,
-        overlap: float | None = None, latency_form: str = "norm") -> Model:
+        overlap: float | None = None, latency_form: str = "norm", share: bool = True) -> Model:
     """Calibrate every (path, order) profile of every source directory; ``overlap`` is the
     demand-combining exponent the model predicts with (None: the paper's max), ``latency_form``
-    how the restricted calibrations enter (Model.latency_form)."""
+    how the restricted calibrations enter (Model.latency_form), ``share`` whether a binary several
+    paths launch is priced from one calibration (composer.model.sharing; False: as before session 12)."""
     check_overlap(overlap)
     check_latency_form(latency_form)
     calibration_build = Build(build) if build is not None else None
@@ -426,5 +445,8 @@ def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor
                           "files": digests})
     if calibration_build is not None:
         described.append({"build": str(calibration_build.directory), "arch": calibration_build.arch})
-    return Model(kernels=attach_sm_dependence(kernels, by_label, overlap, latency_form), machines=machines,
-                 sources=described, floor=floor, overlap=overlap, latency_form=latency_form)
+    kernels = attach_sm_dependence(kernels, by_label, overlap, latency_form)
+    if share:
+        kernels = share_identical_kernels(kernels)
+    return Model(kernels=kernels, machines=machines, sources=described, floor=floor, overlap=overlap,
+                 latency_form=latency_form, shared_kernels=share)
