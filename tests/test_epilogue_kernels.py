@@ -349,3 +349,42 @@ def test_the_async_epilogue_carrier_hands_each_tile_over_through_named_barriers(
                          ({"async_epilogue_tiles": 4, "fragment_pipeline": True}, "runs without epilogue_prefetch")):
         with pytest.raises(GemmConfigError, match=message):
             replace(plain.config, **bad).validate("sm_90")
+
+
+def test_carriers_for_more_blocks_per_sm_cap_their_registers_and_say_what_does_not_fit(tmp_path):
+    """``min_blocks = N`` compiles the carrier for N blocks per SM (ptxas caps the registers: 168 for
+    three 128-thread blocks, 128 for two 256-thread asynchronous ones) and ``async_buffers = 1`` keeps
+    one hand-over buffer (96 KB on the 64x64x16 4-stage tile: two blocks fit); both are in the names,
+    the sweep's tile variants (the asynchronous one on request) and the configuration's checks."""
+    from dataclasses import replace
+
+    from composer.epilogues.carrier_tiles import THREE_BLOCK_TILES, TWO_BLOCK_ASYNC, tile_tag, tile_variants
+
+    plan = fused_plan("y", False, 512)
+    tile = {"bm": 64, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 4}
+    three = fused_gemms(plan, "16x8x8", carrier_tile={**tile, "min_blocks": 3})["y"]
+    two = fused_gemms(plan, "16x8x8", carrier_tile={**tile, "async_epilogue_tiles": 8, **TWO_BLOCK_ASYNC})["y"]
+    assert three.config.tag.endswith("_mb3") and two.config.tag.endswith("_ae8b1_mb2")
+    assert two.config.smem_bytes == 8 * 4 * (64 + 64) * 16 + 64 * 64 * 8 == 98304
+    assert (three.config.registers_cap, two.config.registers_cap) == (168, 128)
+    for gemm in (three, two):
+        built = compile_config(gemm.config, "sm_90", "t_mb", epilogue=gemm.epilogue())
+        (k,) = inspect_cubin(built.cubin).values()
+        assert k.registers <= gemm.config.registers_cap and k.dmma == {"16x8x8": 16}
+    assert tile_tag({**tile, "async_epilogue_tiles": 4, **TWO_BLOCK_ASYNC}) == "t64x64x16w2x2s4ae4b1mb2"
+    shipped = {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3, "swap": False}
+    plain_variants = [tile_tag(t) for _, t in tile_variants(shipped, "sm_90", "16x8x8", k_extent=512)]
+    assert [tile_tag(t) for t in THREE_BLOCK_TILES] == ["t64x64x16w2x2s4mb3", "t64x64x16w2x2s3mb3"]
+    assert set(plain_variants) >= {"t64x64x16w2x2s4mb3", "t64x64x16w2x2s3mb3"}
+    assert not [t for t in plain_variants if "b1" in t]
+    opted = [tile_tag(t) for _, t in tile_variants(shipped, "sm_90", "16x8x8", k_extent=512, async_epilogue=True)]
+    assert {"t64x64x16w2x2s4ae4b1mb2", "t64x64x16w2x2s4ae8b1mb2"} <= set(opted)
+    cfg = three.config
+    for bad, message in (({"async_buffers": 1}, "async_buffers applies to async_epilogue_tiles only"),
+                         ({"async_buffers": 3, "async_epilogue_tiles": 4}, "async_buffers=3 must be 1 or 2"),
+                         ({"min_blocks": 5}, r"min_blocks=5 outside \[0, 4\]"),
+                         ({"min_blocks": 4, "stages": 4}, "of shared memory exceed the SM's"),
+                         ({"min_blocks": 4, "bm": 128, "bn": 128, "warps_m": 2, "warps_n": 4},
+                          "min_blocks=4 x 256 threads|accumulators")):
+        with pytest.raises(GemmConfigError, match=message):
+            replace(cfg, **bad).validate("sm_90")

@@ -142,9 +142,10 @@ def _tree_text(entry) -> str | None:
 
 def test_every_async_epilogue_carrier_gives_its_plain_twins_bits():
     """``async_epilogue_tiles``: the epilogue warps run the plain kernel's epilogue on the MMA warps'
-    accumulators handed over through shared memory, so every such carrier in the build must give
-    exactly the output of its twin without the option (same tile otherwise), at the kernel's own Nq
-    (an epilogue tree's index is compiled for it) with one element; a hang is a barrier bug."""
+    accumulators handed over through shared memory (one buffer or two: ``async_buffers``), and
+    ``min_blocks`` only caps the registers, so every such carrier in the build must give exactly the
+    output of its twin without the options (same tile otherwise), at the kernel's own Nq (an epilogue
+    tree's index is compiled for it) with one element; a hang is a barrier bug."""
     from dataclasses import replace
 
     from composer.runtime.device import ensure_context
@@ -153,8 +154,9 @@ def test_every_async_epilogue_carrier_gives_its_plain_twins_bits():
     entries = [e for e in fused_entries() if e.arch == dev.arch]
     by_config = {(e.config["order"], e.config["role"], GemmConfig.from_dict(e.config["gemm"]), _tree_text(e)): e
                  for e in entries}
-    pairs = [(e, by_config.get((order, role, replace(cfg, async_epilogue_tiles=0), text)))
-             for (order, role, cfg, text), e in by_config.items() if cfg.async_epilogue_tiles]
+    pairs = [(e, by_config.get((order, role, replace(cfg, async_epilogue_tiles=0, async_buffers=2, min_blocks=0),
+                                text)))
+             for (order, role, cfg, text), e in by_config.items() if cfg.async_epilogue_tiles or cfg.min_blocks]
     pairs = sorted(((a, b) for a, b in pairs if b is not None), key=lambda ab: (ab[0].config["order"], ab[0].symbol))
     if not pairs:
         pytest.skip("no async-epilogue carrier with a plain twin in the build")

@@ -95,6 +95,33 @@ def test_two_restricted_counts_recover_both_parameters():
     assert s.cycles(d50, 50, K) == pytest.approx(truth.cycles(d50, 50, K), rel=1e-3)
 
 
+def test_the_interp_form_passes_through_every_restricted_calibration_and_interpolates_in_log_n():
+    """Three restricted counts the two-parameter form cannot all fit (a kernel whose time falls off
+    faster below 34 SMs): the plain fit misses each; the interp form keeps the residuals, meets
+    every calibration exactly, interpolates linearly in log N between neighbours, holds the lowest
+    residual below it, and serializes them (the plain form's dictionary is unchanged)."""
+    counts = _gemm(1).counts
+    roof = demands(counts, {}, capacities(H200)).roof
+    truth = _truth(lam=0.5 * roof * 132, eta=1.05, gamma=-0.05)
+    full_elapsed, d_full, runs = _runs(counts, truth, [20, 34, 66])
+    runs[0] = RestrictedRun(runs[0].label, 20, 1.25 * runs[0].elapsed_cycles, runs[0].demands)
+    plain = fit_sm_scaling(full_elapsed, d_full, 132, runs, K)
+    interp = fit_sm_scaling(full_elapsed, d_full, 132, runs, K, residuals=True)
+    assert plain.rms_log_error > 1e-3 and not plain.residuals and "residuals" not in plain.to_dict()
+    assert [n for n, _ in interp.residuals] == [20, 34, 66]
+    for r in runs:
+        assert interp.cycles(r.demands, r.sm_count, K) == pytest.approx(r.elapsed_cycles, rel=1e-9)
+        assert abs(plain.cycles(r.demands, r.sm_count, K) / r.elapsed_cycles - 1) > 1e-4
+    assert interp.cycles(d_full, 132, K) == pytest.approx(full_elapsed, rel=1e-9)
+    res = dict(interp.residuals)
+    w = (math.log(48) - math.log(34)) / (math.log(66) - math.log(34))
+    assert interp.correction(48) == pytest.approx(res[34] + w * (res[66] - res[34]), rel=1e-12)
+    assert interp.correction(10) == res[20] and interp.correction(132) == 0.0
+    w = (math.log(100) - math.log(66)) / (math.log(132) - math.log(66))
+    assert interp.correction(100) == pytest.approx((1 - w) * res[66], rel=1e-12)
+    assert SmScaling.from_dict(interp.to_dict()) == interp
+
+
 def test_a_cost_flat_in_lambda_takes_no_latency_demand_and_lambda_stays_under_the_full_run():
     """An SM-bound kernel under the max: every demand and lambda / N scale alike, so no lambda is
     better than none (none is reported, not a rounding winner); a run slower on half the SMs than
@@ -167,7 +194,7 @@ def test_the_form_is_saved_and_a_max_form_file_hashes_as_before(tmp_path):
     from composer.model.calibrate import content_hash
     body = {k: v for k, v in raw.items() if k != "hash"}
     bad.write_text(json.dumps({**body, "hash": content_hash(body)}))
-    with pytest.raises(ModelError, match="latency form 'cubic' is not one of norm, max"):
+    with pytest.raises(ModelError, match="latency form 'cubic' is not one of norm, interp, max"):
         Model.load(bad)
 
 

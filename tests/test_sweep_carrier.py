@@ -377,7 +377,10 @@ def test_async_epilogue_carriers_are_built_always_and_swept_on_request() -> None
     assert not any(".ae" in label for label in default)
     assert {label.split("tile=")[1] for label in opted if ".ae" in label} == {
         "bm128.bn64.bk16.w2x2.s3.ae4", "bm128.bn64.bk16.w2x2.s3.ae8", "bm64.bn64.bk16.w2x2.s4.ae4",
-        "bm64.bn64.bk16.w2x2.s4.ae8"}
+        "bm64.bn64.bk16.w2x2.s4.ae8", "bm64.bn64.bk16.w2x2.s4.ae4.b1.mb2", "bm64.bn64.bk16.w2x2.s4.ae8.b1.mb2"}
     names = [j.name for j in plan("sm_90", "16x8x8", [511], ["GEMM_FUSED"], fused_variants="tiles")]
     assert "dgemm_p0511_y_m16_8_8_carry_t128x64x16w2x2s3ae4" in names
     assert _CUTE.match("dgemm_p0511_y_m16_8_8_carry_t128x64x16w2x2s3ae4_0").group(8) == "_t128x64x16w2x2s3ae4"
+    for tag in ("_t64x64x16w2x2s4ae8b1mb2", "_t64x64x16w2x2s4mb3"):  # session 12's two- and three-block carriers
+        assert tag[1:] + "_0" in {n.split("carry_")[-1] + "_0" for n in names}
+        assert _CUTE.match(f"dgemm_p0511_y_m16_8_8_carry{tag}_0").group(8) == tag

@@ -98,7 +98,8 @@ def _tile_field(key: str) -> Callable[[Any], Any]:
     """The type of a tile key: ``swap`` a boolean, ``epilogue_prefetch`` k-tiles (0: off), the
     rest positive integers."""
     return {"swap": boolean, "epilogue_prefetch": non_negative_int, "epilogue_prefetch_split": boolean,
-            "fragment_pipeline": boolean, "async_epilogue_tiles": non_negative_int}.get(
+            "fragment_pipeline": boolean, "async_epilogue_tiles": non_negative_int,
+            "min_blocks": non_negative_int}.get(
         key, positive_int)
 
 

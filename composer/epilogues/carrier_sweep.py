@@ -53,7 +53,9 @@ class Candidate:
         prefetch = f".{prefetch_tag(t)}" if prefetch_tag(t) else ""
         group = f".g{t['store_group']}" if t.get("store_group") else ""
         pipelined = ".fp" if t.get("fragment_pipeline") else ""
-        asynchronous = f".ae{t['async_epilogue_tiles']}" if t.get("async_epilogue_tiles") else ""
+        asynchronous = (f".ae{t['async_epilogue_tiles']}" if t.get("async_epilogue_tiles") else "") \
+            + (f".b{t['async_buffers']}" if t.get("async_buffers", 2) != 2 else "") \
+            + (f".mb{t['min_blocks']}" if t.get("min_blocks") else "")
         return (f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}{warps}.s{t['stages']}{prefetch}{group}{pipelined}"
                 f"{asynchronous}")
 

@@ -44,6 +44,18 @@ STORE_GROUPS: tuple[int, ...] = (8, 16, 32)
 #: own, fed through shared memory while the MMA warps go on) the sweep tries on the schedule's tile and
 #: on the 64x64x16 library tile: the fill and drain of the hand-over cost one exposed epilogue per block.
 ASYNC_EPILOGUE_TILES: tuple[int, ...] = (4, 8)
+#: The two-block asynchronous carriers the sweep adds (session 12): one hand-over buffer and ptxas
+#: told to fit two blocks per SM (``async_buffers = 1``, ``min_blocks = 2``), on the 64x64x16 4-stage
+#: library tile (96 KB, 128 registers per thread), so that eight MMA warps share each SM as under
+#: cuBLAS instead of the four of the one-block carriers (session 11: tensor pipe 50 %).
+TWO_BLOCK_ASYNC: dict[str, int] = {"async_buffers": 1, "min_blocks": 2}
+#: Plain carriers compiled for three blocks per SM (session 12): the 64x64x16 tile at 3 and 4 stages
+#: (48 and 64 KB) capped at 168 registers (8 B/thread of spills, against 212 uncapped and two blocks),
+#: so that while one block runs its epilogue's DRAM reads two keep eight MMA warps issuing.
+THREE_BLOCK_TILES: tuple[dict[str, int], ...] = (
+    {**LIBRARY_TILES[0], "min_blocks": 3},
+    {**LIBRARY_TILES[0], "stages": 3, "min_blocks": 3},
+)
 #: Shapes the sweep tries besides the schedule's, where the arch has them (8x8x4 is every arch's, and
 #: measured slower than 16x8x4 for the CuTe GEMMs at every order on the H200: 1.24-1.61 x GEMM).
 SWEPT_SHAPES: tuple[str, ...] = ("16x8x4", "16x8x8")
@@ -86,6 +98,9 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
     if async_epilogue:
         pairs += [(scheduled_mma, {**t, "async_epilogue_tiles": n}) for n in ASYNC_EPILOGUE_TILES
                   for t in (plain, {**LIBRARY_TILES[0], **swap})]
+        pairs += [(scheduled_mma, {**LIBRARY_TILES[0], **swap, "async_epilogue_tiles": n, **TWO_BLOCK_ASYNC})
+                  for n in ASYNC_EPILOGUE_TILES]
+    pairs += [(scheduled_mma, {**t, **swap}) for t in THREE_BLOCK_TILES]
     # the fragment pipeline on the schedule's tile and on each library tile, with the schedule's shape
     pairs += [(scheduled_mma, {**t, "fragment_pipeline": True})
               for t in (plain, *({**lt, **swap} for lt in LIBRARY_TILES))]
@@ -112,8 +127,9 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
         """No prefetch is prefetch 0, no store group the default one, no pipeline a false one."""
         return mma, tuple(sorted((k, v) for k, v in tile.items()
                                  if not (k in ("epilogue_prefetch", "epilogue_prefetch_split", "store_group",
-                                               "fragment_pipeline", "async_epilogue_tiles") and not v)
-                                 and not (k == "store_group" and v == DEFAULT_STORE_GROUP)))
+                                               "fragment_pipeline", "async_epilogue_tiles", "min_blocks") and not v)
+                                 and not (k == "store_group" and v == DEFAULT_STORE_GROUP)
+                                 and not (k == "async_buffers" and v == 2)))
 
     seen = {key_of(scheduled_mma, shipped)}
     out = []
@@ -139,7 +155,9 @@ def tile_tag(tile: Mapping[str, Any]) -> str:
             + ("t" if t.get("swap") else "") + prefetch_tag(t)
             + (f"g{t['store_group']}" if t.get("store_group") else "")
             + ("fp" if t.get("fragment_pipeline") else "")
-            + (f"ae{t['async_epilogue_tiles']}" if t.get("async_epilogue_tiles") else ""))
+            + (f"ae{t['async_epilogue_tiles']}" if t.get("async_epilogue_tiles") else "")
+            + (f"b{t['async_buffers']}" if t.get("async_buffers", 2) != 2 else "")
+            + (f"mb{t['min_blocks']}" if t.get("min_blocks") else ""))
 
 
-__all__ = ["ASYNC_EPILOGUE_TILES", "LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "prefetch_tag", "STORE_GROUPS", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]
+__all__ = ["ASYNC_EPILOGUE_TILES", "THREE_BLOCK_TILES", "TWO_BLOCK_ASYNC", "LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "prefetch_tag", "STORE_GROUPS", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]

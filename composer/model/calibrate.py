@@ -195,7 +195,7 @@ def check_overlap(overlap: Any) -> None:
 
 
 #: The SM-count forms a model can be fitted with (Model.latency_form).
-LATENCY_FORMS = ("norm", "max")
+LATENCY_FORMS = ("norm", "interp", "max")
 
 
 def check_latency_form(form: Any) -> None:
@@ -353,7 +353,7 @@ def attach_latency(kernels: list[CalibratedKernel], machines: Mapping[str, Capac
 
 
 def attach_sm_scaling(kernels: list[CalibratedKernel], machines: Mapping[str, Capacities],
-                      overlap: float | None = None) -> list[CalibratedKernel]:
+                      overlap: float | None = None, residuals: bool = False) -> list[CalibratedKernel]:
     """Each full-SM kernel with restricted calibrations of its own gets its SM scaling
     (composer.model.sm_scaling), fitted over all of them; the others keep none (their time on N
     SMs follows the capacities alone)."""
@@ -371,7 +371,8 @@ def attach_sm_scaling(kernels: list[CalibratedKernel], machines: Mapping[str, Ca
                               elapsed_cycles=t.counters.elapsed_cycles,
                               demands=demands(k.counters.counts, k.dmma, machines[t.machine]).cycles)
                 for t in sorted(twins, key=lambda t: machines[t.machine].sm_count)]
-        scaling = fit_sm_scaling(k.counters.elapsed_cycles, k.demands, machines[k.machine].sm_count, runs, overlap)
+        scaling = fit_sm_scaling(k.counters.elapsed_cycles, k.demands, machines[k.machine].sm_count, runs, overlap,
+                                 residuals)
         out.append(replace(k, sm_scaling=scaling))
     return out
 
@@ -380,8 +381,8 @@ def attach_sm_dependence(kernels: list[CalibratedKernel], machines: Mapping[str,
                          overlap: float | None, latency_form: str) -> list[CalibratedKernel]:
     """The restricted calibrations' contribution in the model's form (Model.latency_form)."""
     check_latency_form(latency_form)
-    if latency_form == "norm":
-        return attach_sm_scaling(kernels, machines, overlap)
+    if latency_form in ("norm", "interp"):
+        return attach_sm_scaling(kernels, machines, overlap, residuals=latency_form == "interp")
     return attach_latency(kernels, machines, overlap)
 
 

@@ -26,7 +26,7 @@ calibrated on takes it (latency terms of one machine's memory system say nothing
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Mapping, Sequence
 
 from composer.model.demand import combined
@@ -68,11 +68,32 @@ class SmScaling:
     full_sm_count: int
     fitted_from: tuple[str, ...]  # the restricted calibrations' labels
     rms_log_error: float  # of the fit over the restricted calibrations
+    #: the ``interp`` form (session 12): (SM count, log(measured / fitted)) at each restricted
+    #: calibration, interpolated linearly in log N between them and the full run (where it is 0) and
+    #: held at the lowest one below it; empty: the plain form
+    residuals: tuple[tuple[int, float], ...] = ()
 
     def cycles(self, demands: Mapping[str, float], sm_count: int, overlap: float | None) -> float:
         """Predicted elapsed cycles on ``sm_count`` SMs from the target's demands there."""
         drift = (sm_count / self.full_sm_count) ** self.eta_sm_exponent
-        return self.eta * drift * combined({**demands, "latency": self.latency_sm_cycles / sm_count}, overlap)
+        base = self.eta * drift * combined({**demands, "latency": self.latency_sm_cycles / sm_count}, overlap)
+        return base * math.exp(self.correction(sm_count))
+
+    def correction(self, sm_count: int) -> float:
+        """The log residual the ``interp`` form adds at ``sm_count`` (0 without residuals)."""
+        if not self.residuals:
+            return 0.0
+        points = sorted({(self.full_sm_count, 0.0), *self.residuals})
+        if sm_count <= points[0][0]:
+            return points[0][1]
+        if sm_count >= points[-1][0]:
+            return points[-1][1]
+        x = math.log(sm_count)
+        for (n0, r0), (n1, r1) in zip(points, points[1:]):
+            if n0 <= sm_count <= n1:
+                w = (x - math.log(n0)) / (math.log(n1) - math.log(n0))
+                return r0 + w * (r1 - r0)
+        raise AssertionError("unreachable: sm_count lies between the first and last points")
 
     def latency_binds(self, demands: Mapping[str, float], sm_count: int) -> bool:
         """Whether the latency demand is the largest one on ``sm_count`` SMs."""
@@ -81,12 +102,17 @@ class SmScaling:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["fitted_from"] = list(self.fitted_from)
+        if self.residuals:
+            out["residuals"] = [list(r) for r in self.residuals]
+        else:
+            del out["residuals"]  # files of the plain form hash as before
         return out
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> SmScaling:
         fields = dict(raw)
         fields["fitted_from"] = tuple(raw["fitted_from"])
+        fields["residuals"] = tuple((int(n), float(r)) for n, r in raw.get("residuals", ()))
         return cls(**fields)
 
 
@@ -95,8 +121,11 @@ def _norm(demands: Mapping[str, float], latency: float, overlap: float | None) -
 
 
 def fit_sm_scaling(full_elapsed: float, full_demands: Mapping[str, float], full_sm_count: int,
-                   restricted: Sequence[RestrictedRun], overlap: float | None) -> SmScaling:
-    """(eta_L, lambda, gamma) of one kernel; see the module docstring."""
+                   restricted: Sequence[RestrictedRun], overlap: float | None,
+                   residuals: bool = False) -> SmScaling:
+    """(eta_L, lambda, gamma) of one kernel; see the module docstring. ``residuals``: keep the fit's
+    log residual at each restricted calibration (the ``interp`` form), so that the prediction
+    passes through every calibration and interpolates between them."""
     if not restricted:
         raise ValueError("an SM scaling needs at least one restricted calibration")
     if full_elapsed <= 0 or any(r.elapsed_cycles <= 0 for r in restricted):
@@ -145,5 +174,10 @@ def fit_sm_scaling(full_elapsed: float, full_demands: Mapping[str, float], full_
             best_lam, best = lam, trial
     cost, eta_l, gamma = best
     rms = math.sqrt(max(cost - EXPONENT_PENALTY * gamma * gamma, 0.0) / len(restricted))
-    return SmScaling(latency_sm_cycles=best_lam, eta=eta_l, eta_sm_exponent=gamma, full_sm_count=full_sm_count,
-                     fitted_from=tuple(r.label for r in restricted), rms_log_error=rms)
+    fitted = SmScaling(latency_sm_cycles=best_lam, eta=eta_l, eta_sm_exponent=gamma, full_sm_count=full_sm_count,
+                       fitted_from=tuple(r.label for r in restricted), rms_log_error=rms)
+    if not residuals:
+        return fitted
+    kept = tuple((r.sm_count, math.log(r.elapsed_cycles / fitted.cycles(r.demands, r.sm_count, overlap)))
+                 for r in restricted)
+    return replace(fitted, residuals=kept)

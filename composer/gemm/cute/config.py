@@ -104,6 +104,17 @@ class GemmConfig:
     #: runs mainloop and epilogue one after the other on each SM (ncu, session 10: 28.8 us per tile =
     #: 18.6 of MMA + 12.3 of epilogue DRAM), and no change inside that order was faster.
     async_epilogue_tiles: int = 0
+    #: Accumulator hand-over buffers of the asynchronous epilogue (2: the MMA warps write tile j + 1
+    #: while the epilogue warps still read tile j; 1: they wait for the read, which the epilogue warps
+    #: finish at the start of their epilogue, long before the next mainloop ends). Why one: the two
+    #: buffers of the p = 511 carriers (128 and 200 KB of shared memory with the pipeline) hold one
+    #: block per SM, four MMA warps, and four MMA warps cannot keep the tensor pipe busy (session 11,
+    #: ncu: 50 % active, stall ``wait``); one buffer on the 64x64x16 4-stage tile is 96 KB: two blocks.
+    async_buffers: int = 2
+    #: Blocks per SM the kernel is compiled for (``__launch_bounds__`` minimum, 0: none): ptxas caps
+    #: the registers per thread so that that many blocks fit (two 256-thread asynchronous blocks:
+    #: 128 registers, against the 221 the 64x64 asynchronous carrier takes uncapped).
+    min_blocks: int = 0
 
     @property
     def shape(self) -> MmaShape:
@@ -120,8 +131,16 @@ class GemmConfig:
 
     @property
     def acc_buffer_bytes(self) -> int:
-        """Shared memory of the two accumulator hand-over buffers (async_epilogue_tiles only)."""
-        return 2 * self.bm * self.bn * 8 if self.async_epilogue_tiles else 0
+        """Shared memory of the accumulator hand-over buffers (async_epilogue_tiles only)."""
+        return self.async_buffers * self.bm * self.bn * 8 if self.async_epilogue_tiles else 0
+
+    @property
+    def registers_cap(self) -> int:
+        """Registers per thread ptxas may use under ``min_blocks`` (255 without): the register file
+        (65536) over min_blocks x threads, rounded down to the allocation granule of 8."""
+        if not self.min_blocks:
+            return 255
+        return min(255, 65536 // (self.min_blocks * self.block_threads) // 8 * 8)
 
     @property
     def warp_tile(self) -> tuple[int, int]:
@@ -165,7 +184,9 @@ class GemmConfig:
                 + (f"_e{self.epilogue_prefetch}" if self.epilogue_prefetch else "")
                 + ("s" if self.epilogue_prefetch_split and self.epilogue_prefetch else "")
                 + ("_fp" if self.fragment_pipeline else "")
-                + (f"_ae{self.async_epilogue_tiles}" if self.async_epilogue_tiles else ""))
+                + (f"_ae{self.async_epilogue_tiles}" if self.async_epilogue_tiles else "")
+                + (f"b{self.async_buffers}" if self.async_epilogue_tiles and self.async_buffers != 2 else "")
+                + (f"_mb{self.min_blocks}" if self.min_blocks else ""))
 
     def validate(self, arch: str | None = None) -> "GemmConfig":
         """Return ``self`` if the kernel can be built for it (and for ``arch``, when given).
@@ -209,6 +230,23 @@ class GemmConfig:
             if self.threads > 128:  # 2 x threads share 65536 registers: above 128 MMA threads, < 255 each
                 problems.append(f"async_epilogue_tiles needs at most 128 MMA threads (4 warps), got {self.threads}: "
                                 "with as many epilogue threads a block of more would cap registers below 255")
+        if self.async_buffers not in (1, 2):
+            problems.append(f"async_buffers={self.async_buffers} must be 1 or 2")
+        elif self.async_buffers != 2 and not self.async_epilogue_tiles:
+            problems.append("async_buffers applies to async_epilogue_tiles only")
+        if not 0 <= self.min_blocks <= 4:
+            problems.append(f"min_blocks={self.min_blocks} outside [0, 4]")
+        elif self.min_blocks:
+            if self.min_blocks * self.block_threads > limits.max_threads_per_sm:
+                problems.append(f"min_blocks={self.min_blocks} x {self.block_threads} threads exceed the "
+                                f"{limits.max_threads_per_sm} an SM holds ({limits.arch})")
+            elif self.registers_cap < 2 * self.accumulators + 24:
+                problems.append(f"min_blocks={self.min_blocks} caps registers at {self.registers_cap} per thread, "
+                                f"too few for {self.accumulators} FP64 accumulators")
+            if self.min_blocks * (self.smem_bytes + limits.smem_reserved_per_block) > limits.smem_per_sm:
+                problems.append(f"min_blocks={self.min_blocks} x ({self.smem_bytes} + "
+                                f"{limits.smem_reserved_per_block}) B of shared memory exceed the SM's "
+                                f"{limits.smem_per_sm} B ({limits.arch})")
         if self.a_major not in ("m", "k") or self.b_major not in ("n", "k") or self.c_major not in ("m", "n"):
             problems.append(f"majors a={self.a_major!r} b={self.b_major!r} c={self.c_major!r} "
                             "(allowed: a in m/k, b in n/k, c in m/n)")
@@ -251,9 +289,12 @@ class GemmConfig:
         """The fields; the optional switches (``epilogue_prefetch``, ``fragment_pipeline``) only when set, so that builds made before they existed
         (the same kernels) stay up to date."""
         out = asdict(self)
-        for key in ("epilogue_prefetch", "epilogue_prefetch_split", "fragment_pipeline", "async_epilogue_tiles"):
+        for key in ("epilogue_prefetch", "epilogue_prefetch_split", "fragment_pipeline", "async_epilogue_tiles",
+                    "min_blocks"):
             if not out[key]:
                 del out[key]
+        if out["async_buffers"] == 2:
+            del out["async_buffers"]
         return out
 
     @classmethod
@@ -356,11 +397,12 @@ def split_prefetch_k_tiles(k_tiles: int, window: int, arrays: int) -> list[int]:
 def config_for(spec: GemmSpec, mma: str, bm: int, bn: int, bk: int, warps_m: int, warps_n: int,
                stages: int, swap: bool = False, epilogue: str = "store", epilogue_prefetch: int = 0,
                epilogue_prefetch_split: bool = False, fragment_pipeline: bool = False,
-               async_epilogue_tiles: int = 0) -> GemmConfig:
+               async_epilogue_tiles: int = 0, async_buffers: int = 2, min_blocks: int = 0) -> GemmConfig:
     """A configuration with the majors (and cp.async width) the spec's layout requires."""
     prob = kernel_problem(spec, swap)
     a, b, c = prob.majors
     return GemmConfig(mma, bm, bn, bk, warps_m, warps_n, stages, a, b, c,
                       2 if prob.vec2_ok else 1, epilogue, epilogue_prefetch=epilogue_prefetch,
                       epilogue_prefetch_split=epilogue_prefetch_split, fragment_pipeline=fragment_pipeline,
-                      async_epilogue_tiles=async_epilogue_tiles)
+                      async_epilogue_tiles=async_epilogue_tiles, async_buffers=async_buffers,
+                      min_blocks=min_blocks)

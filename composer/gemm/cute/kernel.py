@@ -142,12 +142,16 @@ class TensorOpDgemm:
         # the DSL keeps the name on the (class-level) kernel function: set it for this trace
         self.kernel.set_name_prefix(self.name, remove_cutlass_symbol=True, keep_mangled_name=False)
         blocks = ((args.m + self.bm - 1) // self.bm) * ((args.n + self.bn - 1) // self.bn) * args.batch
+        # min_blocks: ptxas caps the registers (nvvm.minctasm); the carveout is given, so that the DSL
+        # does not ask a device for its shared memory (builds cross-compile without one)
+        bounds = {"min_blocks_per_mp": self.cfg.min_blocks, "preferred_smem_carveout": 100} if self.cfg.min_blocks else {}
         if cutlass.const_expr(self.async_tiles > 0):
             self.kernel_ws.set_name_prefix(self.name, remove_cutlass_symbol=True, keep_mangled_name=False)
             self.kernel_ws(args).launch(grid=[(blocks + self.async_tiles - 1) // self.async_tiles, 1, 1],
-                                        block=[2 * self.threads, 1, 1], smem=self.cfg.smem_bytes)
+                                        block=[2 * self.threads, 1, 1], smem=self.cfg.smem_bytes, **bounds)
         else:
-            self.kernel(args).launch(grid=[blocks, 1, 1], block=[self.threads, 1, 1], smem=self.cfg.smem_bytes)
+            self.kernel(args).launch(grid=[blocks, 1, 1], block=[self.threads, 1, 1], smem=self.cfg.smem_bytes,
+                                     **bounds)
 
     @cute.kernel
     def kernel(self, args: KernelArgs):
@@ -203,15 +207,17 @@ class TensorOpDgemm:
     def kernel_ws(self, args: KernelArgs):
         """async_epilogue_tiles = T: block b runs tiles b*T ... b*T+T-1 (the last block those that
         remain). Threads [0, threads) are the MMA warps: each tile's mainloop (their own barrier),
-        its accumulators into buffer j % 2 (after the epilogue warps freed it: EMPTY_BARRIER + j % 2, from the third tile on), then
-        FULL_BARRIER + j % 2 and the next tile. Threads [threads, 2 threads) are the epilogue warps:
-        wait for the buffer, take thread tid - threads's accumulators in the MMA fragment order,
-        run the epilogue of that tile, free the buffer. Buffers are thread-major (conflict-free)."""
+        its accumulators into buffer j % B (B = async_buffers; after the epilogue warps freed it:
+        EMPTY_BARRIER + j % B, from tile B on), then FULL_BARRIER + j % B and the next tile. Threads
+        [threads, 2 threads) are the epilogue warps: wait for the buffer, take thread tid - threads's
+        accumulators in the MMA fragment order, free the buffer, run the epilogue of that tile.
+        Buffers are thread-major (conflict-free)."""
         tidx, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
         allocator = cutlass.memory.SmemAllocator()
         a_layout, b_layout, sa_base, sb_base = self._operand_buffers(allocator)
-        s_acc = allocator.allocate_tensor(Float64, cute.make_layout(2 * self.acc_regs * self.threads), 128)
+        nbuf = self.cfg.async_buffers
+        s_acc = allocator.allocate_tensor(Float64, cute.make_layout(nbuf * self.acc_regs * self.threads), 128)
         acc_base = s_acc.iterator.toint()
         total = ((args.m + self.bm - 1) // self.bm) * ((args.n + self.bn - 1) // self.bn) * args.batch
         first = bid * self.async_tiles
@@ -223,8 +229,8 @@ class TensorOpDgemm:
             for j in cutlass.range(count, unroll=1):
                 batch, ibatch, m0, n0, pa, pb = self._tile_origin(args, first + j)
                 self._mainloop(args, tidx, ibatch, m0, n0, pa, pb, sa_base, sb_base, a_layout, b_layout, acc, True)
-                buf = j % 2
-                if j >= 2:
+                buf = j % nbuf
+                if j >= nbuf:
                     cute.arch.barrier(barrier_id=EMPTY_BARRIER + buf, number_of_threads=pair)
                 mine = acc_base + buf * buffer_bytes + tidx * 8
                 for r, index in enumerate(self._acc_order()):
@@ -237,13 +243,13 @@ class TensorOpDgemm:
             row_a, warp, t = self._fragment_coords(et)
             for j in cutlass.range(count, unroll=1):
                 batch, ibatch, m0, n0, pa, pb = self._tile_origin(args, first + j)
-                buf = j % 2
+                buf = j % nbuf
                 cute.arch.barrier(barrier_id=FULL_BARRIER + buf, number_of_threads=pair)
                 theirs = acc_base + buf * buffer_bytes + et * 8
                 for r, index in enumerate(self._acc_order()):
                     acc[index] = lds_f64(theirs, r * self.threads * 8)
                 # the buffer is free once its values are in registers (bar.arrive orders the loads)
-                if j + 2 < count:
+                if j + nbuf < count:
                     cute.arch.barrier_arrive(barrier_id=EMPTY_BARRIER + buf, number_of_threads=pair)
                 self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
 

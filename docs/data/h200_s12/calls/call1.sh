@@ -18,4 +18,4 @@ done
 nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv >> $OUT/logs/times.txt 2>&1
 tar -C $OUT -czf $OUT/results.tgz logs prof 2>/dev/null
 rm -rf $OUT/prof
-cat $OUT/logs/times.txt; grep -h "rror" $OUT/logs/prof_*.log | head -5
+cat $OUT/logs/times.txt; grep -h "rror" $OUT/logs/prof_*.log | head -5 || true
