@@ -3,9 +3,9 @@
 # 28 and 48 SMs (test 7 runs 28, 48, 70 and 90 SMs, counts no test has run, all above the lowest
 # restricted calibration, 20 SMs), then the five paths without GEMM_FUSED at p = 511 on 48 SMs (GEMM_FUSED's
 # shipped p = 511 carrier postdates .cache/build_s9).
-# Predictions docs/data/h200_s12/model/pro7 (model ca450cb0: the SM-scaling form on the 66-, 34- and 20-SM
+# Predictions docs/data/h200_s12/model/pro7 (model 99c8e2b2: the interp SM-count form on the 66-, 34- and 20-SM
 # calibrations, one calibration per binary; family errors: its retrospective errors below 66 SMs over tests
-# 1-6, docs/data/h200_s12/model/retro/score_below66.json) committed before this call.
+# 1-6, docs/data/h200_s12/model/retro_interp/score_below66.json) committed before this call.
 # Carry: .whl .cache/build_s9 .cache/commit. About 100-130 s per SM count.
 set -o pipefail
 source tools/device_prelude.sh
