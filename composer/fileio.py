@@ -45,6 +45,16 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     atomic_write(path, lambda fh: fh.write(text))
 
 
+def atomic_write_json_compact(path: str | os.PathLike[str], document: Any) -> None:
+    """``document`` as one line of JSON without spaces, atomically. For the machine-written data
+    files that dominate the repository (model, predictions and score files: 0.1-0.7 MB each
+    indented, 25-35 % less compact; the working tree travels to the GPU machine under a size
+    limit); their hashes are over canonical JSON, so the layout of the file does not enter them."""
+    import json
+
+    atomic_write_text(path, json.dumps(document, separators=(",", ":")) + "\n")
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """``data`` as it is, atomically (see :func:`atomic_write`)."""
     atomic_write(path, lambda fh: fh.write(data), binary=True)

@@ -403,7 +403,7 @@ def run_paper(args: argparse.Namespace) -> int:
 
 
 def run_score(args: argparse.Namespace) -> int:
-    from composer.fileio import atomic_write_text
+    from composer.fileio import atomic_write_json_compact
     from composer.model.measured import read_measured
     from composer.model.predict import read_predictions
     from composer.model.errors import ModelError
@@ -420,7 +420,7 @@ def run_score(args: argparse.Namespace) -> int:
         raise ComposerError("no measured cell matches a prediction (same path, order and active SM count)")
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.out, json.dumps(result, indent=1) + "\n")
+        atomic_write_json_compact(args.out, result)
     if args.json:
         print(json.dumps(result, indent=1))
         return 0

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from composer.arch.machines import Machine
-from composer.fileio import atomic_write_text
+from composer.fileio import atomic_write_json_compact
 from composer.model.build import Build
 from composer.model.capacity import Capacities, capacities
 from composer.model.counters import KernelCounters, profile_files, read_profile_csv
@@ -160,7 +160,7 @@ class Model:
         """Write the model with its hash; returns the hash."""
         body = self.body()
         digest = content_hash(body)
-        atomic_write_text(Path(path), json.dumps({**body, "hash": digest}, indent=1) + "\n")
+        atomic_write_json_compact(Path(path), {**body, "hash": digest})
         return digest
 
     @classmethod

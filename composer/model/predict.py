@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping
 
-from composer.fileio import atomic_write_text
+from composer.fileio import atomic_write_json_compact
 from composer.model.build import Build
 from composer.model.calibrate import CalibratedKernel, Model, content_hash, read_json
 from composer.model.capacity import Capacities
@@ -230,9 +230,7 @@ def predictions_document(model: Model, model_file: str, target: Capacities, buil
 
 
 def write_predictions(path: Path | str, document: Mapping[str, Any]) -> None:
-    import json
-
-    atomic_write_text(Path(path), json.dumps(document, indent=1) + "\n")
+    atomic_write_json_compact(Path(path), document)
 
 
 def read_predictions(path: Path | str) -> dict[str, Any]:
