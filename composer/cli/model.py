@@ -47,12 +47,12 @@ def register(subparsers: Any) -> None:
     fit.add_argument("--overlap", type=float, default=None, metavar="K",
                      help="combine the demands by their K-norm instead of the max (K >= 1; chosen by "
                           "`composer model overlap`; default: the paper's max)")
-    fit.add_argument("--latency-form", choices=("norm", "interp", "max"), default="norm",
-                     help="how restricted calibrations (DIR with --sms profiles) enter: norm (default) fits "
-                          "per kernel a latency demand inside the K-norm and an eta exponent in the SM "
-                          "count; interp is norm passed through every restricted calibration (its residuals "
-                          "interpolated in log N between them); max is session 8's max(roof, lambda / N) "
-                          "past a 1.15x margin")
+    fit.add_argument("--latency-form", choices=("norm", "interp", "max"), default="interp",
+                     help="how restricted calibrations (DIR with --sms profiles) enter: norm fits per kernel a "
+                          "latency demand inside the K-norm and an eta exponent in the SM count; interp "
+                          "(default, session 12) is norm passed through every restricted calibration (its "
+                          "residuals interpolated in log N between them); max is session 8's "
+                          "max(roof, lambda / N) past a 1.15x margin")
     fit.add_argument("--separate-kernels", dest="share", action="store_false",
                      help="calibrate a binary that several paths launch at one order once per path (as models "
                           "before session 12 did) instead of pricing every launch of it from one calibration")

@@ -119,6 +119,7 @@ class Model:
     #: how a kernel's time follows the active SM count on its own machine: "max" (session 8's
     #: latency term, ``max(roof, lambda / N)``, taken only past LATENCY_MARGIN) or "norm"
     #: (composer.model.sm_scaling: lambda inside the k-norm and an eta exponent, fitted per kernel)
+    #: or "interp" (norm passed through every restricted calibration: its residuals interpolated)
     latency_form: str = "max"
     #: whether every binary several paths launch at one order shares one calibration
     #: (composer.model.sharing); files fitted before it existed did not
@@ -411,7 +412,7 @@ def with_overlap(model: Model, overlap: float | None) -> Model:
 
 
 def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor: bool = True,
-        overlap: float | None = None, latency_form: str = "norm", share: bool = True) -> Model:
+        overlap: float | None = None, latency_form: str = "interp", share: bool = True) -> Model:
     """Calibrate every (path, order) profile of every source directory; ``overlap`` is the
     demand-combining exponent the model predicts with (None: the paper's max), ``latency_form``
     how the restricted calibrations enter (Model.latency_form), ``share`` whether a binary several
