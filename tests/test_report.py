@@ -200,6 +200,7 @@ BALANCE_TESTS = (
     ("h200_s9/model/pro3b/predict_h200_sms", "/h200_s9/call4/bal/", "h200_s9/model/pro3b/score_balance3b.json", 84),
     ("h200_s11/model/pro5/predict_h200_sms", "/h200_s11/call1/bal/", "h200_s11/model/pro5/score_balance5.json", 126),
     ("h200_s11/model/pro6/predict_h200_sms", "/h200_s11/call6/bal/", "h200_s11/model/pro6/score_balance6.json", 126),
+    ("h200_s12/model/pro7/predict_h200_sms", "/h200_s12/call", "h200_s12/model/pro7/score_balance7.json", 168),
 )
 
 
@@ -249,8 +250,9 @@ def test_balance_axis_from_the_restricted_runs(shipped):
     assert float(row["value"]) == pytest.approx(expected, rel=1e-12)
     assert float(row["bytes_per_sm_cycle"]) == pytest.approx(4.8e12 / (34 * 1.98e9), rel=1e-12)
     assert ("GEMM/FUSED_TC", 255, 34, "predicted") in ratios
-    assert {int(r["sms"]) for r in read_csv(out, "balance")} == {24, 26, 30, 34, 36, 38, 42, 44, 46, 50, 52, 56, 58, 62,
-                                                                 66, 76, 80, 88, 96, 98, 100, 106, 112, 116, 124, 132}
+    assert {int(r["sms"]) for r in read_csv(out, "balance")} == {24, 26, 28, 30, 34, 36, 38, 42, 44, 46, 48, 50, 52, 56,
+                                                                 58, 62, 66, 70, 76, 80, 88, 90, 96, 98, 100, 106, 112,
+                                                                 116, 124, 132}
 
 
 # --- synthetic inputs: the sections that appear with their data, bad input ------------------------------
