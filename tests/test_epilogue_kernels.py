@@ -385,6 +385,8 @@ def test_carriers_for_more_blocks_per_sm_cap_their_registers_and_say_what_does_n
                          ({"min_blocks": 5}, r"min_blocks=5 outside \[0, 4\]"),
                          ({"min_blocks": 4, "stages": 4}, "of shared memory exceed the SM's"),
                          ({"min_blocks": 4, "bm": 128, "bn": 128, "warps_m": 2, "warps_n": 4},
-                          "min_blocks=4 x 256 threads|accumulators")):
+                          "caps registers at 64 per thread, too few for 64 FP64 accumulators"),
+                         ({"min_blocks": 3, "warps_m": 8, "warps_n": 4, "bm": 128, "bn": 256},
+                          "min_blocks=3 x 1024 threads exceed the 2048 an SM holds")):
         with pytest.raises(GemmConfigError, match=message):
             replace(cfg, **bad).validate("sm_90")

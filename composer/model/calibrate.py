@@ -25,7 +25,7 @@ from composer.model.counters import KernelCounters, profile_files, read_profile_
 from composer.model.demand import closure, combined, demands, eta
 from composer.model.errors import ModelError, ModelFileError
 from composer.model.kernels import KernelIdentity, identify, sass_shape
-from composer.model.sharing import share_identical_kernels
+from composer.model.sharing import reshare, share_identical_kernels
 from composer.model.sm_scaling import RestrictedRun, SmScaling, fit_sm_scaling
 
 SCHEMA = "composer.model"
@@ -138,8 +138,8 @@ class Model:
         # (both forms predict those alike)
         if self.latency_form != "max" and any(k.sm_scaling is not None for k in self.kernels):
             body["latency_form"] = self.latency_form
-        if self.shared_kernels:  # likewise for files fitted before the sharing
-            body["shared_kernels"] = True
+        if self.shared_kernels and any(k.shared_from for k in self.kernels):  # likewise for files fitted
+            body["shared_kernels"] = True  # before the sharing, and for fits that had nothing to share
         return body
 
     @property
@@ -404,10 +404,11 @@ def with_overlap(model: Model, overlap: float | None) -> Model:
                                   dfma_price=raw["dfma_price"], clock_hz=raw["clock_hz"])
     # a shared kernel is a copy of another path's calibration: its own profile is not in the model,
     # so the copy is re-derived from the refitted source
-    bare = [replace(k, latency_sm_cycles=None, latency_from=None, sm_scaling=None) for k in model.kernels]
+    bare = [replace(k, latency_sm_cycles=None, latency_from=None, sm_scaling=None, shared_from=None)
+            for k in model.kernels]
     kernels = attach_sm_dependence(bare, by_label, overlap, model.latency_form)
     if model.shared_kernels:
-        kernels = share_identical_kernels(kernels)
+        kernels = reshare(kernels, model.kernels)
     return replace(model, kernels=kernels, overlap=overlap, loaded_hash=None)
 
 

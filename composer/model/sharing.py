@@ -10,16 +10,17 @@ measured 1.000, predicted 1.013 and screened). A binary is its kernel name plus 
 block, registers) at one order on one calibration machine; the same name at another launch is
 another kernel (a library picks its kernel per shape, a fused symbol can stand for several tables).
 
-The calibration a group shares is its best-informed member: the one whose SM scaling was fitted
-from the most restricted calibrations, then GEMM's (the library path every ratio divides by), then
-the first path alphabetically. Restricted calibrations are records (they only fit the full
+The calibration a group shares is its best-informed member: the one with the most restricted
+calibrations profiled, then GEMM's (the library path every ratio divides by), then
+the first path alphabetically (then the earlier launch). Restricted calibrations are records (they only fit the full
 calibration's SM scaling) and are left as profiled.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 if TYPE_CHECKING:
     from composer.model.calibrate import CalibratedKernel
@@ -28,34 +29,66 @@ if TYPE_CHECKING:
 PREFERRED_PATH = "GEMM"
 
 
-def binary_key(k: CalibratedKernel) -> tuple[str, int, str, str, int, int, int]:
-    """What makes two calibrated kernels the same binary at the same work."""
+#: The counters a binary's launch at one problem executes exactly (instruction counts; bytes moved
+#: through L2 and DRAM vary from run to run), compared to this many significant digits.
+WORK_COUNTERS = ("dmma", "fp64", "issue", "alu", "fma")
+_DIGITS = 6
+
+
+def _significant(x: float) -> float:
+    return float(f"{x:.{_DIGITS - 1}e}")
+
+
+def binary_key(k: CalibratedKernel) -> tuple:
+    """What makes two calibrated kernels the same binary doing the same work: name and launch on one
+    calibration machine at one order, and the instructions it executed. Not the role: a library
+    kernel's role counts its launches within a path (``NAME#2``), so the same cuBLAS kernel serving
+    GEMM's z GEMM is ``#2`` there and ``#1`` in GEMM_FUSED, and the y GEMM it also serves in GEMM
+    (``#1``, another problem) is another piece of work: the executed instructions tell them apart."""
     c = k.counters
-    return (k.machine, k.order, k.role, c.name, int(c.grid), int(c.block), int(c.registers))
+    return (k.machine, k.order, c.name, int(c.grid), int(c.block), int(c.registers),
+            tuple(_significant(c.counts[q]) for q in WORK_COUNTERS))
 
 
-def _information(k: CalibratedKernel) -> tuple[int, int, str]:
-    """Sort key, best first: most restricted calibrations, then the preferred path, then the name."""
-    runs = len(k.sm_scaling.fitted_from) if k.sm_scaling is not None else int(k.latency_sm_cycles is not None)
-    return (-runs, 0 if k.path == PREFERRED_PATH else 1, k.path)
+def _information(k: CalibratedKernel, restricted_runs: Counter) -> tuple[int, int, str, int]:
+    """Sort key, best first: most restricted calibrations profiled (not the terms fitted from them,
+    which depend on the form and the exponent), then the preferred path, the name, the launch."""
+    runs = restricted_runs[(k.machine, k.path, k.order, k.role)]
+    return (-runs, 0 if k.path == PREFERRED_PATH else 1, k.path, k.counters.index)
+
+
+def copy_of(source: CalibratedKernel, k: CalibratedKernel) -> CalibratedKernel:
+    """``source``'s calibration in ``k``'s place: ``k``'s path, role and launch index."""
+    return replace(source, path=k.path, role=k.role, counters=replace(source.counters, index=k.counters.index),
+                   shared_from=source.path)
 
 
 def share_identical_kernels(kernels: Iterable[CalibratedKernel]) -> list[CalibratedKernel]:
     """The kernel list with every full-SM binary that several paths launch replaced, in each path,
     by one calibration of it (``shared_from`` names the path it came from); order is kept."""
     kernels = list(kernels)
+    restricted_runs = Counter((k.machine.split("@")[0], k.path, k.order, k.role) for k in kernels if "@" in k.machine)
     groups: dict[tuple, list[CalibratedKernel]] = {}
     for k in kernels:
         if "@" not in k.machine:
             groups.setdefault(binary_key(k), []).append(k)
-    source = {key: min(members, key=_information) for key, members in groups.items()
+    source = {key: min(members, key=lambda m: _information(m, restricted_runs)) for key, members in groups.items()
               if len({m.path for m in members}) > 1}
     out = []
     for k in kernels:
         rep = source.get(binary_key(k)) if "@" not in k.machine else None
-        if rep is None or rep is k:
-            out.append(k)
-            continue
-        out.append(replace(rep, path=k.path, counters=replace(rep.counters, index=k.counters.index),
-                           shared_from=rep.path))
+        out.append(k if rep is None or rep is k else copy_of(rep, k))
+    return out
+
+
+def reshare(refitted: Sequence[CalibratedKernel], originals: Sequence[CalibratedKernel]) -> list[CalibratedKernel]:
+    """After a refit of a shared model's kernels (``refitted[i]`` from ``originals[i]``), each copy
+    taken again from the refitted kernel it was copied from (its recorded ``shared_from`` path), so
+    that the choice of source, which can depend on the refit (a latency term under one exponent and
+    not another), stays the fit's."""
+    own = {(binary_key(o), o.path): i for i, o in enumerate(originals) if o.shared_from is None}
+    out = list(refitted)
+    for i, o in enumerate(originals):
+        if o.shared_from is not None:
+            out[i] = copy_of(refitted[own[(binary_key(o), o.shared_from)]], o)
     return out
