@@ -366,11 +366,14 @@ def test_carriers_for_more_blocks_per_sm_cap_their_registers_and_say_what_does_n
     two = fused_gemms(plan, "16x8x8", carrier_tile={**tile, "async_epilogue_tiles": 8, **TWO_BLOCK_ASYNC})["y"]
     assert three.config.tag.endswith("_mb3") and two.config.tag.endswith("_ae8b1_mb2")
     assert two.config.smem_bytes == 8 * 4 * (64 + 64) * 16 + 64 * 64 * 8 == 98304
-    assert (three.config.registers_cap, two.config.registers_cap) == (168, 128)
+    assert (three.config.registers_cap("sm_90"), two.config.registers_cap("sm_90")) == (168, 128)
+    # a request: sm_80's 164 KB hold two of the three 65 KB blocks, so it compiles for two there
+    assert (three.config.resident_blocks("sm_90"), three.config.resident_blocks("sm_80")) == (3, 2)
+    assert three.config.registers_cap("sm_80") == 255 and three.config.registers_cap() == 168
     for gemm in (three, two):
         built = compile_config(gemm.config, "sm_90", "t_mb", epilogue=gemm.epilogue())
         (k,) = inspect_cubin(built.cubin).values()
-        assert k.registers <= gemm.config.registers_cap and k.dmma == {"16x8x8": 16}
+        assert k.registers <= gemm.config.registers_cap("sm_90") and k.dmma == {"16x8x8": 16}
     assert tile_tag({**tile, "async_epilogue_tiles": 4, **TWO_BLOCK_ASYNC}) == "t64x64x16w2x2s4ae4b1mb2"
     shipped = {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3, "swap": False}
     plain_variants = [tile_tag(t) for _, t in tile_variants(shipped, "sm_90", "16x8x8", k_extent=512)]
@@ -383,10 +386,11 @@ def test_carriers_for_more_blocks_per_sm_cap_their_registers_and_say_what_does_n
     for bad, message in (({"async_buffers": 1}, "async_buffers applies to async_epilogue_tiles only"),
                          ({"async_buffers": 3, "async_epilogue_tiles": 4}, "async_buffers=3 must be 1 or 2"),
                          ({"min_blocks": 5}, r"min_blocks=5 outside \[0, 4\]"),
-                         ({"min_blocks": 4, "stages": 4}, "of shared memory exceed the SM's"),
-                         ({"min_blocks": 4, "bm": 128, "bn": 128, "warps_m": 2, "warps_n": 4},
-                          "caps registers at 64 per thread, too few for 64 FP64 accumulators"),
-                         ({"min_blocks": 3, "warps_m": 8, "warps_n": 4, "bm": 128, "bn": 256},
-                          "min_blocks=3 x 1024 threads exceed the 2048 an SM holds")):
+                         ({"min_blocks": 4, "stages": 2, "bm": 128, "bn": 128, "warps_m": 2, "warps_n": 4},
+                          r"min_blocks=4 \(3 resident on sm_90\) caps registers at 80 per thread, too few for 64")):
         with pytest.raises(GemmConfigError, match=message):
             replace(cfg, **bad).validate("sm_90")
+    # shared memory and threads lower the request instead of refusing it
+    assert replace(cfg, min_blocks=4).resident_blocks("sm_90") == 3  # 4 x 65 KB do not fit 228 KB
+    wide = replace(cfg, min_blocks=3, warps_m=8, warps_n=4, bm=128, bn=256, stages=2)
+    assert wide.resident_blocks("sm_90") == 2 and wide.registers_cap("sm_90") == 32  # 2048 threads hold two

@@ -113,7 +113,9 @@ class GemmConfig:
     async_buffers: int = 2
     #: Blocks per SM the kernel is compiled for (``__launch_bounds__`` minimum, 0: none): ptxas caps
     #: the registers per thread so that that many blocks fit (two 256-thread asynchronous blocks:
-    #: 128 registers, against the 221 the 64x64 asynchronous carrier takes uncapped).
+    #: 128 registers, against the 221 the 64x64 asynchronous carrier takes uncapped). A request: on an
+    #: architecture whose shared memory or threads per SM hold fewer such blocks (the H200-tuned
+    #: three-block carrier on sm_80's 164 KB), it compiles for as many as fit (``resident_blocks``).
     min_blocks: int = 0
 
     @property
@@ -134,13 +136,23 @@ class GemmConfig:
         """Shared memory of the accumulator hand-over buffers (async_epilogue_tiles only)."""
         return self.async_buffers * self.bm * self.bn * 8 if self.async_epilogue_tiles else 0
 
-    @property
-    def registers_cap(self) -> int:
-        """Registers per thread ptxas may use under ``min_blocks`` (255 without): the register file
-        (65536) over min_blocks x threads, rounded down to the allocation granule of 8."""
+    def resident_blocks(self, arch: str | None = None) -> int:
+        """The blocks per SM the kernel is compiled for on ``arch`` (DEFAULT_ARCH when None): ``min_blocks``
+        lowered to what the SM's shared memory and threads hold (at least one), 0 without the key."""
         if not self.min_blocks:
+            return 0
+        limits = arch_limits(arch if arch is not None else DEFAULT_ARCH)
+        by_smem = limits.smem_per_sm // (self.smem_bytes + limits.smem_reserved_per_block)
+        by_threads = limits.max_threads_per_sm // self.block_threads
+        return max(1, min(self.min_blocks, by_smem, by_threads))
+
+    def registers_cap(self, arch: str | None = None) -> int:
+        """Registers per thread ptxas may use on ``arch`` (255 without ``min_blocks``): the register
+        file (65536) over resident_blocks x threads, rounded down to the allocation granule of 8."""
+        blocks = self.resident_blocks(arch)
+        if not blocks:
             return 255
-        return min(255, 65536 // (self.min_blocks * self.block_threads) // 8 * 8)
+        return min(255, 65536 // (blocks * self.block_threads) // 8 * 8)
 
     @property
     def warp_tile(self) -> tuple[int, int]:
@@ -236,17 +248,10 @@ class GemmConfig:
             problems.append("async_buffers applies to async_epilogue_tiles only")
         if not 0 <= self.min_blocks <= 4:
             problems.append(f"min_blocks={self.min_blocks} outside [0, 4]")
-        elif self.min_blocks:
-            if self.min_blocks * self.block_threads > limits.max_threads_per_sm:
-                problems.append(f"min_blocks={self.min_blocks} x {self.block_threads} threads exceed the "
-                                f"{limits.max_threads_per_sm} an SM holds ({limits.arch})")
-            elif self.registers_cap < 2 * self.accumulators + 24:
-                problems.append(f"min_blocks={self.min_blocks} caps registers at {self.registers_cap} per thread, "
-                                f"too few for {self.accumulators} FP64 accumulators")
-            if self.min_blocks * (self.smem_bytes + limits.smem_reserved_per_block) > limits.smem_per_sm:
-                problems.append(f"min_blocks={self.min_blocks} x ({self.smem_bytes} + "
-                                f"{limits.smem_reserved_per_block}) B of shared memory exceed the SM's "
-                                f"{limits.smem_per_sm} B ({limits.arch})")
+        elif self.min_blocks and self.registers_cap(arch) < 2 * self.accumulators + 24:
+            problems.append(f"min_blocks={self.min_blocks} ({self.resident_blocks(arch)} resident on {limits.arch}) "
+                            f"caps registers at {self.registers_cap(arch)} per thread, too few for "
+                            f"{self.accumulators} FP64 accumulators")
         if self.a_major not in ("m", "k") or self.b_major not in ("n", "k") or self.c_major not in ("m", "n"):
             problems.append(f"majors a={self.a_major!r} b={self.b_major!r} c={self.c_major!r} "
                             "(allowed: a in m/k, b in n/k, c in m/n)")

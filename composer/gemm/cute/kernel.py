@@ -144,7 +144,8 @@ class TensorOpDgemm:
         blocks = ((args.m + self.bm - 1) // self.bm) * ((args.n + self.bn - 1) // self.bn) * args.batch
         # min_blocks: ptxas caps the registers (nvvm.minctasm); the carveout is given, so that the DSL
         # does not ask a device for its shared memory (builds cross-compile without one)
-        bounds = {"min_blocks_per_mp": self.cfg.min_blocks, "preferred_smem_carveout": 100} if self.cfg.min_blocks else {}
+        blocks = self.cfg.resident_blocks(self.arch)
+        bounds = {"min_blocks_per_mp": blocks, "preferred_smem_carveout": 100} if blocks else {}
         if cutlass.const_expr(self.async_tiles > 0):
             self.kernel_ws.set_name_prefix(self.name, remove_cutlass_symbol=True, keep_mangled_name=False)
             self.kernel_ws(args).launch(grid=[(blocks + self.async_tiles - 1) // self.async_tiles, 1, 1],
