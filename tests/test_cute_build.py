@@ -130,6 +130,11 @@ INVALID_CONFIGS = [
     (GemmConfig("8x8x4", 24, 8, 8, 1, 1, 2), "sm_90", GemmConfigError, r"bm=24 must be a power of two"),
     (GemmConfig("8x8x4", 8, 8, 8, 1, 1, 1, vec=4), "sm_90", GemmConfigError,
      r"stages=1 outside \[2, 8\]; vec=4 must be 1 .* or 2"),
+    # the product formed in the stage needs a product operand, and the plain k-tile loop
+    (GemmConfig("16x8x4", 64, 64, 16, 2, 2, 2, product_staged=True), "sm_90", GemmConfigError,
+     r"product_staged needs a product operand"),
+    (GemmConfig("16x8x4", 64, 64, 16, 2, 2, 2, product="b", product_staged=True, fragment_pipeline=True), "sm_90",
+     GemmConfigError, r"product_staged runs without fragment_pipeline"),
 ]
 
 

@@ -115,6 +115,66 @@ def test_flux_in_the_mainloop_keeps_the_mmas_and_stages_both_factors(arch, mma, 
         assert ops["LDGSTS"] > base["LDGSTS"] and ops["DMUL"] > base.get("DMUL", 0), (role, ops, base)
 
 
+def sass_opcodes_with_modifiers(cubin: bytes) -> dict[str, int]:
+    """SASS opcodes with their modifiers (``LDS.128``, ``STS.128``) of a one-kernel CUBIN."""
+    import re
+    import tempfile
+    from collections import Counter
+    from pathlib import Path
+
+    from composer.arch.sass import disassemble, function_sass
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "k.cubin"
+        path.write_bytes(cubin)
+        (sass,) = function_sass(disassemble(path)).values()
+    found = (re.match(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line) for line in sass.splitlines())
+    return Counter(m.group(1) for m in found if m)
+
+
+@pytest.mark.parametrize("arch,mma", BUILDS)
+@pytest.mark.parametrize("order,carrier,fold", [(7, "y", False), (127, "z", True), (511, "y", False)])
+def test_flux_staged_forms_each_product_once_in_shared_memory(arch, mma, order, carrier, fold):
+    """``flux = "staged"`` (GemmConfig.product_staged): the DMMAs, global stores and barriers of the
+    kernel forming its flux at the fragment loads; its fragment loads those of the kernel reading the
+    flux array (no factor LDS at the MMAs); per k-tile, for each chunk a thread copies, two 16-byte LDS
+    (operand and factor), one 16-byte STS and two DMULs, in the interior and the predicated copy path."""
+    from dataclasses import replace
+
+    from composer.epilogues.settings import fused_settings
+    from composer.gemm.cute.swizzle import interior_steps
+
+    if arch == "sm_80" and order == 511:
+        pytest.skip("p = 511's schedule names 16x8x8, which sm_80 lacks (the 8x8x4 case is p = 7, 127)")
+    staged = fused_settings(order, {}, {"mma": mma, "carrier": carrier, "fold": fold, "flux": "staged"}).gemms()
+    fragments = fused_settings(order, {}, {"mma": mma, "carrier": carrier, "fold": fold, "flux": "mainloop"}).gemms()
+    for role, gemm in staged.items():
+        cfg = gemm.config
+        # the same kernel but where the staged one gives up stages to keep the array kernel's blocks per SM
+        assert cfg.product_staged and cfg.product and replace(cfg, product_staged=False, stages=0) == \
+            replace(fragments[role].config, stages=0) and cfg.stages <= fragments[role].config.stages
+        ops = {}
+        for label, c in (("staged", cfg), ("fragments", fragments[role].config), ("array", replace(cfg, product="",
+                                                                                                  product_staged=False))):
+            cubin = compile_config(c, arch, f"t_{label}_{order}_{role}", epilogue=gemm.epilogue()).cubin
+            (info,) = inspect_cubin(cubin).values()
+            ops[label] = (info, sass_opcodes_with_modifiers(cubin))
+        (k, k_ops), (f, f_ops), (a, a_ops) = ops["staged"], ops["fragments"], ops["array"]
+        assert k.dmma == f.dmma == a.dmma and k.global_stores == f.global_stores, role
+        bars = [o for o in k_ops if o.startswith("BAR")]
+        assert {o: k_ops[o] for o in bars} == {o: a_ops[o] for o in bars if o in a_ops}, (role, k_ops)
+        rows, mn_major = (cfg.bm, cfg.a_major == "m") if cfg.product == "a" else (cfg.bn, cfg.b_major == "n")
+        chunks = rows * cfg.bk // cfg.vec
+        # chunks per thread: the predicated path's (every tile shape) and the interior path's, where
+        # the copies have constant offsets (interior_steps; not on Nq = 8's short tiles)
+        per_thread = -(-chunks // cfg.threads) + (chunks // cfg.threads if interior_steps(
+            rows, cfg.bk, cfg.vec, cfg.threads, mn_major) is not None else 0)
+        assert k_ops.get("STS.128", 0) == per_thread, (role, k_ops)
+        assert k_ops.get("LDS.128", 0) == 2 * per_thread + a_ops.get("LDS.128", 0), (role, k_ops)
+        assert k_ops.get("LDS.64", 0) == a_ops.get("LDS.64", 0) < f_ops.get("LDS.64", 0), (role, k_ops, f_ops)
+        assert k_ops.get("DMUL", 0) - a_ops.get("DMUL", 0) == cfg.vec * per_thread, (role, k_ops, a_ops)
+
+
 @pytest.mark.parametrize("arch,mma", [("sm_90", "16x8x4"), ("sm_100", "16x8x4")])
 @pytest.mark.parametrize("nq,carrier_tile", [(128, {}), (32, {"swap": True}),
                                              (128, {"epilogue_prefetch_split": True})],

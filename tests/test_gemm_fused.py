@@ -66,7 +66,7 @@ BAD_TABLES = {
     "fold not a bool": ('fold = "yes"', "paths.GEMM_FUSED.fold: expected a boolean (true or false), got 'yes'"),
     "unknown key": ("tile = 3", "paths.GEMM_FUSED.tile: unknown key (allowed here: carrier, carrier_tile, flux, fold, "
                                 "library, mma, store_group)"),
-    "unknown flux source": ('flux = "shared"', "paths.GEMM_FUSED.flux: expected one of 'array', 'mainloop', got 'shared'"),
+    "unknown flux source": ('flux = "shared"', "paths.GEMM_FUSED.flux: expected one of 'array', 'mainloop', 'staged', got 'shared'"),
     "cuBLAS GEMM forming its flux": ('flux = "mainloop"\nfold = false\nlibrary = { x = "cublas" }',
                                      'paths.GEMM_FUSED.library.x: x forms its flux operand in the mainloop '
                                      '(flux = "mainloop"), which cublas cannot'),
@@ -204,12 +204,17 @@ def test_build_can_compile_every_legal_variant():
     trees = {j.name: j.spec["fused"] for j in jobs if "epilogue" in j.spec}
     names = ("x_m16_8_4_carry", "y_m16_8_4_carry", "z_m16_8_4_carry", "x_m16_8_4_fold", "y_m16_8_4_fold",
              "z_m16_8_4_carry_fold")
-    assert sorted(trees) == sorted([f"dgemm_p0127_{n}" for n in names] + [f"dgemm_p0127_{n}_qv" for n in names])
+    assert sorted(trees) == sorted([f"dgemm_p0127_{n}{formed}" for n in names for formed in ("", "_qv", "_qs")])
     assert trees["dgemm_p0127_x_m16_8_4_carry"] == {"carrier": "x", "fold": False, "flux": "array"}
     assert trees["dgemm_p0127_x_m16_8_4_carry_qv"] == {"carrier": "x", "fold": False, "flux": "mainloop"}
-    # the plain GEMMs that form their flux are GEMM_FUSED's own (GEMM_CUTE's read the flux arrays)
-    formed = {j.name: j.spec["config"]["product"] for j in jobs if j.name.endswith("_qv") and "epilogue" not in j.spec}
-    assert formed == {"dgemm_p0127_x_m16_8_4_qv": "b", "dgemm_p0127_y_m16_8_4_qv": "a", "dgemm_p0127_z_m16_8_4_qv": "a"}
+    assert trees["dgemm_p0127_x_m16_8_4_carry_qs"] == {"carrier": "x", "fold": False, "flux": "staged"}
+    # the plain GEMMs that form their flux are GEMM_FUSED's own (GEMM_CUTE's read the flux arrays); the
+    # staged ones form it in shared memory (product_staged), the others at the fragment loads
+    for formed, staged in (("_qv", False), ("_qs", True)):
+        kernels = {j.name: (j.spec["config"]["product"], j.spec["config"].get("product_staged", False))
+                   for j in jobs if j.name.endswith(formed) and "epilogue" not in j.spec}
+        assert kernels == {f"dgemm_p0127_x_m16_8_4{formed}": ("b", staged), f"dgemm_p0127_y_m16_8_4{formed}": ("a", staged),
+                           f"dgemm_p0127_z_m16_8_4{formed}": ("a", staged)}
     with pytest.raises(ValueError, match="GEMM_FUSED variants 'some'"):
         plan("sm_90", "16x8x4", [127], ["GEMM_FUSED"], fused_variants="some")
 
@@ -326,3 +331,37 @@ def test_a_carrier_tile_option_reads_its_booleans_and_integers():
         tile_option("bm=x")
     with pytest.raises(ValueError, match="tile key epilogue_prefetch_split: 'maybe' is not a boolean"):
         tile_option("epilogue_prefetch_split=maybe")
+
+
+def test_staged_flux_keeps_the_array_kernels_blocks_per_sm():
+    """flux = "staged": the factor tiles add a third operand's stages; where that costs a block per SM
+    the kernel gives up stages (down to 2) until it holds the array kernel's blocks (shared memory,
+    and the register file at its cap: 255 per thread without min_blocks)."""
+    from dataclasses import replace
+
+    from composer.epilogues.kernels import MIN_STAGED_STAGES, staged_product_config
+    from composer.gemm.cute.config import GemmConfig
+
+    # p = 511's 128x64x16 3-stage tiles, 128 threads, 255 registers: two blocks by registers
+    array = GemmConfig("16x8x8", 128, 64, 16, 2, 2, 3)
+    assert (array.smem_blocks(), array.register_blocks()) == (3, 2)
+    on_a = staged_product_config(replace(array, product="a", product_staged=True), array)
+    on_b = staged_product_config(replace(array, product="b", product_staged=True), array)
+    assert (on_a.stages, on_a.smem_blocks()) == (2, 2)  # 120 KB at 3 stages: one block
+    assert (on_b.stages, on_b.smem_blocks()) == (3, 2)  # 96 KB already holds two
+    # a min_blocks carrier (p = 575: three blocks at 168 registers) keeps its three
+    three = GemmConfig("16x8x8", 64, 64, 16, 2, 2, 4, min_blocks=3)
+    kept = staged_product_config(replace(three, product="a", product_staged=True), three)
+    assert (kept.stages, kept.smem_blocks(), three.register_blocks()) == (3, 3, 3)
+    # never below the double buffer
+    deep = GemmConfig("16x8x8", 128, 128, 16, 2, 2, 2, min_blocks=2)
+    assert staged_product_config(replace(deep, product="a", product_staged=True), deep).stages == MIN_STAGED_STAGES
+    # and the path's settings apply it at p = 511 (the schedule's tiles), not to the fragment kernels
+    from composer.config.schedules import load_schedule
+    from composer.epilogues.settings import fused_settings
+
+    paths = load_schedule(511).paths
+    staged = fused_settings(511, paths, {"flux": "staged"}).gemms()
+    fragments = fused_settings(511, paths, {"flux": "mainloop"}).gemms()
+    assert all(g.config.product_staged and g.config.smem_blocks() >= 2 for g in staged.values())
+    assert any(g.config.smem_blocks() < 2 for g in fragments.values())

@@ -24,7 +24,7 @@ from composer.paths.problem import DeviceProblem  # noqa: E402
 from composer.paths.registry import path_class  # noqa: E402
 
 ORDERS = {7: (2, 1, 3), 63: (2, 1, 1)}
-VARIANTS = [(c, f, flux) for flux in ("array", "mainloop") for c, f in (("x", False), ("y", False), ("z", False),
+VARIANTS = [(c, f, flux) for flux in ("array", "mainloop", "staged") for c, f in (("x", False), ("y", False), ("z", False),
                                                                         ("z", True))]
 
 
@@ -209,6 +209,7 @@ def test_gemm_fused_launches_compute_the_reference(runtime, build_dir, order, ca
     assert len(gemms) == 3 and f"_{carrier}_" in gemms[-1] and "carry" in gemms[-1]
     assert ("volume_flux" in log) == (flux == "array") and "separable_lift" not in log
     assert all(name.endswith("_qv_0") for name in gemms) == (flux == "mainloop")
+    assert all(name.endswith("_qs_0") for name in gemms) == (flux == "staged")
 
 
 @pytest.fixture(scope="module")

@@ -148,29 +148,58 @@ def test_every_async_epilogue_carrier_gives_its_plain_twins_bits():
     tree's index is compiled for it) with one element; a hang is a barrier bug."""
     from dataclasses import replace
 
+    _assert_twins_agree(lambda cfg: cfg.async_epilogue_tiles or cfg.min_blocks,
+                        lambda cfg: replace(cfg, async_epilogue_tiles=0, async_buffers=2, min_blocks=0),
+                        "no async-epilogue carrier with a plain twin in the build")
+
+
+def test_every_staged_product_kernel_gives_its_fragment_twins_bits():
+    """``product_staged`` (flux = "staged"): each element of the flux operand is formed once in shared
+    memory by the thread that copied it, the same one DMUL the fragment loads of the ``flux =
+    "mainloop"`` kernel perform, so the MMAs see the same operands and every staged kernel in the build
+    must give exactly its twin's output (same tile; the pipeline depth, which staged kernels lower to
+    keep their blocks per SM, does not change the order of the k sums), at each built order's Nq
+    (Nq = 8: ragged tiles, the predicated path), plain GEMMs and epilogue trees alike; a wrong chunk
+    mapping shows as a difference, a missing barrier as an intermittent one."""
+    from dataclasses import replace
+
+    _assert_twins_agree(lambda cfg: cfg.product_staged, lambda cfg: replace(cfg, product_staged=False, stages=0),
+                        "no staged-product kernel with a fragment-product twin in the build", ignore_stages=True)
+
+
+def _assert_twins_agree(has_option, twin_config, none_reason: str, ignore_stages: bool = False) -> None:
+    """Every kernel of the build whose configuration ``has_option`` gives bitwise the output of the
+    entry built with ``twin_config`` of it (same order, role and tree; with ``ignore_stages`` any
+    pipeline depth, ``twin_config`` then setting stages to 0), on one element of random operands at
+    the kernel's Nq (one operand set per (order, role, tree))."""
+    from dataclasses import replace
+
     from composer.runtime.device import ensure_context
+
+    def key_config(raw) -> GemmConfig:
+        cfg = GemmConfig.from_dict(raw)
+        return replace(cfg, stages=0) if ignore_stages and not has_option(cfg) else cfg
 
     dev = ensure_context(None)
     entries = [e for e in fused_entries() if e.arch == dev.arch]
-    by_config = {(e.config["order"], e.config["role"], GemmConfig.from_dict(e.config["gemm"]), _tree_text(e)): e
+    by_config = {(e.config["order"], e.config["role"], key_config(e.config["gemm"]), _tree_text(e)): e
                  for e in entries}
-    pairs = [(e, by_config.get((order, role, replace(cfg, async_epilogue_tiles=0, async_buffers=2, min_blocks=0),
-                                text)))
-             for (order, role, cfg, text), e in by_config.items() if cfg.async_epilogue_tiles or cfg.min_blocks]
+    pairs = [(e, by_config.get((order, role, twin_config(cfg), text)))
+             for (order, role, cfg, text), e in by_config.items() if has_option(cfg)]
     pairs = sorted(((a, b) for a, b in pairs if b is not None), key=lambda ab: (ab[0].config["order"], ab[0].symbol))
     if not pairs:
-        pytest.skip("no async-epilogue carrier with a plain twin in the build")
+        pytest.skip(none_reason)
     rng = np.random.default_rng(5)
     cases: dict = {}  # one set of operands per (order, role, tree): at Nq = 512 each set is 7 GB of host arrays
-    for asynchronous, plain in pairs:
-        key = (asynchronous.config["order"], asynchronous.config["role"], _tree_text(asynchronous))
+    for variant, twin in pairs:
+        key = (variant.config["order"], variant.config["role"], _tree_text(variant))
         if key not in cases:
             cases.clear()
-            cases[key] = _fused_case(asynchronous, rng, 1)
+            cases[key] = _fused_case(variant, rng, 1)
         case = cases[key]
-        got, want = _run_fused(asynchronous, dev, case), _run_fused(plain, dev, case)
+        got, want = _run_fused(variant, dev, case), _run_fused(twin, dev, case)
         assert np.isfinite(want).all()
-        assert np.array_equal(got, want), f"{asynchronous.symbol} differs from {plain.symbol}"
+        assert np.array_equal(got, want), f"{variant.symbol} differs from {twin.symbol}"
 
 
 def _variants(order: int) -> list[tuple[str, bool, str]]:

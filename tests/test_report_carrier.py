@@ -33,13 +33,16 @@ def test_every_order_swept_and_its_winner_is_its_fastest_validated_setting(table
 
 
 def test_settings_table_cells_are_the_sweeps_medians(tables):
-    from composer.report.sections.carrier import SETTINGS
+    from composer.report.sections.carrier import ALWAYS_SHOWN, SETTINGS
 
     sweeps, settings, _ = tables
     for row in settings.rows:
         medians = sweeps[row["p"]].document["medians_s"]
         for key, label in SETTINGS:
             seconds = medians.get(f"{label},tile=shipped")
+            if key not in row:  # a flux source no sweep has timed has no column (the staged flux until one)
+                assert key.rsplit("_", 1)[1] not in ALWAYS_SHOWN and seconds is None, key
+                continue
             assert row[key] == (None if seconds is None else 1e6 * seconds)
 
 

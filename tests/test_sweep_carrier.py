@@ -22,13 +22,13 @@ def test_candidates_fold_only_with_z_and_never_cublas_carrier(order: int) -> Non
     cands = _cands(order)
     assert {c.carrier for c in cands} == {"x", "y", "z"}
     assert all(c.carrier == "z" for c in cands if c.fold)
-    assert any(c.fold for c in cands) and {c.flux for c in cands} == {"array", "mainloop"}
+    assert any(c.fold for c in cands) and {c.flux for c in cands} == {"array", "mainloop", "staged"}
     for c in cands:
         if c.settings is not None:
             assert c.settings.library[c.carrier] == "cute"
             assert c.settings.carrier == c.carrier and c.settings.fold == c.fold
     shipped = [c for c in cands if c.shipped]
-    assert len(shipped) == 8  # one per legal (carrier, fold, flux)
+    assert len(shipped) == 12  # one per legal (carrier, fold, flux)
     assert all(c.label.endswith("tile=shipped") for c in shipped)
 
 

@@ -134,7 +134,8 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
             continue  # not a legal variant here (e.g. the factor tile overflows shared memory)
         for role, gemm in gemms.items():
             spec = {"role": role, "swap": gemm.swap, "config": gemm.config.to_dict()}
-            formed = "_qv" if gemm.forms_flux else ""  # the flux q * vel formed in the mainloop
+            # the flux q * vel formed in the mainloop: at the fragment loads (_qv) or in the stage (_qs)
+            formed = ("_qs" if gemm.config.product_staged else "_qv") if gemm.forms_flux else ""
             if gemm.plain and not formed:
                 if settings.library[role] == "cute":
                     jobs.setdefault(f"dgemm_p{order:04d}_{role}_m{shape}",

@@ -125,8 +125,9 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
     """``carrier`` (x, y or z), ``fold`` (bool; only with carrier z), ``mma``, ``library`` (role ->
     library, over GEMM_CUTE's; a GEMM with a fused epilogue must stay ``cute``), ``carrier_tile``
     (the carrier's tile fields over GEMM_CUTE's tile for that role), ``store_group`` (sites a
-    tree kernel computes before storing them) and ``flux`` ("array" or "mainloop": the GEMMs form
-    q times the velocity themselves, every GEMM then a CuTe one), checked by the resolver the
+    tree kernel computes before storing them) and ``flux`` ("array", or "mainloop" / "staged": the
+    GEMMs form q times the velocity themselves, at the fragment loads or once per staged element,
+    every GEMM then a CuTe one), checked by the resolver the
     path and the build use (``composer.epilogues.settings``); the carrier's kernel configuration is
     checked by ``GemmConfig.validate`` when an MMA shape is named (else the build's ``--mma``
     decides, and only the types are checked here)."""

@@ -103,7 +103,9 @@ def candidates(order: int, paths: Mapping[str, Any], arch: str, mma: str | None 
     (``composer.epilogues.carrier_tiles``). ``tiles_only``: the schedule's variant alone (what
     ``composer build --fused-variants tiles`` compiles). A setting whose shipped tile cannot be
     built (the mainloop flux's factor tile overflowing shared memory, say) is kept with its reason;
-    an alternative that does not validate is left out (it was never a real candidate)."""
+    an alternative that does not validate is left out (it was never a real candidate), and so is one
+    whose kernels are those of a setting already listed (a staged-flux carrier gives up stages to
+    keep its blocks per SM: its 3- and 4-stage tiles can be the same 2-stage kernel)."""
     given = {"mma": mma} if mma else {}
     scheduled = fused_settings(order, paths, given)
     out = []
@@ -120,15 +122,22 @@ def candidates(order: int, paths: Mapping[str, Any], arch: str, mma: str | None 
             shipped[CARRIER_STORE_GROUP_KEY] = int(base.carrier_tile[CARRIER_STORE_GROUP_KEY])
         settings, why = _checked(order, paths, {**variant, "carrier_tile": shipped}, arch)
         out.append(Candidate(carrier, fold, flux, shipped, True, settings, why))
+        seen = {_kernels_of(settings)} if settings is not None else set()
         pairs = (tile_variants(shipped, arch, base.mma, k_extent=order + 1, async_epilogue=async_epilogue) if own
                  else [(base.mma, t) for t in tile_alternatives(shipped)])
         for shape, tile in pairs:
             options = {**variant, "carrier_tile": tile, **({"mma": shape} if shape != base.mma else {})}
             settings, why = _checked(order, paths, options, arch)
-            if settings is not None:
+            if settings is not None and _kernels_of(settings) not in seen:
+                seen.add(_kernels_of(settings))
                 out.append(Candidate(carrier, fold, flux, tile, False, settings,
                                      mma=shape if shape != base.mma else ""))
     return out
+
+
+def _kernels_of(settings: FusedSettings) -> tuple:
+    """What a setting runs: each role's kernel configuration, tree and store group."""
+    return tuple((role, g.config, g.swap, g.store_group, str(g.tree)) for role, g in sorted(settings.gemms().items()))
 
 
 def missing_kernels(candidate: Candidate, entries: Sequence[Any], arch: str) -> tuple[str, ...]:
@@ -145,7 +154,8 @@ def missing_kernels(candidate: Candidate, entries: Sequence[Any], arch: str) -> 
         epilogue = "store" if gemm.plain else text(gemm.tree)
         try:
             entry = find_gemm_entry(list(entries), settings.order, role, settings.mma, arch, epilogue,
-                                    gemm.config.product, gemm.config, None if gemm.plain else gemm.store_group)
+                                    gemm.config.product, gemm.config, None if gemm.plain else gemm.store_group,
+                                    gemm.config.product_staged)
         except ComposerError:
             missing.append(f"{role}: no kernel")
             continue

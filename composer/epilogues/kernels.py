@@ -82,14 +82,35 @@ def flux_operand(role: str, swap: bool) -> str:
     return "a" if prob.a_operand == "flux" else "b"
 
 
+#: Fewest pipeline stages a staged-product kernel gives up to (the cp.async double buffer).
+MIN_STAGED_STAGES = 2
+
+
+def staged_product_config(formed: GemmConfig, array: GemmConfig) -> GemmConfig:
+    """A staged-product kernel (``formed``) that holds as many blocks per SM as the kernel reading the
+    flux array (``array``), where fewer stages give it: the factor tiles add a third operand's stages,
+    and at p = 511 the 128x64x16 3-stage kernels with the factor on the 128-row operand need 120 KB,
+    one block per SM (four warps) against the array kernels' two (session 13: ``composer inspect``).
+    The array kernel's blocks: those its shared memory holds, at most those its register cap does (255
+    per thread without ``min_blocks``: the CuTe tiles from p = 127 on take 200-255). Stages are lowered
+    one at a time down to MIN_STAGED_STAGES."""
+    target = min(array.smem_blocks(), array.register_blocks())
+    while formed.smem_blocks() < target and formed.stages > MIN_STAGED_STAGES:
+        formed = replace(formed, stages=formed.stages - 1)
+    return formed
+
+
 def fused_gemms(plan: FusedPlan, mma: str, tiles: Mapping[str, Mapping[str, Any]] | None = None,
                 carrier_tile: Mapping[str, Any] | None = None,
-                store_group: int = DEFAULT_STORE_GROUP, flux_in_mainloop: bool = False) -> dict[str, FusedGemm]:
+                store_group: int = DEFAULT_STORE_GROUP, flux_in_mainloop: bool = False,
+                product_staged: bool = False) -> dict[str, FusedGemm]:
     """Each role's kernel: GEMM_CUTE's tile for it (``tiles[role]`` overrides, as the build reads
     them), the carrier's replaced field by field by ``carrier_tile``; roles in ``plan.roles`` order;
     the tree kernels compute ``store_group`` sites before storing them (the carrier
     ``carrier_tile["store_group"]`` where given). ``flux_in_mainloop``: each
-    kernel forms its flux operand as ``q`` times the velocity (``GemmConfig.product``)."""
+    kernel forms its flux operand as ``q`` times the velocity (``GemmConfig.product``), with
+    ``product_staged`` once per staged element (``GemmConfig.product_staged``), on no fewer blocks
+    per SM than the array kernel (``staged_product_config``)."""
     out: dict[str, FusedGemm] = {}
     for role in plan.roles:
         overrides = dict((tiles or {}).get(role) or {})
@@ -102,7 +123,8 @@ def fused_gemms(plan: FusedPlan, mma: str, tiles: Mapping[str, Mapping[str, Any]
         tree = plan.trees[role]
         cfg = rk.config if tree == store() else replace(rk.config, epilogue="tree")
         if flux_in_mainloop:
-            cfg = replace(cfg, product=flux_operand(role, rk.swap))
+            formed = replace(cfg, product=flux_operand(role, rk.swap), product_staged=product_staged)
+            cfg = staged_product_config(formed, cfg) if product_staged else formed
         cfg = cfg.validate()
         out[role] = FusedGemm(role, rk.swap, cfg, tree, OutputIndex(role, rk.swap, plan.nq), group)
     return out

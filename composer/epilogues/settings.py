@@ -31,8 +31,10 @@ from composer.gemm.roles import ROLES
 
 DEFAULT_CARRIER = "z"
 #: Where the GEMMs' flux operands come from: the volume_flux kernel's three arrays (the paper), or
-#: each GEMM forming ``q * u`` (``q * v``, ``q * w``) while staging its operand (beyond the paper).
-FLUX_SOURCES = ("array", "mainloop")
+#: each GEMM forming ``q * u`` (``q * v``, ``q * w``) from its staged ``q`` and velocity tiles (beyond
+#: the paper): "mainloop" at every fragment load, "staged" once per element in shared memory after the
+#: tile lands (``GemmConfig.product_staged``).
+FLUX_SOURCES = ("array", "mainloop", "staged")
 DEFAULT_FLUX = "array"
 #: Settings a ``[paths.GEMM_FUSED]`` table may hold (``library`` overrides GEMM_CUTE's per role).
 TABLE_KEYS = ("carrier", "fold", "carrier_tile", "mma", "library", "store_group", "flux")
@@ -70,7 +72,12 @@ class FusedSettings:
     tiles: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # GEMM_CUTE's, for mma
     carrier_tile: Mapping[str, Any] = field(default_factory=dict)
     store_group: int = DEFAULT_STORE_GROUP  # sites a tree kernel computes before their stores
-    flux: str = DEFAULT_FLUX  # "array": the volume_flux kernel's arrays; "mainloop": formed by the GEMMs
+    flux: str = DEFAULT_FLUX  # "array": the volume_flux kernel's arrays; "mainloop"/"staged": formed by the GEMMs
+
+    @property
+    def forms_flux(self) -> bool:
+        """Whether the GEMMs form their flux operands (no volume_flux kernel, no flux arrays)."""
+        return self.flux != "array"
 
     @property
     def plan(self) -> FusedPlan:
@@ -79,7 +86,7 @@ class FusedSettings:
     def gemms(self) -> dict[str, FusedGemm]:
         """Each role's kernel (GEMM_CUTE's tile, the carrier's overridden by ``carrier_tile``)."""
         return fused_gemms(self.plan, self.mma, self.tiles, self.carrier_tile, self.store_group,
-                           flux_in_mainloop=self.flux == "mainloop")
+                           flux_in_mainloop=self.forms_flux, product_staged=self.flux == "staged")
 
 
 def _pick(key: str, options: Mapping[str, Any], fused: Mapping[str, Any]) -> tuple[Any, str]:
@@ -118,8 +125,8 @@ def fused_settings(order: int, paths: Mapping[str, Mapping[str, Any]],
         if plan.fused(role):
             what = "the carrier" if role == carrier else "a folding GEMM"
             return f"{role} is {what} of GEMM_FUSED and must be a CuTe GEMM ({{lib}} has no epilogue)"
-        if flux == "mainloop":
-            return f"{role} forms its flux operand in the mainloop (flux = \"mainloop\"), which {{lib}} cannot"
+        if flux != "array":
+            return f"{role} forms its flux operand in the mainloop (flux = \"{flux}\"), which {{lib}} cannot"
         return None
 
     library = {**DEFAULT_LIBRARY, **cute.get("library", {})}

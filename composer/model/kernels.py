@@ -25,7 +25,7 @@ from composer.arch.mma import expected_sass, mma_shape
 from composer.model.errors import ModelError
 
 # GEMM_CUTE's GEMMs, and GEMM_FUSED's with its epilogue variant (the carrier, a folding x/y GEMM)
-_CUTE = re.compile(r"^dgemm_p(\d{4})_([xyz])_m(\d+)_(\d+)_(\d+)(?:_(carry_fold|carry|fold))?(_qv)?"
+_CUTE = re.compile(r"^dgemm_p(\d{4})_([xyz])_m(\d+)_(\d+)_(\d+)(?:_(carry_fold|carry|fold))?(_q[vs])?"
                    r"(_t\d+x\d+x\d+w\d+x\d+s\d+t?(?:e\d+s?)?(?:g\d+)?(?:fp)?(?:ae\d+(?:b\d)?)?(?:mb\d)?)?(?:_\d+)?$")
 _OWN_PREFIXES = ("dgemm_p", "fused_")
 _FUSED = re.compile(r"^(fused(?:_[a-z0-9]+)?)_p(\d+)_([sk]\d+_[xyz]+)$")

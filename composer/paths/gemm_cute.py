@@ -66,18 +66,20 @@ def entry_epilogue(entry: KernelEntry) -> str:
 
 def find_gemm_entry(entries: list[KernelEntry], order: int, role: str, mma: str, arch: str,
                     epilogue: str = "store", product: str = "", config: GemmConfig | None = None,
-                    store_group: int | None = None) -> KernelEntry:
+                    store_group: int | None = None, product_staged: bool = False) -> KernelEntry:
     """The manifest entry of the ``role`` GEMM for ``order`` and ``mma`` built for ``arch`` with
     ``epilogue`` ("store", or an epilogue tree's text) and product operand ``product`` ("": none).
     With ``config``, the entry built with exactly that configuration (a build may hold several
     tiles of one GEMM: the carrier sweep's), else the first match (the caller compares tiles);
-    with ``store_group`` too, the one of them built with that store group where there is one."""
+    with ``store_group`` too, the one of them built with that store group where there is one;
+    ``product_staged``: the product formed in the stage rather than at the fragment loads."""
     matches = []
     for e in entries:
         c = e.config
         if c.get("kind") == "cute_gemm" and c.get("order") == order and c.get("role") == role \
                 and c.get("mma") == mma and e.arch == arch and entry_epilogue(e) == epilogue \
-                and (c.get("gemm") or {}).get("product", "") == product:
+                and (c.get("gemm") or {}).get("product", "") == product \
+                and bool((c.get("gemm") or {}).get("product_staged", False)) == product_staged:
             matches.append(e)
     if matches:
         if config is not None:
@@ -94,7 +96,8 @@ def find_gemm_entry(entries: list[KernelEntry], order: int, role: str, mma: str,
                 return (grouped or same)[0]
         return matches[0]
     if epilogue != "store" or product:
-        what = f"the epilogue {epilogue}" + (" forming its flux in the mainloop" if product else "")
+        what = f"the epilogue {epilogue}" + ((" forming its flux in the stage" if product_staged else
+                                              " forming its flux in the mainloop") if product else "")
         raise ComposerError(f"no CuTe GEMM for p={order} role {role} mma {mma} on {arch} with {what} in the "
                             f"build manifest; run: composer build --arch {arch} --mma {mma} --orders {order} "
                             f"--paths GEMM_FUSED")

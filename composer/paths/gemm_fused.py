@@ -10,7 +10,8 @@ carries, the fold, the carrier's tile and the MMA shape are per-order schedule d
 ``carrier=``/``fold=``/``mma=``/``library=``/``carrier_tile=`` override them.
 
 Beyond the paper, ``flux = "mainloop"`` has each GEMM form its flux operand (q*u, q*v, q*w) while
-staging it (``GemmConfig.product``): the volume_flux kernel and its three arrays disappear.
+staging it (``GemmConfig.product``; ``flux = "staged"`` once per element in shared memory,
+``GemmConfig.product_staged``): the volume_flux kernel and its three arrays disappear.
 
 The kernels are declared to the scheduler with the arrays the trees read, so the chain follows
 from the data flow: x -> y -> z with the fold, the two non-carriers concurrent without it, the
@@ -134,7 +135,8 @@ class GemmFusedPath(GemmCutePath):
         "carrier_tile": PathOption(tile_option, "the carrier's tile over GEMM_CUTE's for its role, e.g. "
                                                 "bm=128,bn=64,stages=3 (default: the schedule's carrier_tile)"),
         "flux": PathOption(flux_option, "where the GEMMs' flux operands come from: array (the volume_flux "
-                                        "kernel) or mainloop (each GEMM forms q*u, q*v, q*w while staging; "
+                                        "kernel), mainloop (each GEMM forms q*u, q*v, q*w at its fragment loads) or "
+                                        "staged (once per element in shared memory); "
                                         "every GEMM then a CuTe one; default: the schedule's, else array)"),
     })
 
@@ -159,13 +161,13 @@ class GemmFusedPath(GemmCutePath):
         note = ("partial = Ex Gx + Ey Gy, written by x, updated in place by y, read by the z carrier"
                 if plan.fold else f"{', '.join(outputs)}: the non-carriers' results, read by the {plan.carrier} carrier")
         gemm_outputs = counts.MemoryItem("GEMM outputs", len(outputs), counts.volume_array_bytes(order, grid), note)
-        return (gemm_outputs, fstar) if settings.flux == "mainloop" else (fluxes, gemm_outputs, fstar)
+        return (gemm_outputs, fstar) if settings.forms_flux else (fluxes, gemm_outputs, fstar)
 
     @classmethod
     def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
         nq, ne = order + 1, num_elements
         settings = settings_for(order, options)
-        plan, in_mainloop = settings.plan, settings.flux == "mainloop"
+        plan, in_mainloop = settings.plan, settings.forms_flux
         vol, face = volume_bytes(nq, ne), face_bytes(nq, ne)
         volume_flux, surface_flux = cls.flux_nodes(nq, ne, machine)
         gemm_flop = 2 * nq * ne * nq**3
@@ -190,7 +192,7 @@ class GemmFusedPath(GemmCutePath):
         self.settings = settings_for(pb.order, self.options)
         self.fused_plan = self.settings.plan
         self.fused_gemms: dict[str, FusedGemm] = self.settings.gemms()
-        self.flux_in_mainloop = self.settings.flux == "mainloop"
+        self.flux_in_mainloop = self.settings.forms_flux
         if self.flux_in_mainloop:
             self.flux = {}
         else:
@@ -216,7 +218,7 @@ class GemmFusedPath(GemmCutePath):
         pb = self.problem
         entry = find_gemm_entry(entries, pb.order, role, self.mma, pb.device.arch,
                                 "store" if gemm.plain else text(gemm.tree), gemm.config.product, gemm.config,
-                                None if gemm.plain else gemm.store_group)
+                                None if gemm.plain else gemm.store_group, gemm.config.product_staged)
         built = entry_gemm_config(entry)
         if built != gemm.config:
             raise ComposerError(f"{entry.symbol}: built with tile {built.tag}, the settings need {gemm.config.tag}; "

@@ -105,6 +105,23 @@ def sts_f64(smem_addr: Any, offset: int, x: Any) -> None:
                     has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
 
 
+def lds_f64x2(smem_addr: Any, offset: int = 0) -> tuple[Float64, Float64]:
+    """``ld.shared.v2.f64``: 16 bytes at a 16-byte aligned byte address ``smem_addr + offset``."""
+    f64 = Float64.mlir_type
+    pair = llvm.StructType.get_literal([f64, f64])
+    res = llvm.inline_asm(pair, [Int32(smem_addr).ir_value()], f"ld.shared.v2.f64 {{$0, $1}}, [$2+{int(offset)}];",
+                          "=d,=d,r", has_side_effects=True, is_align_stack=False,
+                          asm_dialect=llvm.AsmDialect.AD_ATT)
+    return Float64(llvm.extractvalue(f64, res, [0])), Float64(llvm.extractvalue(f64, res, [1]))
+
+
+def sts_f64x2(smem_addr: Any, offset: int, x0: Any, x1: Any) -> None:
+    """``st.shared.v2.f64`` of ``(x0, x1)`` to 16-byte aligned byte address ``smem_addr + offset``."""
+    llvm.inline_asm(None, [Int32(smem_addr).ir_value(), Float64(x0).ir_value(), Float64(x1).ir_value()],
+                    f"st.shared.v2.f64 [$0+{int(offset)}], {{$1, $2}};", "r,d,d",
+                    has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
 def stg_f64(gmem_addr: Any, x: Any) -> None:
     """``st.global.f64``: 8 bytes at an 8-byte aligned global address."""
     llvm.inline_asm(None, [Int64(gmem_addr).ir_value(), Float64(x).ir_value()], "st.global.f64 [$0], $1;", "l,d",

@@ -64,8 +64,9 @@ class GemmConfig:
     ``c_major`` "m" or "n". ``vec`` doubles per ``cp.async`` (2: 16 B; needs even leading
     dimensions and 16-byte aligned bases; 1: 8 B, any layout). ``product`` ("a", "b" or "" for
     none) names an operand the kernel forms elementwise as its array times the ABI's ``factor``
-    array (same layout): both tiles are staged by cp.async and multiplied as fragments are read
-    (GEMM_FUSED's volume flux ``q * u`` formed in the mainloop).
+    array (same layout): both tiles are staged by cp.async and multiplied as fragments are read, or
+    with ``product_staged`` once per element in shared memory (GEMM_FUSED's volume flux ``q * u``
+    formed in the mainloop).
     """
 
     mma: str
@@ -117,6 +118,14 @@ class GemmConfig:
     #: architecture whose shared memory or threads per SM hold fewer such blocks (the H200-tuned
     #: three-block carrier on sm_80's 164 KB), it compiles for as many as fit (``resident_blocks``).
     min_blocks: int = 0
+    #: Form the product operand once per staged element instead of at every fragment load: after a
+    #: k-tile's cp.async group lands, each thread multiplies the elements it copied by their factor
+    #: elements in shared memory (16-byte LDS/STS, one DMUL each) before the barrier that publishes the
+    #: stage, and the MMAs then read a plain operand. Why: with the product at the fragment loads
+    #: every warp that reads an element (warps_m or warps_n of them, at each k-step) repeats its second
+    #: LDS and DMUL on the MMAs' critical path; the p = 511 GEMM_FUSED with the flux formed that way ran
+    #: 1.41-1.65 x the array flux (session 10), more than the volume_flux kernel it removes.
+    product_staged: bool = False
 
     @property
     def shape(self) -> MmaShape:
@@ -145,6 +154,17 @@ class GemmConfig:
         by_smem = limits.smem_per_sm // (self.smem_bytes + limits.smem_reserved_per_block)
         by_threads = limits.max_threads_per_sm // self.block_threads
         return max(1, min(self.min_blocks, by_smem, by_threads))
+
+    def smem_blocks(self, arch: str | None = None) -> int:
+        """Blocks of this kernel one SM's shared memory holds on ``arch`` (DEFAULT_ARCH when None)."""
+        limits = arch_limits(arch if arch is not None else DEFAULT_ARCH)
+        return limits.smem_per_sm // (self.smem_bytes + limits.smem_reserved_per_block)
+
+    def register_blocks(self, arch: str | None = None) -> int:
+        """Blocks of this kernel one SM's register file holds at its register cap (``registers_cap``: the
+        most ptxas may use, 255 per thread without ``min_blocks``), on ``arch`` (DEFAULT_ARCH when None)."""
+        limits = arch_limits(arch if arch is not None else DEFAULT_ARCH)
+        return limits.registers_per_sm // (self.registers_cap(arch) * self.block_threads)
 
     def registers_cap(self, arch: str | None = None) -> int:
         """Registers per thread ptxas may use on ``arch`` (255 without ``min_blocks``): the register
@@ -192,7 +212,7 @@ class GemmConfig:
         """Short, file-name-safe identity: shape, tile, warps, stages, majors, vec, epilogue."""
         return (f"m{self.mma.replace('x', '_')}_t{self.bm}x{self.bn}x{self.bk}_w{self.warps_m}x"
                 f"{self.warps_n}_s{self.stages}_{self.a_major}{self.b_major}{self.c_major}"
-                f"_v{self.vec}_{self.epilogue}" + (f"_p{self.product}" if self.product else "")
+                f"_v{self.vec}_{self.epilogue}" + (f"_p{self.product}" if self.product else "") + ("s" if self.product_staged else "")
                 + (f"_e{self.epilogue_prefetch}" if self.epilogue_prefetch else "")
                 + ("s" if self.epilogue_prefetch_split and self.epilogue_prefetch else "")
                 + ("_fp" if self.fragment_pipeline else "")
@@ -270,6 +290,11 @@ class GemmConfig:
             problems.append("epilogue_prefetch_split needs epilogue_prefetch > 0 (the k-tiles it spreads over)")
         if self.product not in ("", "a", "b"):
             problems.append(f"product={self.product!r} must be 'a', 'b' or '' (none)")
+        if self.product_staged and not self.product:
+            problems.append("product_staged needs a product operand (product = 'a' or 'b')")
+        if self.product_staged and self.fragment_pipeline:
+            problems.append("product_staged runs without fragment_pipeline (the pipeline loads a stage's first "
+                            "fragments before the barrier that publishes its products)")
         if self.epilogue not in EPILOGUE_NAMES:
             problems.append(f"epilogue {self.epilogue!r} not in {sorted(EPILOGUE_NAMES)}")
         if self.smem_bytes > limits.smem_per_block_optin:
@@ -295,7 +320,7 @@ class GemmConfig:
         (the same kernels) stay up to date."""
         out = asdict(self)
         for key in ("epilogue_prefetch", "epilogue_prefetch_split", "fragment_pipeline", "async_epilogue_tiles",
-                    "min_blocks"):
+                    "min_blocks", "product_staged"):
             if not out[key]:
                 del out[key]
         if out["async_buffers"] == 2:

@@ -29,7 +29,8 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64
 
-from composer.gemm.cute.atom import a_coord, b_coord, cp_async, cp_async_full, d_coord, dmma, lds_f64, sts_f64
+from composer.gemm.cute.atom import (a_coord, b_coord, cp_async, cp_async_full, d_coord, dmma, lds_f64, lds_f64x2,
+                                     sts_f64, sts_f64x2)
 from composer.gemm.cute.config import AUX_SLOTS, KERNEL_PARAMS, GemmConfig, resolve_epilogue
 from composer.gemm.cute.epilogue import Epilogue, EpilogueContext, OutputSite
 from composer.gemm.cute.swizzle import frag_plan, interior_steps, swizzle_bits, swizzled_offset
@@ -129,6 +130,9 @@ class TensorOpDgemm:
         # factor element is at its operand element's address plus this compile-time byte offset
         self.product = cfg.product
         self.factor_offset = {"a": 8 * self.stages * bm * bk, "b": 8 * self.stages * bn * bk}.get(cfg.product, 0)
+        # product_staged: the product is formed in shared memory once per element (_stage_product), so
+        # the fragment loads read a plain operand
+        self.product_staged = cfg.product_staged
         # the epilogue's L2 prefetch (k-tiles before the end; 0 when the epilogue reads no array)
         self.prefetch_at = cfg.epilogue_prefetch if self.epilogue.prefetch_slots else 0
         self.prefetch_split = cfg.epilogue_prefetch_split and self.prefetch_at > 0
@@ -326,6 +330,10 @@ class TensorOpDgemm:
                 # tile kt has landed (at most stages-2 younger groups pending) and every warp is done
                 # with the stage the next load overwrites (it was read in iteration kt-1)
                 cute.arch.cp_async_wait_group(self.stages - 2)
+                if cutlass.const_expr(self.product_staged):
+                    # this thread's own copies of tile kt have landed (wait_group makes them visible to
+                    # it): it forms their products before the barrier publishes the stage
+                    self._stage_product(ops, kt * self.bk, kt % self.stages, tidx)
                 self._sync(mma_warps_only)
             # (with fragment_pipeline the same wait and barrier ended iteration kt-1)
             nxt = kt + self.stages - 1
@@ -484,6 +492,64 @@ class TensorOpDgemm:
             else:
                 cp_async(dst, src, nbytes, self.vec)
 
+    def _stage_product(self, ops: tuple, k0: Any, stage: Any, tidx: Any) -> None:
+        """product_staged: the product operand's tile of k offset ``k0`` in ``stage`` times its factor
+        tile, in place, over the chunks this thread copied (``_load_tile``'s interior or predicated
+        mapping, chosen by the same bounds): zero-filled chunks are zero in both tiles, so their
+        products are zero, and chunks no thread copied are left alone."""
+        _, _, _, _, m, n, k, m0, n0, sa_base, sb_base, a_layout, b_layout, a_copy, b_copy, _ = ops
+        if self.product == "a":
+            self._product_tile(m, m0, k, k0, sa_base, a_layout, self.bm, self.a_mn_major, stage, tidx, a_copy)
+        else:
+            self._product_tile(n, n0, k, k0, sb_base, b_layout, self.bn, self.b_mn_major, stage, tidx, b_copy)
+
+    @cute.jit
+    def _product_tile(self, rows_total: Int32, row0: Int32, k_total: Int32, k0: Int32, sbase: Int32,
+                      layout: cutlass.Constexpr, rows: cutlass.Constexpr, mn_major: cutlass.Constexpr,
+                      stage: Int32, tidx: Int32, plan: cutlass.Constexpr):
+        """The in-place product of one staged tile over this thread's chunks (see _stage_product)."""
+        chunks = rows * self.bk // self.vec
+        if cutlass.const_expr(plan is not None):
+            interior = (row0 + rows <= rows_total) & (k0 + self.bk <= k_total)
+            if interior:
+                _, dst0, _, dst_steps = plan
+                dst = dst0 + stage * (rows * self.bk * 8)
+                for it in cutlass.range_constexpr(chunks // self.threads):
+                    self._multiply_chunk(dst + dst_steps[it])
+            else:
+                self._product_predicated(sbase, layout, rows, mn_major, stage, tidx)
+        else:
+            self._product_predicated(sbase, layout, rows, mn_major, stage, tidx)
+
+    @cute.jit
+    def _product_predicated(self, sbase: Int32, layout: cutlass.Constexpr, rows: cutlass.Constexpr,
+                            mn_major: cutlass.Constexpr, stage: Int32, tidx: Int32):
+        """The chunks ``_copy_predicated`` gave this thread (the same index arithmetic)."""
+        chunks = rows * self.bk // self.vec
+        for it in cutlass.range_constexpr((chunks + self.threads - 1) // self.threads):
+            cidx = tidx + it * self.threads
+            if cutlass.const_expr(mn_major):
+                r = (cidx % (rows // self.vec)) * self.vec
+                kk = cidx // (rows // self.vec)
+            else:
+                kk = (cidx % (self.bk // self.vec)) * self.vec
+                r = cidx // (self.bk // self.vec)
+            dst = sbase + layout((r, kk, stage)) * 8
+            if cutlass.const_expr(chunks % self.threads != 0):
+                if cidx < chunks:
+                    self._multiply_chunk(dst)
+            else:
+                self._multiply_chunk(dst)
+
+    def _multiply_chunk(self, addr: Any) -> None:
+        """One copied chunk (``vec`` doubles at ``addr``) times its factor chunk, stored in place."""
+        if self.vec == 2:
+            x0, x1 = lds_f64x2(addr, 0)
+            f0, f1 = lds_f64x2(addr, self.factor_offset)
+            sts_f64x2(addr, 0, x0 * f0, x1 * f1)
+        else:
+            sts_f64(addr, 0, lds_f64(addr, 0) * lds_f64(addr, self.factor_offset))
+
     def _buffer_layout(self, layout: Any, operand: str, rows: int) -> Any:
         """What an operand's shared buffer is allocated with: its pipeline layout, or for the
         product operand room for its factor's stages after its own (addressed with ``layout``
@@ -556,9 +622,10 @@ class TensorOpDgemm:
             frags = following
 
     def _operand_element(self, base: Any, offset: int, operand: str) -> Any:
-        """One fragment element: an LDS, times its factor's element for the product operand."""
+        """One fragment element: an LDS, times its factor's element for the product operand (unless
+        the product was formed in the stage)."""
         value = lds_f64(base, offset)
-        if operand == self.product:
+        if operand == self.product and not self.product_staged:
             value = value * lds_f64(base, offset + self.factor_offset)
         return value
 

@@ -53,26 +53,32 @@ def carrier_table(sweeps: dict[int, DataFile]) -> Table:
 
 
 #: The carrier x fold x flux settings of a sweep (the shipped tile), in the order of the paper's
-#: table plus the flux formed in the mainloop: (column key, setting label without the tile).
+#: table plus the flux formed in the mainloop and in the stage: (column key, setting label without the tile).
 SETTINGS = tuple((f"{c}{'_fold' if fold else ''}_{flux}", f"carrier={c},fold={'on' if fold else 'off'},flux={flux}")
-                 for flux in ("array", "mainloop") for c, fold in (("x", False), ("y", False), ("z", False), ("z", True)))
+                 for flux in ("array", "mainloop", "staged")
+                 for c, fold in (("x", False), ("y", False), ("z", False), ("z", True)))
+#: Flux sources whose columns the table always shows (the others only where a sweep timed them).
+ALWAYS_SHOWN = ("array", "mainloop")
 
 
 def _head(key: str) -> str:
     carrier, *rest = key.split("_")
     flux = rest[-1]
-    return f"{carrier}{' + fold' if 'fold' in rest else ''}{', mainloop' if flux == 'mainloop' else ''}"
+    return f"{carrier}{' + fold' if 'fold' in rest else ''}{'' if flux == 'array' else ', ' + flux}"
 
 
 def settings_table(sweeps: dict[int, DataFile]) -> Table:
     """One row per order, one column per setting on the shipped tile (µs), and the winner."""
-    columns = [Column("p", "p")] + [Column(key, _head(key), sig) for key, _ in SETTINGS]
+    timed = {label for f in sweeps.values() for label in (f.document.get("medians_s") or {})}
+    shown = [(key, label) for key, label in SETTINGS
+             if key.rsplit("_", 1)[1] in ALWAYS_SHOWN or f"{label},tile=shipped" in timed]
+    columns = [Column("p", "p")] + [Column(key, _head(key), sig) for key, _ in shown]
     table = Table("carrier_settings", "GEMM_FUSED carrier sweeps by setting, shipped tile (µs per call, median)",
                   [*columns, Column("winner", "winner"), Column("source", "file")])
     for order, f in sorted(sweeps.items()):
         medians = f.document.get("medians_s") or {}
         row: dict[str, Any] = {"p": order, "source": f.label}
-        for key, label in SETTINGS:
+        for key, label in shown:
             seconds = medians.get(f"{label},tile=shipped")
             row[key] = None if seconds is None else 1e6 * float(seconds)
         winner = str(f.document.get("winner") or "")
