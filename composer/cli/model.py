@@ -3,7 +3,8 @@
     composer model prices  [--machine M]                      Table 6 and the capacities per SM cycle
     composer model fit     --profiles DIR[@MACHINE]... --out MODEL.json
     composer model predict --model MODEL.json --machine M --build BUILD_DIR [--sms N] [--out P.json]
-    composer model score   --predictions P.json... --measured DIR... [--out SCORE.json]
+    composer model score   --predictions P.json... --measured DIR... [--family-errors [LO-HI:]SCORE.json]...
+                           [--family-rule others|given] [--out SCORE.json]
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -119,8 +121,14 @@ def register(subparsers: Any) -> None:
                        help="`composer bench --out` or `composer profile --out` directories")
     score.add_argument("--metric", default="device_per_call_s", choices=("device_per_call_s", "stage_wall_s"),
                        help="bench timer to score against (default: device_per_call_s)")
-    score.add_argument("--family-errors", type=Path, default=None, metavar="SCORE.json",
-                       help="family errors where no other target gives one")
+    score.add_argument("--family-errors", action="append", default=[], metavar="[LO-HI:]SCORE.json",
+                       help="family errors where no other target gives one (the family_errors of a `composer "
+                            "model score` output); LO-HI: only for targets of LO..HI active SMs (repeatable, one "
+                            "band per SM count; at most one file without a range, for the SM counts no band holds)")
+    score.add_argument("--family-rule", choices=("others", "given"), default="others",
+                       help="others (default): a ratio's family error is the median over the other targets "
+                            "of this score, else the given one; given: the given family error for the target's "
+                            "SM count, for every ratio (a screen fixed before the measurement)")
     score.add_argument("--resolution-floor", type=float, default=None, metavar="PCT",
                        help="smallest family error the S/E screen divides by, in percent (default 1.0, the "
                             "bench's resolution; 0: the paper's rule, as session 6 and session 8's first "
@@ -324,6 +332,35 @@ def _family_errors(path: Path | None) -> dict[str, float] | None:
     return {k: float(v) for k, v in read_json(path, SCHEMA, VERSION)["family_errors"].items()}
 
 
+_BAND = re.compile(r"^([^:/\\]*-[^:/\\]*):(.+)$")
+
+
+def _family_bands(items: list[str]) -> tuple[dict[str, float] | None, list[Any]]:
+    """``--family-errors [LO-HI:]SCORE.json``...: the unbanded family errors (at most one file) and
+    the bands."""
+    from composer.model.score import FamilyBand, check_bands
+
+    unbanded: dict[str, float] | None = None
+    plain: list[str] = []
+    bands = []
+    for item in items:
+        m = _BAND.match(item)
+        if m is None:
+            plain.append(item)
+            unbanded = _family_errors(Path(item))
+            continue
+        lo, _, hi = m.group(1).partition("-")
+        if not (lo.strip().isdigit() and hi.strip().isdigit()):
+            raise ComposerError(f"--family-errors {item!r}: expected LO-HI:SCORE.json with LO and HI active SM "
+                                f"counts (e.g. 20-64:score_below66.json)")
+        bands.append(FamilyBand(int(lo), int(hi), _family_errors(Path(m.group(2))), m.group(2)))
+    if len(plain) > 1:
+        raise ComposerError(f"--family-errors: at most one file without an SM range, got {len(plain)} "
+                            f"({', '.join(plain)}); give the others as LO-HI:SCORE.json")
+    check_bands(bands)
+    return unbanded, bands
+
+
 def run_predict(args: argparse.Namespace) -> int:
     from composer.model.build import Build
     from composer.model.calibrate import Model
@@ -413,9 +450,12 @@ def run_score(args: argparse.Namespace) -> int:
     floor = RESOLUTION_PCT if args.resolution_floor is None else args.resolution_floor
     if not (floor >= 0 and math.isfinite(floor)):
         raise ModelError(f"--resolution-floor {args.resolution_floor}: expected a percentage >= 0")
+    unbanded, bands = _family_bands(args.family_errors)
+    if args.family_rule == "given" and not args.family_errors:
+        raise ModelError("--family-rule given needs --family-errors (a file, or LO-HI:SCORE.json bands)")
     predictions = [read_predictions(p) for p in args.predictions]
     measured = [cell for d in args.measured for cell in read_measured(d, args.metric)]
-    result = score(predictions, measured, _family_errors(args.family_errors), floor)
+    result = score(predictions, measured, unbanded, floor, bands=bands, given_only=args.family_rule == "given")
     if not result["cells"]:
         raise ComposerError("no measured cell matches a prediction (same path, order and active SM count)")
     if args.out is not None:
@@ -448,6 +488,9 @@ def run_score(args: argparse.Namespace) -> int:
     for what in ("measured_without_prediction", "predicted_without_measurement"):
         if result[what]:
             con.print(f"{what.replace('_', ' ')}: {'; '.join(result[what])}")
+    if "family_error_rule" in result:
+        bands_text = ", ".join(f"{b['sms'][0]}-{b['sms'][1]} SMs from {b['source']}" for b in result["family_error_bands"])
+        con.print(f"family errors: {result['family_error_rule']}" + (f" (bands: {bands_text})" if bands_text else ""))
     ch = s["choices"]
     con.print(f"fastest path chosen right {ch['right']}/{ch['n']}; loss median {_fmt(ch['median_loss_pct'], '.1f')} %, "
               f"max {_fmt(ch['max_loss_pct'], '.1f')} %")

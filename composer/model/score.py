@@ -6,14 +6,21 @@ the target with its SM count. Errors are 100 ln(pred / meas). The family error o
 target T is the median |100 ln(r_pred / r_meas)| of that family over the other targets' cells
 (on the balance axis: the other SM counts), falling back to given family errors; the pooled
 family errors over all targets are returned for later predictions (``--family-errors``).
+
+Given family errors may be banded by the active SM count (``FamilyBand``: one score's family errors
+for targets of LO..HI SMs, as `composer model score --family-errors LO-HI:SCORE.json`); a target takes
+the band that holds its SM count, else the unbanded ones. With ``given_only`` (``--family-rule
+given``) every ratio takes the given family error for its target's SM count and never the other
+targets' medians: a screen fixed before the measurement (session 13, balance test 8).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from composer.model.errors import ModelError
 from composer.model.measured import MeasuredCell
@@ -23,6 +30,47 @@ from composer.model.ratios import (RESOLUTION_PCT, SCREEN_THRESHOLD, SEVEN_RATIO
 SCHEMA = "composer.model-score"
 VERSION = 1
 HIGH_ORDER = 255  # the band the issue's balance-axis target names (p >= 255)
+
+
+@dataclass(frozen=True)
+class FamilyBand:
+    """Family errors (percent, by family) for targets of ``lo``..``hi`` active SMs (inclusive)."""
+
+    lo: int
+    hi: int
+    errors: Mapping[str, float]
+    source: str = ""
+
+    def holds(self, sms: int) -> bool:
+        return self.lo <= sms <= self.hi
+
+    @property
+    def label(self) -> str:
+        return f"{self.lo}-{self.hi} SMs"
+
+
+def check_bands(bands: Sequence[FamilyBand]) -> None:
+    """One ModelError for an empty or reversed range, or two bands that share an SM count."""
+    for b in bands:
+        if not (0 < b.lo <= b.hi):
+            raise ModelError(f"family-error band {b.lo}-{b.hi} ({b.source or 'given'}): expected 0 < LO <= HI")
+    ordered = sorted(bands, key=lambda b: (b.lo, b.hi))
+    for a, b in zip(ordered, ordered[1:]):
+        if b.lo <= a.hi:
+            raise ModelError(f"family-error bands {a.label} ({a.source or 'given'}) and {b.label} "
+                             f"({b.source or 'given'}) overlap; give each SM count one band")
+
+
+def given_family_errors(sms: int, bands: Sequence[FamilyBand], family_errors: Mapping[str, float] | None
+                        ) -> tuple[Mapping[str, float] | None, str | None]:
+    """The given family errors for a target of ``sms`` active SMs and where they come from: the band
+    that holds ``sms``, else the unbanded ones (None, None when neither)."""
+    band = next((b for b in bands if b.holds(sms)), None)
+    if band is not None:
+        return band.errors, f"band {band.label}" + (f" ({band.source})" if band.source else "")
+    if family_errors is not None:
+        return family_errors, "given"
+    return None, None
 
 
 def nearest_rank(values: list[float], q: float) -> float:
@@ -69,8 +117,22 @@ def _assign(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
 
 def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
           family_errors: Mapping[str, float] | None = None,
-          resolution_floor_pct: float = RESOLUTION_PCT) -> dict[str, Any]:
-    """The score document (JSON-ready)."""
+          resolution_floor_pct: float = RESOLUTION_PCT, bands: Sequence[FamilyBand] = (),
+          given_only: bool = False) -> dict[str, Any]:
+    """The score document (JSON-ready). ``bands``: family errors by the target's active SM count
+    (before the unbanded ``family_errors``); ``given_only``: the given family errors for every ratio,
+    never the other targets' (each target's SM count must then have a band or unbanded errors)."""
+    check_bands(bands)
+    given = {doc["target"]["label"]: given_family_errors(doc["target"]["sm_count"], bands, family_errors)
+             for doc in predictions}
+    if given_only:
+        if not bands and family_errors is None:
+            raise ModelError("the given-family-error rule needs family errors (--family-errors)")
+        bare = [f"{label}" for label, (errs, _) in given.items() if errs is None]
+        if bare:
+            raise ModelError(f"no family-error band holds the SM count of {', '.join(bare)}; give a "
+                             f"--family-errors LO-HI:SCORE.json that does (or one without a range)")
+    annotate = given_only or bool(bands)
     unmatched: list[str] = []
     assigned = _assign(predictions, measured, unmatched)
     cells, kernels, ratios = [], [], []
@@ -108,21 +170,28 @@ def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
     pooled = {fam: statistics.median(r["error_pct"] for r in ratios if r["ratio"] == fam)
               for fam in sorted({r["ratio"] for r in ratios})}
     for r in ratios:
-        others = [o["error_pct"] for o in ratios if o["ratio"] == r["ratio"] and o["target"] != r["target"]]
-        eps = statistics.median(others) if others else (family_errors or {}).get(r["ratio"])
+        errs, source = given[r["target"]]
+        others = [] if given_only else \
+            [o["error_pct"] for o in ratios if o["ratio"] == r["ratio"] and o["target"] != r["target"]]
+        eps = statistics.median(others) if others else (errs or {}).get(r["ratio"])
         r["family_error_pct"] = eps
+        if annotate:
+            r["family_error_from"] = "other targets" if others else (None if eps is None else source)
         r["se"] = separation_to_error(r["r_pred"], eps, resolution_floor_pct)
         r["screened"] = None if r["se"] is None else r["se"] >= SCREEN_THRESHOLD
     choices = _choices(pairs_by_target, ratios)
     screened = [r for r in ratios if r["screened"]]
     seven = [r for r in ratios if r["seven"]]
+    rule = {} if not annotate else {
+        "family_error_rule": "given" if given_only else "other targets, else given",
+        "family_error_bands": [{"sms": [b.lo, b.hi], "source": b.source} for b in bands]}
     return {
         "schema": SCHEMA, "version": VERSION,
         "targets": [doc["target"]["label"] for doc in predictions],
         "model_hashes": sorted({doc["model_hash"] for doc in predictions}),
         "cells": cells, "kernels": kernels, "ratios": ratios, "choices": choices,
         "measured_without_prediction": unmatched, "predicted_without_measurement": unmeasured,
-        "family_errors": pooled, "resolution_floor_pct": resolution_floor_pct,
+        "family_errors": pooled, "resolution_floor_pct": resolution_floor_pct, **rule,
         "summary": {
             "paths": _summary([c["error_pct"] for c in cells]),
             f"paths_p>={HIGH_ORDER}": _summary([c["error_pct"] for c in cells if c["order"] >= HIGH_ORDER]),

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Session 13, balance test 8, prospective. Every path at p = 7, 15, 31, 63, 127, 255 on 94, 54 and 32 SMs
+# (counts no test or calibration has run; one in each regime of the model's SM-count form: 94 between the
+# 66- and 132-SM calibrations, 54 between the 34- and 66-SM ones, 32 between the 20- and 34-SM ones).
+# Predictions docs/data/h200_s13/model/pro8 (model 4b2fae54, docs/data/h200_s12/model/model_h200_s12_current.json)
+# and the family-error rule (fixed before this call: per SM band, from the current model's retrospective
+# errors on tests 1-7, docs/data/h200_s13/model/README.md) committed before this call.
+# Carry: .whl .cache/build_s9 .cache/commit. About 85-115 s per SM count (82-124 s in sessions 11-12);
+# every run gets at most what is left of a 325-s budget, none starts with less than 60 s.
+set -o pipefail
+source tools/device_prelude.sh
+export COMPOSER_BUILD_DIR=$PWD/.cache/build_s9
+ALL=GEMM,GEMM_CUTE,GEMM_FUSED,FUSED,FUSED_TC,FUSED_DFMA,FUSED_TC16
+mkdir -p $OUT/bal
+for N in 94 54 32; do
+  L=$(( 325 - $(elapsed) )); [ $L -lt 60 ] && { t "skip sms$N (budget)" 0; break; }; [ $L -gt 160 ] && L=160
+  timeout $L python3 -m composer.cli.main bench --paths $ALL --orders 7,15,31,63,127,255 --rounds 2 --sms $N \
+    --out $OUT/bal/sms$N > $OUT/logs/bench_sms$N.log 2>&1; t "bench sms$N" $?
+done
+nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv >> $OUT/logs/times.txt 2>&1
+tar -C $OUT -czf $OUT/results.tgz logs bal 2>/dev/null
+rm -rf $OUT/bal
+cat $OUT/logs/times.txt
