@@ -5,11 +5,11 @@
 # Predictions docs/data/h200_s13/model/pro8 (model 4b2fae54, docs/data/h200_s12/model/model_h200_s12_current.json)
 # and the family-error rule (fixed before this call: per SM band, from the current model's retrospective
 # errors on tests 1-7, docs/data/h200_s13/model/README.md) committed before this call.
-# Carry: .whl .cache/build_s9 .cache/commit. About 85-115 s per SM count (82-124 s in sessions 11-12);
+# Carry: .whl .cache/build_s13bal .cache/commit (.cache/build_s9 filtered to p <= 255 by tools/filter_build.py: the 64 MiB limit). About 85-115 s per SM count (82-124 s in sessions 11-12);
 # every run gets at most what is left of a 325-s budget, none starts with less than 60 s.
 set -o pipefail
 source tools/device_prelude.sh
-export COMPOSER_BUILD_DIR=$PWD/.cache/build_s9
+export COMPOSER_BUILD_DIR=$PWD/.cache/build_s13bal
 ALL=GEMM,GEMM_CUTE,GEMM_FUSED,FUSED,FUSED_TC,FUSED_DFMA,FUSED_TC16
 mkdir -p $OUT/bal
 for N in 94 54 32; do
