@@ -345,17 +345,20 @@ def test_staged_flux_keeps_the_array_kernels_blocks_per_sm():
     # p = 511's 128x64x16 3-stage tiles, 128 threads, 255 registers: two blocks by registers
     array = GemmConfig("16x8x8", 128, 64, 16, 2, 2, 3)
     assert (array.smem_blocks(), array.register_blocks()) == (3, 2)
-    on_a = staged_product_config(replace(array, product="a", product_staged=True), array)
-    on_b = staged_product_config(replace(array, product="b", product_staged=True), array)
+    on_a = staged_product_config(replace(array, product="a", product_staged=True), array, 512 * 512, 512)
+    on_b = staged_product_config(replace(array, product="b", product_staged=True), array, 512, 512 * 512)
     assert (on_a.stages, on_a.smem_blocks()) == (2, 2)  # 120 KB at 3 stages: one block
     assert (on_b.stages, on_b.smem_blocks()) == (3, 2)  # 96 KB already holds two
     # a min_blocks carrier (p = 575: three blocks at 168 registers) keeps its three
     three = GemmConfig("16x8x8", 64, 64, 16, 2, 2, 4, min_blocks=3)
-    kept = staged_product_config(replace(three, product="a", product_staged=True), three)
+    kept = staged_product_config(replace(three, product="a", product_staged=True), three, 576, 576)
     assert (kept.stages, kept.smem_blocks(), three.register_blocks()) == (3, 3, 3)
     # never below the double buffer
     deep = GemmConfig("16x8x8", 128, 128, 16, 2, 2, 2, min_blocks=2)
-    assert staged_product_config(replace(deep, product="a", product_staged=True), deep).stages == MIN_STAGED_STAGES
+    assert staged_product_config(replace(deep, product="a", product_staged=True), deep, 128, 128).stages == \
+        MIN_STAGED_STAGES
+    # blocks along n first where n has fewer tiles (A the large operand), else m first
+    assert (on_a.n_fastest, on_b.n_fastest, kept.n_fastest) == (True, False, False)
     # and the path's settings apply it at p = 511 (the schedule's tiles), not to the fragment kernels
     from composer.config.schedules import load_schedule
     from composer.epilogues.settings import fused_settings
@@ -365,3 +368,7 @@ def test_staged_flux_keeps_the_array_kernels_blocks_per_sm():
     fragments = fused_settings(511, paths, {"flux": "mainloop"}).gemms()
     assert all(g.config.product_staged and g.config.smem_blocks() >= 2 for g in staged.values())
     assert any(g.config.smem_blocks() < 2 for g in fragments.values())
+    # the z GEMM's flux operand is A (m = Nq^2 = 2048 tiles of 128, n = Nq = 8 tiles of 64): its blocks
+    # run along n first, so the eight that share a q/w panel run together; x (A = D) and y keep m first
+    assert {r: g.config.n_fastest for r, g in staged.items()} == {"x": False, "y": False, "z": True}
+    assert not any(g.config.n_fastest for g in fragments.values())

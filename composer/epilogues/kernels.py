@@ -86,17 +86,21 @@ def flux_operand(role: str, swap: bool) -> str:
 MIN_STAGED_STAGES = 2
 
 
-def staged_product_config(formed: GemmConfig, array: GemmConfig) -> GemmConfig:
+def staged_product_config(formed: GemmConfig, array: GemmConfig, m: int, n: int) -> GemmConfig:
     """A staged-product kernel (``formed``) that holds as many blocks per SM as the kernel reading the
     flux array (``array``), where fewer stages give it: the factor tiles add a third operand's stages,
     and at p = 511 the 128x64x16 3-stage kernels with the factor on the 128-row operand need 120 KB,
     one block per SM (four warps) against the array kernels' two (session 13: ``composer inspect``).
     The array kernel's blocks: those its shared memory holds, at most those its register cap does (255
     per thread without ``min_blocks``: the CuTe tiles from p = 127 on take 200-255). Stages are lowered
-    one at a time down to MIN_STAGED_STAGES."""
+    one at a time down to MIN_STAGED_STAGES. Blocks run along the n tiles first where they are
+    fewer than the m tiles of the kernel's (m, n) problem (``n_fastest``): the blocks that share a
+    panel of the large operand, its q and velocity tiles, then run together and read it once."""
     target = min(array.smem_blocks(), array.register_blocks())
     while formed.smem_blocks() < target and formed.stages > MIN_STAGED_STAGES:
         formed = replace(formed, stages=formed.stages - 1)
+    if -(-n // formed.bn) < -(-m // formed.bm):
+        formed = replace(formed, n_fastest=True)
     return formed
 
 
@@ -124,7 +128,11 @@ def fused_gemms(plan: FusedPlan, mma: str, tiles: Mapping[str, Mapping[str, Any]
         cfg = rk.config if tree == store() else replace(rk.config, epilogue="tree")
         if flux_in_mainloop:
             formed = replace(cfg, product=flux_operand(role, rk.swap), product_staged=product_staged)
-            cfg = staged_product_config(formed, cfg) if product_staged else formed
+            if product_staged:
+                prob = kernel_problem(gemm_spec(role, plan.nq, 1), rk.swap)
+                cfg = staged_product_config(formed, cfg, prob.m, prob.n)
+            else:
+                cfg = formed
         cfg = cfg.validate()
         out[role] = FusedGemm(role, rk.swap, cfg, tree, OutputIndex(role, rk.swap, plan.nq), group)
     return out

@@ -126,6 +126,11 @@ class GemmConfig:
     #: LDS and DMUL on the MMAs' critical path; the p = 511 GEMM_FUSED with the flux formed that way ran
     #: 1.41-1.65 x the array flux (session 10), more than the volume_flux kernel it removes.
     product_staged: bool = False
+    #: Run the linear block index along the n tiles first (default: m first). Why: a GEMM whose A
+    #: operand is the large one (the z GEMM forming q*w: m = Nq^2, n = Nq) otherwise starts the blocks
+    #: that share an A panel 2048 blocks apart at p = 511, and each of its Nq / bn re-reads of the panel
+    #: comes from DRAM (ncu, session 13: 4.05 TB/s, 84 % of the DRAM peak, for that kernel alone).
+    n_fastest: bool = False
 
     @property
     def shape(self) -> MmaShape:
@@ -213,6 +218,7 @@ class GemmConfig:
         return (f"m{self.mma.replace('x', '_')}_t{self.bm}x{self.bn}x{self.bk}_w{self.warps_m}x"
                 f"{self.warps_n}_s{self.stages}_{self.a_major}{self.b_major}{self.c_major}"
                 f"_v{self.vec}_{self.epilogue}" + (f"_p{self.product}" if self.product else "") + ("s" if self.product_staged else "")
+                + ("_nf" if self.n_fastest else "")
                 + (f"_e{self.epilogue_prefetch}" if self.epilogue_prefetch else "")
                 + ("s" if self.epilogue_prefetch_split and self.epilogue_prefetch else "")
                 + ("_fp" if self.fragment_pipeline else "")
@@ -320,7 +326,7 @@ class GemmConfig:
         (the same kernels) stay up to date."""
         out = asdict(self)
         for key in ("epilogue_prefetch", "epilogue_prefetch_split", "fragment_pipeline", "async_epilogue_tiles",
-                    "min_blocks", "product_staged"):
+                    "min_blocks", "product_staged", "n_fastest"):
             if not out[key]:
                 del out[key]
         if out["async_buffers"] == 2:

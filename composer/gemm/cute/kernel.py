@@ -164,10 +164,16 @@ class TensorOpDgemm:
         bid, _, _ = cute.arch.block_idx()
         n_tiles_m = (args.m + self.bm - 1) // self.bm
         n_tiles_n = (args.n + self.bn - 1) // self.bn
-        tile_m = bid % n_tiles_m
-        rest = bid // n_tiles_m
-        tile_n = rest % n_tiles_n
-        batch = rest // n_tiles_n
+        if cutlass.const_expr(self.cfg.n_fastest):
+            tile_n = bid % n_tiles_n
+            rest = bid // n_tiles_n
+            tile_m = rest % n_tiles_m
+            batch = rest // n_tiles_m
+        else:
+            tile_m = bid % n_tiles_m
+            rest = bid // n_tiles_m
+            tile_n = rest % n_tiles_n
+            batch = rest // n_tiles_n
         ibatch = Int64(batch)
         m0 = tile_m * self.bm
         n0 = tile_n * self.bn
@@ -198,14 +204,21 @@ class TensorOpDgemm:
         return (warp % self.warps_m) * self.wm + (tid % 32) // 4, warp, (tid % 32) % 4
 
     def _tile_origin(self, args: KernelArgs, tile: Any) -> tuple:
-        """(batch, ibatch, m0, n0, pa, pb) of linear tile ``tile`` (m tile fastest, then n, batch)."""
+        """(batch, ibatch, m0, n0, pa, pb) of linear tile ``tile`` (m tile fastest, then n, batch; n
+        first with ``n_fastest``)."""
         n_tiles_m = (args.m + self.bm - 1) // self.bm
         n_tiles_n = (args.n + self.bn - 1) // self.bn
-        rest = tile // n_tiles_m
-        batch = rest // n_tiles_n
+        if self.cfg.n_fastest:
+            rest = tile // n_tiles_n
+            batch = rest // n_tiles_m
+            m0 = (rest % n_tiles_m) * self.bm
+            n0 = (tile % n_tiles_n) * self.bn
+        else:
+            rest = tile // n_tiles_m
+            batch = rest // n_tiles_n
+            m0 = (tile % n_tiles_m) * self.bm
+            n0 = (rest % n_tiles_n) * self.bn
         ibatch = Int64(batch)
-        m0 = (tile % n_tiles_m) * self.bm
-        n0 = (rest % n_tiles_n) * self.bn
         return batch, ibatch, m0, n0, args.a + ibatch * args.stride_a, args.b + ibatch * args.stride_b
 
     @cute.kernel
