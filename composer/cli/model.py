@@ -4,7 +4,7 @@
     composer model fit     --profiles DIR[@MACHINE]... --out MODEL.json
     composer model predict --model MODEL.json --machine M --build BUILD_DIR [--sms N] [--out P.json]
     composer model score   --predictions P.json... --measured DIR... [--family-errors [LO-HI:]SCORE.json]...
-                           [--family-rule others|given] [--out SCORE.json]
+                           [--family-rule others|given] [--measured-resolution PCT] [--out SCORE.json]
 """
 
 from __future__ import annotations
@@ -133,6 +133,13 @@ def register(subparsers: Any) -> None:
                        help="smallest family error the S/E screen divides by, in percent (default 1.0, the "
                             "bench's resolution; 0: the paper's rule, as session 6 and session 8's first "
                             "test were scored)")
+    score.add_argument("--measured-resolution", type=float, default=None, metavar="PCT",
+                       help="a ratio whose measured value lies within PCT %% of 1 (|r_meas - 1| <= PCT/100, "
+                            "r_meas as the ratio table orients it) has no measured sign: it is a tie "
+                            "('unresolved by the measurement'), counted neither right nor wrong, screened or "
+                            "not, and counted apart in the summary. 1 is composer bench's rule for fewer than "
+                            "four rounds (a ratio is resolved when |ratio - 1| > 1 %%). Default: off, every "
+                            "ratio has a sign")
     score.add_argument("--out", type=Path, default=None, metavar="SCORE.json")
     score.add_argument("--json", action="store_true", help="print the score as JSON")
     score.set_defaults(func=run_score)
@@ -445,17 +452,19 @@ def run_score(args: argparse.Namespace) -> int:
     from composer.model.predict import read_predictions
     from composer.model.errors import ModelError
     from composer.model.ratios import RESOLUTION_PCT
-    from composer.model.score import score
+    from composer.model.score import check_resolution, score
 
     floor = RESOLUTION_PCT if args.resolution_floor is None else args.resolution_floor
     if not (floor >= 0 and math.isfinite(floor)):
         raise ModelError(f"--resolution-floor {args.resolution_floor}: expected a percentage >= 0")
+    check_resolution(args.measured_resolution)
     unbanded, bands = _family_bands(args.family_errors)
     if args.family_rule == "given" and not args.family_errors:
         raise ModelError("--family-rule given needs --family-errors (a file, or LO-HI:SCORE.json bands)")
     predictions = [read_predictions(p) for p in args.predictions]
     measured = [cell for d in args.measured for cell in read_measured(d, args.metric)]
-    result = score(predictions, measured, unbanded, floor, bands=bands, given_only=args.family_rule == "given")
+    result = score(predictions, measured, unbanded, floor, bands=bands, given_only=args.family_rule == "given",
+                   measured_resolution_pct=args.measured_resolution)
     if not result["cells"]:
         raise ComposerError("no measured cell matches a prediction (same path, order and active SM count)")
     if args.out is not None:
@@ -475,16 +484,26 @@ def run_score(args: argparse.Namespace) -> int:
                           right=("p", "pred", "meas", "S/E"))
     for r in result["ratios"]:
         ratios.add_row(r["target"], str(r["order"]), r["ratio"] + (" *" if r["seven"] else ""),
-                       f"{r['r_pred']:.3f}", f"{r['r_meas']:.3f}", "right" if r["sign_right"] else "WRONG",
+                       f"{r['r_pred']:.3f}", f"{r['r_meas']:.3f}",
+                       "tie" if r.get("sign") == "tie" else ("right" if r["sign_right"] else "WRONG"),
                        _fmt(r["se"], ".2f"))
     con.print(ratios)
     s = result["summary"]
     con.print(f"path totals: median |error| {_fmt(s['paths']['median_abs_pct'], '.1f')} %, p90 "
               f"{_fmt(s['paths']['p90_abs_pct'], '.1f')} % over {s['paths']['n']}; at p >= 255: "
               f"{_fmt(s['paths_p>=255']['median_abs_pct'], '.1f')} % over {s['paths_p>=255']['n']}")
-    con.print(f"ratio signs right {s['ratios']['sign_right']}/{s['ratios']['n']}; screened in (S/E >= 1) "
-              f"{s['ratios']['screened_right']}/{s['ratios']['screened']} right (* = the seven ratios: "
-              f"{s['seven_ratios']['sign_right']}/{s['seven_ratios']['n']})")
+    if "measured_resolution_pct" in result:
+        r, v = s["ratios"], s["seven_ratios"]
+        con.print(f"ratio signs right {r['sign_right']}/{r['sign_right'] + r['sign_wrong']} with a measured sign, "
+                  f"{r['unresolved']} of {r['n']} unresolved by the measurement (|r_meas - 1| <= "
+                  f"{result['measured_resolution_pct']:g} %: tie); screened in (S/E >= 1) "
+                  f"{r['screened_right']}/{r['screened_right'] + r['screened_wrong']} right, "
+                  f"{r['screened_unresolved']} of {r['screened']} screened a tie (* = the seven ratios: "
+                  f"{v['sign_right']}/{v['sign_right'] + v['sign_wrong']}, {v['unresolved']} tie)")
+    else:
+        con.print(f"ratio signs right {s['ratios']['sign_right']}/{s['ratios']['n']}; screened in (S/E >= 1) "
+                  f"{s['ratios']['screened_right']}/{s['ratios']['screened']} right (* = the seven ratios: "
+                  f"{s['seven_ratios']['sign_right']}/{s['seven_ratios']['n']})")
     for what in ("measured_without_prediction", "predicted_without_measurement"):
         if result[what]:
             con.print(f"{what.replace('_', ' ')}: {'; '.join(result[what])}")

@@ -12,6 +12,14 @@ for targets of LO..HI SMs, as `composer model score --family-errors LO-HI:SCORE.
 the band that holds its SM count, else the unbanded ones. With ``given_only`` (``--family-rule
 given``) every ratio takes the given family error for its target's SM count and never the other
 targets' medians: a screen fixed before the measurement (session 13, balance test 8).
+
+With a measured resolution (``measured_resolution_pct``, `composer model score --measured-resolution
+PCT`) a ratio whose measured value lies within PCT % of one, |r_meas - 1| <= PCT / 100 with r_meas as
+the score orients it, has no measured sign: its ``sign`` is ``"tie"`` ("unresolved by the
+measurement"), its ``sign_right`` None, and it counts neither right nor wrong, screened or not (the
+summary counts it as ``unresolved``). At 1 % this is `composer bench`'s own rule for fewer than four
+rounds (composer/bench/stats.py ``claim_test``: resolved when |ratio - 1| > 1 %). Without it (the
+default) every ratio has a sign, as before. Family errors, S/E and the choices are the same either way.
 """
 
 from __future__ import annotations
@@ -118,10 +126,13 @@ def _assign(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
 def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
           family_errors: Mapping[str, float] | None = None,
           resolution_floor_pct: float = RESOLUTION_PCT, bands: Sequence[FamilyBand] = (),
-          given_only: bool = False) -> dict[str, Any]:
+          given_only: bool = False, measured_resolution_pct: float | None = None) -> dict[str, Any]:
     """The score document (JSON-ready). ``bands``: family errors by the target's active SM count
     (before the unbanded ``family_errors``); ``given_only``: the given family errors for every ratio,
-    never the other targets' (each target's SM count must then have a band or unbanded errors)."""
+    never the other targets' (each target's SM count must then have a band or unbanded errors);
+    ``measured_resolution_pct``: a ratio measured within that many per cent of one is a tie
+    (:func:`measured_sign`), counted neither right nor wrong (None: every ratio has a sign)."""
+    check_resolution(measured_resolution_pct)
     check_bands(bands)
     given = {doc["target"]["label"]: given_family_errors(doc["target"]["sm_count"], bands, family_errors)
              for doc in predictions}
@@ -166,7 +177,7 @@ def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
                 ratios.append({"target": label, "order": order, "ratio": f"{first}/{second}",
                                "seven": (first, second) in SEVEN_RATIOS, "r_pred": r_pred, "r_meas": r_meas,
                                "error_pct": abs(log_pct(r_pred / r_meas)),
-                               "sign_right": math.copysign(1, math.log(r_pred)) == math.copysign(1, math.log(r_meas))})
+                               **_sign(r_pred, r_meas, measured_resolution_pct)})
     pooled = {fam: statistics.median(r["error_pct"] for r in ratios if r["ratio"] == fam)
               for fam in sorted({r["ratio"] for r in ratios})}
     for r in ratios:
@@ -185,27 +196,63 @@ def score(predictions: list[dict[str, Any]], measured: Iterable[MeasuredCell],
     rule = {} if not annotate else {
         "family_error_rule": "given" if given_only else "other targets, else given",
         "family_error_bands": [{"sms": [b.lo, b.hi], "source": b.source} for b in bands]}
+    resolution = {} if measured_resolution_pct is None else {"measured_resolution_pct": measured_resolution_pct}
     return {
         "schema": SCHEMA, "version": VERSION,
         "targets": [doc["target"]["label"] for doc in predictions],
         "model_hashes": sorted({doc["model_hash"] for doc in predictions}),
         "cells": cells, "kernels": kernels, "ratios": ratios, "choices": choices,
         "measured_without_prediction": unmatched, "predicted_without_measurement": unmeasured,
-        "family_errors": pooled, "resolution_floor_pct": resolution_floor_pct, **rule,
+        "family_errors": pooled, "resolution_floor_pct": resolution_floor_pct, **rule, **resolution,
         "summary": {
             "paths": _summary([c["error_pct"] for c in cells]),
             f"paths_p>={HIGH_ORDER}": _summary([c["error_pct"] for c in cells if c["order"] >= HIGH_ORDER]),
             "kernels": _summary([k["error_pct"] for k in kernels]),
-            "ratios": {"n": len(ratios), "sign_right": sum(r["sign_right"] for r in ratios),
-                       "screened": len(screened), "screened_right": sum(r["sign_right"] for r in screened)},
-            "seven_ratios": {"n": len(seven), "sign_right": sum(r["sign_right"] for r in seven),
-                             "screened": sum(1 for r in seven if r["screened"]),
-                             "screened_right": sum(1 for r in seven if r["screened"] and r["sign_right"])},
+            "ratios": _sign_summary(ratios, measured_resolution_pct is not None),
+            "seven_ratios": _sign_summary(seven, measured_resolution_pct is not None),
             "choices": {"n": len(choices), "right": sum(c["right"] for c in choices),
                         "median_loss_pct": statistics.median(c["loss_pct"] for c in choices) if choices else None,
                         "max_loss_pct": max((c["loss_pct"] for c in choices), default=None)},
         },
     }
+
+
+def check_resolution(pct: float | None) -> None:
+    """One ModelError for a measured resolution that is not a finite percentage >= 0."""
+    if pct is not None and not (isinstance(pct, (int, float)) and math.isfinite(pct) and pct >= 0):
+        raise ModelError(f"--measured-resolution {pct}: expected a finite percentage >= 0 (1: the bench's "
+                         f"resolution with fewer than four rounds)")
+
+
+def measured_sign(r_pred: float, r_meas: float, resolution_pct: float | None = None) -> str:
+    """``"right"`` when r_pred and r_meas lie on the same side of one, ``"wrong"`` when not, ``"tie"``
+    when a resolution is given and |r_meas - 1| <= resolution_pct / 100 (the bench's claim test:
+    resolved when |ratio - 1| > 1 %, so a ratio exactly 1 % from one is unresolved)."""
+    if resolution_pct is not None and abs(r_meas - 1.0) <= resolution_pct / 100.0:
+        return "tie"
+    same = math.copysign(1, math.log(r_pred)) == math.copysign(1, math.log(r_meas))
+    return "right" if same else "wrong"
+
+
+def _sign(r_pred: float, r_meas: float, resolution_pct: float | None) -> dict[str, Any]:
+    """A ratio's sign fields: ``sign_right`` (bool; None for a tie) and, with a resolution, ``sign``."""
+    sign = measured_sign(r_pred, r_meas, resolution_pct)
+    if resolution_pct is None:
+        return {"sign_right": sign == "right"}
+    return {"sign_right": None if sign == "tie" else sign == "right", "sign": sign}
+
+
+def _sign_summary(ratios: list[dict[str, Any]], with_ties: bool) -> dict[str, Any]:
+    """Counts of signs right and screened right; ties (with a measured resolution) in neither."""
+    screened = [r for r in ratios if r["screened"]]
+    out = {"n": len(ratios), "sign_right": sum(1 for r in ratios if r["sign_right"]),
+           "screened": len(screened), "screened_right": sum(1 for r in screened if r["sign_right"])}
+    if with_ties:
+        out.update({"sign_wrong": sum(1 for r in ratios if r["sign_right"] is False),
+                    "unresolved": sum(1 for r in ratios if r["sign_right"] is None),
+                    "screened_wrong": sum(1 for r in screened if r["sign_right"] is False),
+                    "screened_unresolved": sum(1 for r in screened if r["sign_right"] is None)})
+    return out
 
 
 def _choices(pairs_by_target: Mapping[str, Mapping[int, Mapping[str, tuple[float, float]]]],
