@@ -77,8 +77,8 @@ def test_tree_config_needs_its_tree(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def opcode_counts(cubin: bytes) -> dict[str, int]:
-    """SASS opcodes (without modifiers) of a one-kernel CUBIN."""
+def opcode_counts(cubin: bytes, modifiers: bool = False) -> dict[str, int]:
+    """SASS opcodes of a one-kernel CUBIN, without their modifiers (``LDS``) or with them (``LDS.128``)."""
     import re
     import tempfile
     from collections import Counter
@@ -90,7 +90,8 @@ def opcode_counts(cubin: bytes) -> dict[str, int]:
         path = Path(tmp) / "k.cubin"
         path.write_bytes(cubin)
         (sass,) = function_sass(disassemble(path)).values()
-    found = (re.match(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", line) for line in sass.splitlines())
+    opcode = r"([A-Z][A-Z0-9_.]*)" if modifiers else r"([A-Z][A-Z0-9_]*)"
+    found = (re.match(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?" + opcode, line) for line in sass.splitlines())
     return Counter(m.group(1) for m in found if m)
 
 
@@ -113,23 +114,6 @@ def test_flux_in_the_mainloop_keeps_the_mmas_and_stages_both_factors(arch, mma, 
         assert k.dmma == a.dmma and k.global_stores == a.global_stores and k.spill_bytes <= a.spill_bytes + 16
         ops, base = opcode_counts(k_cubin), opcode_counts(a_cubin)
         assert ops["LDGSTS"] > base["LDGSTS"] and ops["DMUL"] > base.get("DMUL", 0), (role, ops, base)
-
-
-def sass_opcodes_with_modifiers(cubin: bytes) -> dict[str, int]:
-    """SASS opcodes with their modifiers (``LDS.128``, ``STS.128``) of a one-kernel CUBIN."""
-    import re
-    import tempfile
-    from collections import Counter
-    from pathlib import Path
-
-    from composer.arch.sass import disassemble, function_sass
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "k.cubin"
-        path.write_bytes(cubin)
-        (sass,) = function_sass(disassemble(path)).values()
-    found = (re.match(r"^\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]*)", line) for line in sass.splitlines())
-    return Counter(m.group(1) for m in found if m)
 
 
 @pytest.mark.parametrize("arch,mma", BUILDS)
@@ -158,7 +142,7 @@ def test_flux_staged_forms_each_product_once_in_shared_memory(arch, mma, order, 
                                                                                                   product_staged=False))):
             cubin = compile_config(c, arch, f"t_{label}_{order}_{role}", epilogue=gemm.epilogue()).cubin
             (info,) = inspect_cubin(cubin).values()
-            ops[label] = (info, sass_opcodes_with_modifiers(cubin))
+            ops[label] = (info, opcode_counts(cubin, modifiers=True))
         (k, k_ops), (f, f_ops), (a, a_ops) = ops["staged"], ops["fragments"], ops["array"]
         assert k.dmma == f.dmma == a.dmma and k.global_stores == f.global_stores, role
         bars = [o for o in k_ops if o.startswith("BAR")]

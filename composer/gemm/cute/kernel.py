@@ -477,12 +477,7 @@ class TensorOpDgemm:
         chunks = rows * self.bk // self.vec
         for it in cutlass.range_constexpr((chunks + self.threads - 1) // self.threads):
             cidx = tidx + it * self.threads
-            if cutlass.const_expr(mn_major):
-                r = (cidx % (rows // self.vec)) * self.vec
-                kk = cidx // (rows // self.vec)
-            else:
-                kk = (cidx % (self.bk // self.vec)) * self.vec
-                r = cidx // (self.bk // self.vec)
+            r, kk = self._chunk_coords(cidx, rows, mn_major)
             grow = row0 + r
             gk = k0 + kk
             if cutlass.const_expr(mn_major):
@@ -504,6 +499,12 @@ class TensorOpDgemm:
                     cp_async(dst, src, nbytes, self.vec)
             else:
                 cp_async(dst, src, nbytes, self.vec)
+
+    def _chunk_coords(self, cidx: Any, rows: int, mn_major: bool) -> tuple[Any, Any]:
+        """(row, k) in the tile of predicated chunk ``cidx``: chunks run along the contiguous mode."""
+        if mn_major:
+            return (cidx % (rows // self.vec)) * self.vec, cidx // (rows // self.vec)
+        return cidx // (self.bk // self.vec), (cidx % (self.bk // self.vec)) * self.vec
 
     def _stage_product(self, ops: tuple, k0: Any, stage: Any, tidx: Any) -> None:
         """product_staged: the product operand's tile of k offset ``k0`` in ``stage`` times its factor
@@ -541,12 +542,7 @@ class TensorOpDgemm:
         chunks = rows * self.bk // self.vec
         for it in cutlass.range_constexpr((chunks + self.threads - 1) // self.threads):
             cidx = tidx + it * self.threads
-            if cutlass.const_expr(mn_major):
-                r = (cidx % (rows // self.vec)) * self.vec
-                kk = cidx // (rows // self.vec)
-            else:
-                kk = (cidx % (self.bk // self.vec)) * self.vec
-                r = cidx // (self.bk // self.vec)
+            r, kk = self._chunk_coords(cidx, rows, mn_major)
             dst = sbase + layout((r, kk, stage)) * 8
             if cutlass.const_expr(chunks % self.threads != 0):
                 if cidx < chunks:
