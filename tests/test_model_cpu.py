@@ -83,6 +83,7 @@ def test_real_profiles_as_measured_kernel_sums():
     ("dgemm_p0511_z_m8_8_4_carry_fold_0", "cute_gemm", 511, "z_carry_fold", "8x8x4", True),
     ("dgemm_p0063_y_m16_8_8_fold", "cute_gemm", 63, "y_fold", "16x8x8", True),
     ("dgemm_p0007_y_m16_8_4_qv_0", "cute_gemm", 7, "y_qv", "16x8x4", True),  # flux formed in the mainloop
+    ("dgemm_p0511_y_m16_8_8_carry_qs_0", "cute_gemm", 511, "y_carry_qs", "16x8x8", True),  # ... in the stage
     ("dgemm_p0063_x_m16_8_8_carry_qv_t64x128x16w2x2s3_0", "cute_gemm", 63, "x_carry_qv_t64x128x16w2x2s3",
      "16x8x8", True),  # a swept carrier tile (--fused-variants tiles)
     ("dgemm_p0511_y_m16_8_8_carry_t128x64x16w2x2s3e16s_0", "cute_gemm", 511, "y_carry_t128x64x16w2x2s3e16s",
