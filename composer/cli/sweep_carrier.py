@@ -27,7 +27,7 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "sweep-carrier", help="choose GEMM_FUSED's carrier, fold, flux source and carrier tile by measurement (GPU)",
         description="Lists every legal GEMM_FUSED setting of the order (carrier x, y or z; the fold with z; "
-        "the flux from arrays or formed in the mainloop; the schedule's carrier tile and a few alternatives; with "
+        "the flux from arrays, formed in the mainloop at the fragment loads or once per staged element; the schedule's carrier tile and a few alternatives; with "
         "--tiles the schedule's setting on every carrier tile and MMA shape), "
         "validates each built one against the NumPy reference on the point-varying input, times the "
         "validated ones in interleaved rounds (median of device time per call) and writes the fastest "
