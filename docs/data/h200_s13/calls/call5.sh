@@ -14,7 +14,7 @@ export COMPOSER_BUILD_DIR=$PWD/.cache/build_s13dev
 mkdir -p $OUT/gf
 sweep() {  # ORDER LIMIT ONLY...
   local p=$1 lim=$2; shift 2
-  local L=$(( 390 - $(elapsed) )); [ $L -lt 30 ] && { t "skip staged$p (budget)" 0; return; }; [ $L -gt $lim ] && L=$lim
+  local L=$(( 320 - $(elapsed) )); [ $L -lt 30 ] && { t "skip staged$p (budget)" 0; return; }; [ $L -gt $lim ] && L=$lim
   timeout $L python3 -m composer.cli.main sweep-carrier --order $p "$@" --schedules-dir $OUT/gf/sched \
     --out $OUT/gf/staged$p.json > $OUT/logs/staged$p.log 2>&1; t staged$p $?
 }
@@ -23,7 +23,7 @@ sweep 15 40 --only flux=staged
 sweep 31 40 --only flux=staged
 sweep 255 60 --only flux=staged
 sweep 575 90 --only flux=staged
-sweep 767 120 --only carrier=y,fold=off,flux=staged
+sweep 767 100 --only carrier=y,fold=off,flux=staged
 nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv >> $OUT/logs/times.txt 2>&1
 tar -C $OUT -czf $OUT/results.tgz logs gf 2>/dev/null
 rm -rf $OUT/gf
