@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 13, device call 5 (issue 14, item 4: "measure where it wins, per order"): the staged flux at the
-# orders calls 1 and 3 did not run. `composer sweep-carrier --order P --only flux=staged` (at p = 7 with
-# --only flux=mainloop too: the shipped setting there is the mainloop flux) at p = 7, 15, 31, 255, 575, and
+# orders calls 1 and 3 did not run, the y carrier (the shipped one at every order but 63): `composer sweep-carrier
+# --order P --only carrier=y,fold=off,flux=staged` at p = 7, 15, 31, 255, 575 and 767 (the 64 MiB carry
 # the y carrier alone at 767 (the sweep's 5 candidates took 150 s there in session 12); each candidate
 # validated against the NumPy reference on the point-varying input at the Table S29 grid, then 5
 # interleaved rounds against the shipped setting. Build .cache/build_s13 (`composer build --arch sm_90
@@ -18,11 +18,11 @@ sweep() {  # ORDER LIMIT ONLY...
   timeout $L python3 -m composer.cli.main sweep-carrier --order $p "$@" --schedules-dir $OUT/gf/sched \
     --out $OUT/gf/staged$p.json > $OUT/logs/staged$p.log 2>&1; t staged$p $?
 }
-sweep 7 40 --only flux=staged --only flux=mainloop
-sweep 15 40 --only flux=staged
-sweep 31 40 --only flux=staged
-sweep 255 60 --only flux=staged
-sweep 575 90 --only flux=staged
+sweep 7 40 --only carrier=y,fold=off,flux=staged
+sweep 15 40 --only carrier=y,fold=off,flux=staged
+sweep 31 40 --only carrier=y,fold=off,flux=staged
+sweep 255 60 --only carrier=y,fold=off,flux=staged
+sweep 575 90 --only carrier=y,fold=off,flux=staged
 sweep 767 100 --only carrier=y,fold=off,flux=staged
 nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv >> $OUT/logs/times.txt 2>&1
 tar -C $OUT -czf $OUT/results.tgz logs gf 2>/dev/null
