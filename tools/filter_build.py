@@ -31,6 +31,10 @@ def main(argv: list[str]) -> int:
     if not kept:
         print(f"error: no entry of {src} matches {argv[2:]}", file=sys.stderr)
         return 1
+    src_real, dst_real = src.resolve(), dst.resolve()
+    if dst_real == src_real or src_real in dst_real.parents or dst_real in src_real.parents:
+        print(f"error: {dst} is {src} or lies inside or above it; name another directory", file=sys.stderr)
+        return 1
     if dst.exists():
         shutil.rmtree(dst)
     dst.mkdir(parents=True)

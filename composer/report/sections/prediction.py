@@ -94,18 +94,29 @@ def fastest_table(data: ReportData) -> Table:
     return table
 
 
+def _signs(ratios: dict, right: str, total: str, ties: str) -> str:
+    """"right/total", or with ties in the measurement (``--measured-resolution``) "right/signed (k ties)":
+    a tie has no measured sign, so it is neither right nor wrong."""
+    tied = ratios.get(ties)
+    if tied is None:
+        return f"{ratios.get(right)}/{ratios.get(total)}"
+    return f"{ratios.get(right)}/{ratios.get(total, 0) - tied} ({tied} ties)"
+
+
 def score_table(data: ReportData) -> Table:
     table = Table("score_summary", "Scores (composer model score)", [
         Column("score", "file"), Column("targets", "targets"), Column("cells", "cells"),
         Column("median_abs_pct", "median |error| %", sig), Column("p90_abs_pct", "p90 |error| %", sig),
-        Column("ratio_signs", "ratio signs right"), Column("choices", "choices right"),
+        Column("ratio_signs", "ratio signs right"), Column("screened", "screened right"),
+        Column("choices", "choices right"),
         Column("median_loss_pct", "median loss %", sig)])
     for f in data.inputs.of_kind("score"):
         s = f.document.get("summary") or {}
         paths, ratios, choices = s.get("paths") or {}, s.get("ratios") or {}, s.get("choices") or {}
         table.add(score=f"{f.label} ({f.display})", targets=", ".join(f.document.get("targets", [])),
                   cells=paths.get("n"), median_abs_pct=paths.get("median_abs_pct"), p90_abs_pct=paths.get("p90_abs_pct"),
-                  ratio_signs=f"{ratios.get('sign_right')}/{ratios.get('n')}" if ratios else None,
+                  ratio_signs=_signs(ratios, "sign_right", "n", "unresolved") if ratios else None,
+                  screened=_signs(ratios, "screened_right", "screened", "screened_unresolved") if ratios else None,
                   choices=f"{choices.get('right')}/{choices.get('n')}" if choices else None,
                   median_loss_pct=choices.get("median_loss_pct"))
     return table
