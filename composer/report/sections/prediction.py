@@ -134,7 +134,10 @@ def choices_table(data: ReportData) -> Table:
             table.add(target=c.get("target"), p=c.get("order"), predicted=c.get("predicted"), measured=c.get("measured"),
                       right=c.get("right"), loss_pct=c.get("loss_pct"), se=c.get("se"), screened=c.get("screened"),
                       score=f.label)
-    table.notes.append("From the score file: S/E with the family errors of the other targets (leave-target-out).")
+    given = sorted({f.label for f in data.inputs.of_kind("score") if f.document.get("family_error_rule") == "given"})
+    table.notes.append("From the score file: S/E with the family errors of the other targets (leave-target-out)"
+                       + (f"; in {', '.join(given)} with family errors fixed before the test, per SM band "
+                          "(`composer model score --family-rule given`)." if given else "."))
     return table
 
 
