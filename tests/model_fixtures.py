@@ -117,3 +117,29 @@ def write_bench(directory: Path, seconds: dict[tuple[str, int], float], sms: int
                  for (p, o), t in seconds.items()]
     (directory / "summary.json").write_text(json.dumps({"schema": "x", "summaries": summaries}))
     return directory
+
+
+def ratio_prediction(sms: int, ratio: float, paths: tuple[str, str] = ("FUSED", "FUSED_TC"), order: int = 31) -> dict:
+    """A hashed prediction document for one target of ``sms`` SMs whose first path takes ``ratio`` times
+    the second's time (1 ms): the smallest input `composer model score` turns into one ratio."""
+    from composer.model.calibrate import content_hash
+    from composer.model.predict import SCHEMA, VERSION
+
+    body = {"schema": SCHEMA, "version": VERSION, "model_hash": "m",
+            "target": {"label": f"h200@{sms}", "sm_count": sms, "full_sm_count": 132},
+            "paths": [{"path": paths[0], "order": order, "seconds": ratio * 1e-3, "kernels": []},
+                      {"path": paths[1], "order": order, "seconds": 1e-3, "kernels": []}]}
+    return {**body, "hash": content_hash(body)}
+
+
+def ratio_cells(measured: dict[int, float], paths: tuple[str, str] = ("FUSED", "FUSED_TC"), order: int = 31) -> list:
+    """Measured cells of the same two paths per SM count, the first ``measured[sms]`` times the second."""
+    from composer.model.measured import MeasuredCell
+
+    return [MeasuredCell(path, order, sms, t, "t") for sms, r in measured.items()
+            for path, t in ((paths[0], r * 1e-3), (paths[1], 1e-3))]
+
+
+def ratios_by_target(result: dict) -> dict:
+    """A score's ratios keyed by target label (one ratio per target in these inputs)."""
+    return {r["target"]: r for r in result["ratios"]}

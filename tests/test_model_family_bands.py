@@ -10,36 +10,16 @@ import math
 import pytest
 
 from composer.cli.main import main
-from composer.model.calibrate import content_hash
 from composer.model.errors import ModelError
-from composer.model.measured import MeasuredCell
-from composer.model.predict import SCHEMA as P_SCHEMA, VERSION as P_VERSION
 from composer.model.score import SCHEMA as S_SCHEMA, VERSION as S_VERSION, FamilyBand, score
 
-from tests.model_fixtures import write_bench
+from tests.model_fixtures import ratio_cells, ratio_prediction, ratios_by_target, write_bench
 
 FAM = "FUSED/FUSED_TC"
 # predicted and measured FUSED / FUSED_TC per SM count: 90 SMs is predicted 2 % apart, measured the
 # other way round (the kind of miss test 7 had at 90 SMs); 28 and 48 are right and far apart
 PRED = {28: 1.30, 48: 1.20, 90: 1.02}
 MEAS = {28: 1.295, 48: 1.195, 90: 0.985}
-
-
-def _doc(sms: int, ratio: float) -> dict:
-    body = {"schema": P_SCHEMA, "version": P_VERSION, "model_hash": "m",
-            "target": {"label": f"h200@{sms}", "sm_count": sms, "full_sm_count": 132},
-            "paths": [{"path": "FUSED", "order": 31, "seconds": ratio * 1e-3, "kernels": []},
-                      {"path": "FUSED_TC", "order": 31, "seconds": 1e-3, "kernels": []}]}
-    return {**body, "hash": content_hash(body)}
-
-
-def _cells() -> list[MeasuredCell]:
-    return [MeasuredCell(path, 31, sms, t, "t") for sms, r in MEAS.items()
-            for path, t in (("FUSED", r * 1e-3), ("FUSED_TC", 1e-3))]
-
-
-def _by_target(result: dict) -> dict:
-    return {r["target"]: r for r in result["ratios"]}
 
 
 def _err(sms: int) -> float:
@@ -51,22 +31,22 @@ HIGH = FamilyBand(68, 130, {FAM: 2.5}, "high.json")
 
 
 def test_without_bands_or_the_rule_the_score_is_the_default_one():
-    preds = [_doc(n, r) for n, r in PRED.items()]
-    plain = score(preds, _cells(), {FAM: 9.0})
+    preds = [ratio_prediction(n, r) for n, r in PRED.items()]
+    plain = score(preds, ratio_cells(MEAS), {FAM: 9.0})
     assert "family_error_rule" not in plain and all("family_error_from" not in r for r in plain["ratios"])
-    by = _by_target(plain)
+    by = ratios_by_target(plain)
     # the other targets' median wins over the given file (the rule test 7 was scored with)
     assert by["h200@90"]["family_error_pct"] == pytest.approx((_err(28) + _err(48)) / 2)
     assert by["h200@90"]["screened"] and not by["h200@90"]["sign_right"]
-    banded = score(preds, _cells(), None, bands=[LOW, HIGH])  # bands alone: only a fallback
+    banded = score(preds, ratio_cells(MEAS), None, bands=[LOW, HIGH])  # bands alone: only a fallback
     assert [r["family_error_pct"] for r in banded["ratios"]] == [r["family_error_pct"] for r in plain["ratios"]]
     assert {r["family_error_from"] for r in banded["ratios"]} == {"other targets"}
 
 
 def test_the_given_rule_takes_each_targets_band_and_screens_out_the_miss():
-    preds = [_doc(n, r) for n, r in PRED.items()]
-    result = score(preds, _cells(), {FAM: 9.0}, bands=[LOW, HIGH], given_only=True)
-    by = _by_target(result)
+    preds = [ratio_prediction(n, r) for n, r in PRED.items()]
+    result = score(preds, ratio_cells(MEAS), {FAM: 9.0}, bands=[LOW, HIGH], given_only=True)
+    by = ratios_by_target(result)
     assert by["h200@28"]["family_error_pct"] == 0.5 and by["h200@48"]["family_error_pct"] == 0.5
     assert by["h200@90"]["family_error_pct"] == 2.5
     assert by["h200@90"]["family_error_from"] == "band 68-130 SMs (high.json)"
@@ -80,19 +60,19 @@ def test_the_given_rule_takes_each_targets_band_and_screens_out_the_miss():
     assert result["family_error_bands"] == [{"sms": [20, 64], "source": "low.json"},
                                             {"sms": [68, 130], "source": "high.json"}]
     # an SM count no band holds takes the unbanded file
-    only_low = score(preds, _cells(), {FAM: 9.0}, bands=[LOW], given_only=True)
-    assert _by_target(only_low)["h200@90"]["family_error_pct"] == 9.0
-    assert _by_target(only_low)["h200@90"]["family_error_from"] == "given"
+    only_low = score(preds, ratio_cells(MEAS), {FAM: 9.0}, bands=[LOW], given_only=True)
+    assert ratios_by_target(only_low)["h200@90"]["family_error_pct"] == 9.0
+    assert ratios_by_target(only_low)["h200@90"]["family_error_from"] == "given"
 
 
 def test_bands_that_overlap_or_leave_a_target_out_are_refused():
-    preds = [_doc(n, r) for n, r in PRED.items()]
+    preds = [ratio_prediction(n, r) for n, r in PRED.items()]
     with pytest.raises(ModelError, match="overlap"):
-        score(preds, _cells(), None, bands=[LOW, FamilyBand(60, 100, {FAM: 1.0}, "mid.json")])
+        score(preds, ratio_cells(MEAS), None, bands=[LOW, FamilyBand(60, 100, {FAM: 1.0}, "mid.json")])
     with pytest.raises(ModelError, match="h200@90"):
-        score(preds, _cells(), None, bands=[LOW], given_only=True)
+        score(preds, ratio_cells(MEAS), None, bands=[LOW], given_only=True)
     with pytest.raises(ModelError, match="LO <= HI"):
-        score(preds, _cells(), None, bands=[FamilyBand(64, 20, {FAM: 1.0})])
+        score(preds, ratio_cells(MEAS), None, bands=[FamilyBand(64, 20, {FAM: 1.0})])
 
 
 @pytest.fixture
@@ -100,7 +80,7 @@ def files(tmp_path):
     preds = []
     for sms, r in PRED.items():
         path = tmp_path / f"p{sms}.json"
-        path.write_text(json.dumps(_doc(sms, r)))
+        path.write_text(json.dumps(ratio_prediction(sms, r)))
         preds.append(str(path))
     measured = [str(write_bench(tmp_path / f"b{sms}", {("FUSED", 31): r * 1e-3, ("FUSED_TC", 31): 1e-3}, sms=sms))
                 for sms, r in MEAS.items()]
@@ -120,7 +100,7 @@ def test_the_cli_scores_with_bands_and_the_given_rule(files, capsys):
     text = capsys.readouterr().out
     assert "family errors: given (bands: 20-64 SMs from" in text
     result = json.loads(out.read_text())
-    assert _by_target(result)["h200@90"]["family_error_pct"] == 2.5
+    assert ratios_by_target(result)["h200@90"]["family_error_pct"] == 2.5
     assert (result["summary"]["ratios"]["screened"], result["summary"]["ratios"]["screened_right"]) == (2, 2)
     # the default rule with one plain file, as before: the miss at 90 SMs stays screened
     assert main(["model", "score", "--predictions", *preds, "--measured", *measured, "--family-errors",

@@ -11,37 +11,17 @@ import pytest
 
 from composer.bench.stats import CROSS_CAMPAIGN_THRESHOLD, MIN_ROUNDS_FOR_RANGE
 from composer.cli.main import main
-from composer.model.calibrate import content_hash
 from composer.model.errors import ModelError
-from composer.model.measured import MeasuredCell
-from composer.model.predict import SCHEMA as P_SCHEMA, VERSION as P_VERSION
 from composer.model.ratios import RESOLUTION_PCT
 from composer.model.score import measured_sign, score
 
-from tests.model_fixtures import write_bench
+from tests.model_fixtures import ratio_cells, ratio_prediction, ratios_by_target, write_bench
 
 # FUSED / FUSED_TC at p = 31, predicted and measured per SM count: at 54 SMs predicted 2.1 % apart and
 # measured 0.13 % the other way (test 8's tie); at 90 SMs predicted 2 % apart and measured 1.5 % the
 # other way (test 7's miss: resolved, a wrong sign); 28 and 48 are right and far apart
 PRED = {28: 1.30, 48: 1.20, 54: 1.021, 90: 1.02}
 MEAS = {28: 1.295, 48: 1.195, 54: 0.9987, 90: 0.985}
-
-
-def _doc(sms: int, ratio: float) -> dict:
-    body = {"schema": P_SCHEMA, "version": P_VERSION, "model_hash": "m",
-            "target": {"label": f"h200@{sms}", "sm_count": sms, "full_sm_count": 132},
-            "paths": [{"path": "FUSED", "order": 31, "seconds": ratio * 1e-3, "kernels": []},
-                      {"path": "FUSED_TC", "order": 31, "seconds": 1e-3, "kernels": []}]}
-    return {**body, "hash": content_hash(body)}
-
-
-def _cells() -> list[MeasuredCell]:
-    return [MeasuredCell(path, 31, sms, t, "t") for sms, r in MEAS.items()
-            for path, t in (("FUSED", r * 1e-3), ("FUSED_TC", 1e-3))]
-
-
-def _by_target(result: dict) -> dict:
-    return {r["target"]: r for r in result["ratios"]}
 
 
 def test_the_rule_is_the_benchs_for_fewer_than_four_rounds():
@@ -62,19 +42,19 @@ def test_the_rule_is_the_benchs_for_fewer_than_four_rounds():
 
 
 def test_without_the_option_the_score_is_unchanged():
-    preds = [_doc(n, r) for n, r in PRED.items()]
-    plain = score(preds, _cells())
+    preds = [ratio_prediction(n, r) for n, r in PRED.items()]
+    plain = score(preds, ratio_cells(MEAS))
     assert "measured_resolution_pct" not in plain
     assert all("sign" not in r and isinstance(r["sign_right"], bool) for r in plain["ratios"])
     assert plain["summary"]["ratios"] == {"n": 4, "sign_right": 2, "screened": 4, "screened_right": 2}
 
 
 def test_a_tie_is_counted_neither_right_nor_wrong_screened_or_not():
-    preds = [_doc(n, r) for n, r in PRED.items()]
-    plain = score(preds, _cells())
-    result = score(preds, _cells(), measured_resolution_pct=1.0)
+    preds = [ratio_prediction(n, r) for n, r in PRED.items()]
+    plain = score(preds, ratio_cells(MEAS))
+    result = score(preds, ratio_cells(MEAS), measured_resolution_pct=1.0)
     assert result["measured_resolution_pct"] == 1.0
-    by = _by_target(result)
+    by = ratios_by_target(result)
     assert by["h200@54"]["sign"] == "tie" and by["h200@54"]["sign_right"] is None
     assert by["h200@54"]["screened"]  # the screen does not look at the measurement
     assert by["h200@90"]["sign"] == "wrong" and by["h200@90"]["sign_right"] is False  # 1.5 %: resolved
@@ -88,14 +68,14 @@ def test_a_tie_is_counted_neither_right_nor_wrong_screened_or_not():
         assert result[key] == plain[key]
     assert [r["se"] for r in result["ratios"]] == [r["se"] for r in plain["ratios"]]
     # a wider resolution makes the 90-SM miss a tie as well
-    wide = score(preds, _cells(), measured_resolution_pct=2.0)["summary"]["ratios"]
+    wide = score(preds, ratio_cells(MEAS), measured_resolution_pct=2.0)["summary"]["ratios"]
     assert (wide["sign_wrong"], wide["unresolved"], wide["screened_right"]) == (0, 2, 2)
 
 
 @pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf])
 def test_a_bad_resolution_is_refused(bad):
     with pytest.raises(ModelError, match="--measured-resolution"):
-        score([_doc(28, 1.3)], _cells(), measured_resolution_pct=bad)
+        score([ratio_prediction(28, 1.3)], ratio_cells(MEAS), measured_resolution_pct=bad)
 
 
 @pytest.fixture
@@ -103,7 +83,7 @@ def files(tmp_path):
     preds = []
     for sms, r in PRED.items():
         path = tmp_path / f"p{sms}.json"
-        path.write_text(json.dumps(_doc(sms, r)))
+        path.write_text(json.dumps(ratio_prediction(sms, r)))
         preds.append(str(path))
     measured = [str(write_bench(tmp_path / f"b{sms}", {("FUSED", 31): r * 1e-3, ("FUSED_TC", 31): 1e-3}, sms=sms))
                 for sms, r in MEAS.items()]

@@ -93,9 +93,12 @@ def staged_product_config(formed: GemmConfig, array: GemmConfig, m: int, n: int)
     one block per SM (four warps) against the array kernels' two (session 13: ``composer inspect``).
     The array kernel's blocks: those its shared memory holds, at most those its register cap does (255
     per thread without ``min_blocks``: the CuTe tiles from p = 127 on take 200-255). Stages are lowered
-    one at a time down to MIN_STAGED_STAGES. Blocks run along the n tiles first where they are
-    fewer than the m tiles of the kernel's (m, n) problem (``n_fastest``): the blocks that share a
-    panel of the large operand, its q and velocity tiles, then run together and read it once."""
+    one at a time down to MIN_STAGED_STAGES. Both counts are DEFAULT_ARCH's (the H200 the tiles are
+    tuned for; a build for another arch gets the same, validated, kernel). Blocks run along the n tiles
+    first where they are fewer than the m tiles of the kernel's (m, n) problem (``n_fastest``): the blocks
+    that share a panel of the large operand, its q and velocity tiles, then run together and read it
+    once. The problem is taken at one element: where the element count multiplies m (the x GEMM at
+    p = 7) n has a single tile there, and both orders are the same."""
     target = min(array.smem_blocks(), array.register_blocks())
     while formed.smem_blocks() < target and formed.stages > MIN_STAGED_STAGES:
         formed = replace(formed, stages=formed.stages - 1)
