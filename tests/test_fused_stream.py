@@ -8,6 +8,7 @@ no DMMA in FUSED_DFMA), without spills, and the parser's clear errors.
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 
 import numpy as np
@@ -167,7 +168,7 @@ def test_stream_candidates_are_schedule_tables(variant: str, order: int) -> None
 
     found = stream_candidates(variant, order) + stream_refine_candidates(variant, order)
     assert found
-    for family in ("stream_lines", "stream_paired", "stream_order", "stream_transfer"):
+    for family in ("stream_lines", "stream_paired", "stream_order", "stream_transfer", "stream_axis"):
         found += FAMILIES[family](variant, order)
     for _, cfg in found:
         assert _fits(cfg) and cfg.volume == "stream"
@@ -430,3 +431,32 @@ def test_transfer_candidates_are_other_orders_tables() -> None:
     own = fused_config("FUSED_TC16", 255)
     for _, cfg in found:
         assert cfg in transplanted and cfg != own
+
+
+@pytest.mark.parametrize("order", [255, 511, 767])
+def test_axis_candidates_retile_one_direction(order: int) -> None:
+    """stream_axis: each candidate differs from the shipped table in one y or z kernel's tile (and
+    possibly the block numbering), every label names its kernels' tiles, and none repeats."""
+    from composer.fused.candidates import stream_axis_candidates
+
+    base = fused_config("FUSED_TC16", order)
+    found = stream_axis_candidates("FUSED_TC16", order)
+    assert found and len({name for name, _ in found}) == len(found)
+    for name, cfg in found:
+        changed = [n for n, (k, b) in enumerate(zip(cfg.kernels, base.kernels)) if k != b]
+        assert len(changed) == 1 and cfg.kernels[changed[0]].dirs[0] in (1, 2), name
+        assert dataclasses.replace(cfg, kernels=base.kernels, block_order=base.block_order) == base
+        assert " | " in name and "z[" in name and "y[" in name
+
+
+def test_emulated_mixed_direction_tiles_match_reference() -> None:
+    """A streamed table whose z kernel runs its own output tile (more k positions, fewer lines than
+    x and y) and whose boxes are numbered along the carried axis gives the reference tendency."""
+    order, grid = 31, (1, 2, 1)
+    table = _stream_table("16x8x4", 32, 16, 64, [1, 2], 8, 2, block_order="axis")
+    table["kernels"][2] = {"dirs": "z", "box": list(stream_box(2, 16, 32)), "threads": 32, "tile": [1, 2]}
+    config = parse_table("FUSED_TC16", order, table)
+    assert len({(p.lines(p.dir), p.positions(p.dir)) for p in kernel_plans(config)}) == 2
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    assert np.max(np.abs(emulate(config, fields, grid) - ref)) / np.max(np.abs(ref)) <= 1e-13

@@ -400,6 +400,41 @@ def stream_order_candidates(variant: str, order: int) -> list[tuple[str, FusedCo
     return [(label(option), option)] if _fits(option) else []
 
 
+#: Output tiles tried for one direction's kernel of a streamed schedule (lines, positions, threads,
+#: warp tile): for y and z the lines run along i, so more lines are longer contiguous panel rows
+#: (128 lines: 1 KiB rows where the shipped 64 give 512 B, 2 MiB apart in z), and more positions
+#: mean fewer blocks re-reading one line set's q and vel (Nq / positions of them; 512: none). The
+#: FUSED_TC16 z kernel at p = 511 runs 27 % behind x on the same tile (docs/history.md, session 5).
+STREAM_AXIS_TILES: dict[int, tuple[tuple[int, int, int, tuple[int, int]], ...]] = {
+    16: ((128, 64, 128, (2, 8)), (128, 128, 256, (2, 8)), (32, 256, 128, (2, 8)), (64, 256, 256, (2, 8)),
+         (16, 512, 128, (1, 8)), (32, 512, 256, (2, 8))),
+    8: ((128, 64, 128, (4, 8)), (32, 256, 128, (4, 8)), (16, 512, 128, (2, 8))),
+}
+#: Directions whose kernel the stream_axis family retiles (y and z: their panels are the strided ones).
+STREAM_AXIS_DIRS = (2, 1)
+
+
+def stream_axis_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """One direction's kernel of a streamed schedule on its own output tile, the other kernels kept:
+    the families above give all three kernels one (lines, positions) tile, but the z kernel's panel
+    rows lie Nq^2 apart and its line sets are re-read by Nq / positions blocks, so its best tile need
+    not be x's. Each tile of STREAM_AXIS_TILES for z, then y, under both block numberings (the
+    numbering matters only where positions < Nq)."""
+    base = _family_base(variant, order, "stream")
+    if base is None:
+        return []
+    options = []
+    for d in STREAM_AXIS_DIRS:
+        for lines, positions, threads, tile in STREAM_AXIS_TILES.get(base.mma_shape.m, ()):
+            if base.nq % lines or base.nq % positions:
+                continue
+            kernels = tuple(dataclasses.replace(k, box=stream_box(d, lines, positions), threads=threads, tile=tile)
+                            if k.dirs == (d,) else k for k in base.kernels)
+            for numbering in ("kji", "axis") if positions < base.nq else ("kji",):
+                options.append(dataclasses.replace(base, kernels=kernels, block_order=numbering))
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
 def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The streamed tables the other orders' schedules ship for ``variant``, transplanted to
     ``order`` (block tile, warp tile, pipeline, every streamed switch), where they fit: a winner
@@ -504,6 +539,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "strip": strip_candidates, "stream": stream_candidates, "stream_refine": stream_refine_candidates,
             "stream_lines": stream_lines_candidates, "stream_paired": stream_paired_candidates,
             "stream_order": stream_order_candidates, "stream_transfer": stream_transfer_candidates,
+            "stream_axis": stream_axis_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
@@ -519,6 +555,12 @@ def _set_switches(config: FusedConfig) -> list[tuple[str, str]]:
     """(key, value) of the streamed-kernel switches ``config`` sets away from their defaults."""
     return [(key, getattr(config, key)) for key, choices in STREAM_SWITCHES.items()
             if getattr(config, key) != choices[0]]
+
+
+def _stream_tile(k: KernelConfig) -> tuple:
+    """A streamed kernel's (lines, positions, threads, warp tile), whichever direction it carries."""
+    d = k.dirs[0]
+    return box_lines(k.box, d), k.box[2 - d], k.threads, tuple(k.tile)
 
 
 def label(config: FusedConfig) -> str:
@@ -544,6 +586,8 @@ def label(config: FusedConfig) -> str:
     for n, other in enumerate(config.kernels):
         if other.cluster > 1:  # a clustered kernel names itself: the label must tell the candidates apart
             extra += f" k{n}:{other.dir_names}{list(other.box)}c{other.cluster}t{other.threads}{list(other.tile)}"
+    if config.volume == "stream" and len({_stream_tile(o) for o in config.kernels}) > 1:
+        extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}" for o in config.kernels)
     if any(c.cluster > 1 for c in config.kernels):
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
                                   for o in config.kernels if o.cluster == 1)
