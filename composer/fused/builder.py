@@ -260,7 +260,7 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
                            config.nq, index == 0, config.k_panel, config.stages, config.min_blocks,
                            config.a_operand == "product", config.copies == "unrolled",
                            config.d_layout == "panels", config.fragments == "paired",
-                           config.block_order == "axis")
+                           (k.block_order or config.block_order) == "axis")
                 for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):

@@ -435,6 +435,29 @@ def stream_axis_candidates(variant: str, order: int) -> list[tuple[str, FusedCon
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
+def stream_yz_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The y and z kernels of a streamed schedule both on one tile of STREAM_AXIS_TILES (x kept),
+    each with its own block numbering (every combination of "kji" and "axis"): stream_axis retiles
+    one direction at a time, and its winners at p = 511 were one tile for y and z whose best
+    numberings differed (session 14, call 1)."""
+    base = _family_base(variant, order, "stream")
+    if base is None:
+        return []
+    options = []
+    for lines, positions, threads, tile in STREAM_AXIS_TILES.get(base.mma_shape.m, ()):
+        if base.nq % lines or base.nq % positions:
+            continue
+        numberings = ("kji", "axis") if positions < base.nq else ("kji",)
+        for y_order in numberings:
+            for z_order in numberings:
+                own = {1: y_order, 2: z_order}
+                kernels = tuple(dataclasses.replace(k, box=stream_box(k.dirs[0], lines, positions), threads=threads,
+                                                    tile=tile, block_order=own[k.dirs[0]])
+                                if k.dirs[0] in own else k for k in base.kernels)
+                options.append(dataclasses.replace(base, kernels=kernels))
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
 def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The streamed tables the other orders' schedules ship for ``variant``, transplanted to
     ``order`` (block tile, warp tile, pipeline, every streamed switch), where they fit: a winner
@@ -539,7 +562,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "strip": strip_candidates, "stream": stream_candidates, "stream_refine": stream_refine_candidates,
             "stream_lines": stream_lines_candidates, "stream_paired": stream_paired_candidates,
             "stream_order": stream_order_candidates, "stream_transfer": stream_transfer_candidates,
-            "stream_axis": stream_axis_candidates,
+            "stream_axis": stream_axis_candidates, "stream_yz": stream_yz_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
@@ -558,9 +581,10 @@ def _set_switches(config: FusedConfig) -> list[tuple[str, str]]:
 
 
 def _stream_tile(k: KernelConfig) -> tuple:
-    """A streamed kernel's (lines, positions, threads, warp tile), whichever direction it carries."""
+    """A streamed kernel's (lines, positions, threads, warp tile, own numbering), whichever direction
+    it carries."""
     d = k.dirs[0]
-    return box_lines(k.box, d), k.box[2 - d], k.threads, tuple(k.tile)
+    return box_lines(k.box, d), k.box[2 - d], k.threads, tuple(k.tile), k.block_order
 
 
 def label(config: FusedConfig) -> str:
@@ -587,7 +611,8 @@ def label(config: FusedConfig) -> str:
         if other.cluster > 1:  # a clustered kernel names itself: the label must tell the candidates apart
             extra += f" k{n}:{other.dir_names}{list(other.box)}c{other.cluster}t{other.threads}{list(other.tile)}"
     if config.volume == "stream" and len({_stream_tile(o) for o in config.kernels}) > 1:
-        extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}" for o in config.kernels)
+        extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
+                                  + (f"B{o.block_order}" if o.block_order else "") for o in config.kernels)
     if any(c.cluster > 1 for c in config.kernels):
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
                                   for o in config.kernels if o.cluster == 1)
@@ -617,7 +642,8 @@ def to_table(config: FusedConfig) -> str:
     lines.append("kernels = [")
     for k in config.kernels:
         cluster = f", cluster = {k.cluster}" if k.cluster > 1 else ""
+        numbering = f', block_order = "{k.block_order}"' if k.block_order else ""
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
-                     f"tile = {list(k.tile)}{cluster} }},")
+                     f"tile = {list(k.tile)}{cluster}{numbering} }},")
     lines.append("]")
     return "\n".join(lines)

@@ -59,7 +59,8 @@ it can pay only where the kernel already runs one 128-thread block per 255 regis
 fastest and the k chunks slowest; ``"axis"`` numbers the chunks along the carried axis fastest, so
 that the blocks reading the same lines' q and vel panels run back to back and re-read them from L2
 (with "kji" a z kernel's NQ/BK blocks per line set are NQ/BJ * NQ/BI block numbers apart, so the
-later ones find the lines gone from L2 and read them from DRAM again).
+later ones find the lines gone from L2 and read them from DRAM again). A streamed kernel's own ``block_order`` key overrides the
+table's for that kernel.
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
@@ -136,6 +137,10 @@ class KernelConfig:
     #: direction (``split``), each block 1/cluster of it; that direction's contraction reads the other
     #: blocks' flux tiles through distributed shared memory
     cluster: int = 1
+    #: volume = "stream": this kernel's block numbering (BLOCK_ORDERS) where it differs from the
+    #: table's ``block_order``; None: the table's. The y and z kernels re-read their line sets
+    #: under different reuse distances, so their best numbering can differ (session 14, p = 511).
+    block_order: str | None = None
 
     @property
     def dir_names(self) -> str:
@@ -246,7 +251,7 @@ def _int_list(value: Any, n: int, file: str, key: str) -> tuple[int, ...]:
 def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) -> KernelConfig:
     if not isinstance(raw, Mapping):
         raise _error(file, key, f"expected a table, got {raw!r}")
-    _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll", "cluster"), file, key)
+    _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll", "cluster", "block_order"), file, key)
     dirs_text = raw.get("dirs")
     if not isinstance(dirs_text, str) or not dirs_text or any(c not in DIR_NAMES for c in dirs_text):
         raise _error(file, f"{key}.dirs", f"expected a string of directions from 'xyz', got {dirs_text!r}")
@@ -265,13 +270,18 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
     if stream and len(dirs) != 1:
         raise _error(file, f"{key}.dirs", f'a streamed kernel carries one direction, got {dirs_text!r}')
     cluster = _cluster(raw, file, key)
+    block_order = raw.get("block_order")
+    if block_order is not None and block_order not in BLOCK_ORDERS:
+        raise _error(file, f"{key}.block_order", f"expected one of {BLOCK_ORDERS}, got {block_order!r}")
+    if block_order is not None and not stream:
+        raise _error(file, f"{key}.block_order", 'a kernel\'s own block_order applies to volume = "stream" only')
     for d in dirs:
         # a direction's contraction needs its whole axis inside the block's box (a streamed kernel
         # streams the axis instead: its box is the output tile; a cluster holds it across its blocks)
         if not stream and cluster == 1 and box[2 - d] != nq:  # a cluster's boxes: cluster_problem
             raise _error(file, f"{key}.box", f"carries {DIR_NAMES[d]} but spans {box[2 - d]} of the "
                                              f"Nq = {nq} nodes along that axis")
-    return KernelConfig(dirs, box, threads, tile, unroll, cluster)  # type: ignore[arg-type]
+    return KernelConfig(dirs, box, threads, tile, unroll, cluster, block_order)  # type: ignore[arg-type]
 
 
 #: Blocks per cluster a schedule may ask for: the portable cluster sizes of sm_90 (up to 8); 1: none.
