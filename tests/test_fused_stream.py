@@ -168,7 +168,7 @@ def test_stream_candidates_are_schedule_tables(variant: str, order: int) -> None
 
     found = stream_candidates(variant, order) + stream_refine_candidates(variant, order)
     assert found
-    for family in ("stream_lines", "stream_paired", "stream_order", "stream_transfer", "stream_axis", "stream_yz"):
+    for family in ("stream_lines", "stream_paired", "stream_order", "stream_transfer", "stream_axis", "stream_yz", "stream_depth"):
         found += FAMILIES[family](variant, order)
     for _, cfg in found:
         assert _fits(cfg) and cfg.volume == "stream"
@@ -445,7 +445,7 @@ def test_axis_candidates_retile_one_direction(order: int) -> None:
     for name, cfg in found:
         changed = [n for n, (k, b) in enumerate(zip(cfg.kernels, base.kernels)) if k != b]
         assert len(changed) == 1 and cfg.kernels[changed[0]].dirs[0] in (1, 2), name
-        assert dataclasses.replace(cfg, kernels=base.kernels, block_order=base.block_order) == base
+        assert dataclasses.replace(cfg, kernels=base.kernels) == base
         assert " | " in name and "z[" in name and "y[" in name
 
 
@@ -469,7 +469,8 @@ def test_yz_candidates_number_each_kernel_on_its_own() -> None:
 
     found = stream_yz_candidates("FUSED_TC16", 511)
     assert found and len({name for name, _ in found}) == len(found)
-    mixed = [cfg for _, cfg in found if {k.block_order for k in cfg.kernels if k.dirs[0]} == {"kji", "axis"}]
+    mixed = [cfg for _, cfg in found
+             if {k.block_order or cfg.block_order for k in cfg.kernels if k.dirs[0]} == {"kji", "axis"}]
     assert mixed
     for cfg in mixed[:2]:
         again = parse_table("FUSED_TC16", 511, tomllib.loads(to_table(cfg))["paths"]["FUSED_TC16"])
@@ -497,6 +498,44 @@ def test_emulated_per_kernel_block_order_matches_reference() -> None:
     table["kernels"][2]["block_order"] = "axis"
     config = parse_table("FUSED_TC16", order, table)
     assert [p.axis_order for p in kernel_plans(config)] == [False, False, True]
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    assert np.max(np.abs(emulate(config, fields, grid) - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+def test_depth_candidates_deepen_y_and_z_only() -> None:
+    """stream_depth: each candidate deepens the y kernel, the z kernel or both past the table's
+    stages, fits the shared memory, and round-trips through TOML; x keeps the table's depth."""
+    from composer.fused.candidates import stream_depth_candidates
+
+    base = fused_config("FUSED_TC16", 511)
+    found = stream_depth_candidates("FUSED_TC16", 511)
+    assert found and len({name for name, _ in found}) == len(found)
+    for name, cfg in found:
+        plans = kernel_plans(cfg)
+        assert plans[0].stages == base.stages and cfg.kernels[0] == base.kernels[0], name
+        assert any(p.stages > base.stages for p in plans[1:])
+        assert parse_table("FUSED_TC16", 511, tomllib.loads(to_table(cfg))["paths"]["FUSED_TC16"]) == cfg
+
+
+def test_kernel_stages_key_is_checked() -> None:
+    table = _stream_table("16x8x4", 64, 128, 256, [2, 4], k_panel=16)
+    table["kernels"][2]["stages"] = 1
+    with pytest.raises(ConfigError, match="stages"):
+        parse_table("FUSED_TC16", 511, table)
+    small = _stream_table("16x8x4", 32, 16, 64, [1, 2], 8, 2)
+    small["kernels"][2]["stages"] = 6  # Nq = 32 holds 4 panels of 8
+    with pytest.raises(ConfigError, match="Nq / k_panel"):
+        parse_table("FUSED_TC16", 31, small)
+
+
+def test_emulated_per_kernel_stages_match_reference() -> None:
+    """A streamed table whose z kernel runs a deeper pipeline than the others gives the reference."""
+    order, grid = 31, (1, 2, 1)
+    table = _stream_table("16x8x4", 32, 16, 64, [1, 2], 8, 2)
+    table["kernels"][2]["stages"] = 4
+    config = parse_table("FUSED_TC16", order, table)
+    assert [p.stages for p in kernel_plans(config)] == [2, 2, 4]
     fields = dg.make_fields(order, grid, varying=True)
     ref = dg.reference_tendency(fields, order, grid)
     assert np.max(np.abs(emulate(config, fields, grid) - ref)) / np.max(np.abs(ref)) <= 1e-13

@@ -414,6 +414,12 @@ STREAM_AXIS_TILES: dict[int, tuple[tuple[int, int, int, tuple[int, int]], ...]] 
 STREAM_AXIS_DIRS = (2, 1)
 
 
+def _numbered(k: KernelConfig, numbering: str, table_order: str) -> KernelConfig:
+    """``k`` numbered ``numbering``: its own key only where that differs from the table's, so that
+    two spellings of one table compare equal."""
+    return dataclasses.replace(k, block_order=None if numbering == table_order else numbering)
+
+
 def stream_axis_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """One direction's kernel of a streamed schedule on its own output tile, the other kernels kept:
     the families above give all three kernels one (lines, positions) tile, but the z kernel's panel
@@ -428,10 +434,11 @@ def stream_axis_candidates(variant: str, order: int) -> list[tuple[str, FusedCon
         for lines, positions, threads, tile in STREAM_AXIS_TILES.get(base.mma_shape.m, ()):
             if base.nq % lines or base.nq % positions:
                 continue
-            kernels = tuple(dataclasses.replace(k, box=stream_box(d, lines, positions), threads=threads, tile=tile)
-                            if k.dirs == (d,) else k for k in base.kernels)
             for numbering in ("kji", "axis") if positions < base.nq else ("kji",):
-                options.append(dataclasses.replace(base, kernels=kernels, block_order=numbering))
+                kernels = tuple(_numbered(dataclasses.replace(k, box=stream_box(d, lines, positions), threads=threads,
+                                                              tile=tile), numbering, base.block_order)
+                                if k.dirs == (d,) else k for k in base.kernels)
+                options.append(dataclasses.replace(base, kernels=kernels))
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
@@ -451,10 +458,34 @@ def stream_yz_candidates(variant: str, order: int) -> list[tuple[str, FusedConfi
         for y_order in numberings:
             for z_order in numberings:
                 own = {1: y_order, 2: z_order}
-                kernels = tuple(dataclasses.replace(k, box=stream_box(k.dirs[0], lines, positions), threads=threads,
-                                                    tile=tile, block_order=own[k.dirs[0]])
+                kernels = tuple(_numbered(dataclasses.replace(k, box=stream_box(k.dirs[0], lines, positions),
+                                                              threads=threads, tile=tile), own[k.dirs[0]],
+                                          base.block_order)
                                 if k.dirs[0] in own else k for k in base.kernels)
                 options.append(dataclasses.replace(base, kernels=kernels))
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
+#: Pipeline depths tried for one kernel of a streamed schedule on its own (stream_depth).
+STREAM_DEPTHS = (3, 4, 6)
+
+
+def stream_depth_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Deeper pipelines for the y and z kernels of a streamed schedule, each on its own and both
+    together (the new per-kernel ``stages`` key; x and the table's depth kept): the shipped p = 511
+    table runs y and z as 256-thread kernels alone on their SMs, with the shared memory for a third
+    panel in flight that x's two blocks per SM do not have, and ncu calls its z kernel latency bound
+    (session 14, call 2)."""
+    base = _family_base(variant, order, "stream")
+    if base is None:
+        return []
+    options = []
+    for stages in STREAM_DEPTHS:
+        if stages <= base.stages or stages > base.nq // base.k_panel:
+            continue
+        for dirs in ((2,), (1,), (1, 2)):
+            kernels = tuple(dataclasses.replace(k, stages=stages) if k.dirs[0] in dirs else k for k in base.kernels)
+            options.append(dataclasses.replace(base, kernels=kernels))
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
@@ -563,6 +594,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_lines": stream_lines_candidates, "stream_paired": stream_paired_candidates,
             "stream_order": stream_order_candidates, "stream_transfer": stream_transfer_candidates,
             "stream_axis": stream_axis_candidates, "stream_yz": stream_yz_candidates,
+            "stream_depth": stream_depth_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
@@ -581,10 +613,10 @@ def _set_switches(config: FusedConfig) -> list[tuple[str, str]]:
 
 
 def _stream_tile(k: KernelConfig) -> tuple:
-    """A streamed kernel's (lines, positions, threads, warp tile, own numbering), whichever direction
-    it carries."""
+    """A streamed kernel's (lines, positions, threads, warp tile, own numbering and depth), whichever
+    direction it carries."""
     d = k.dirs[0]
-    return box_lines(k.box, d), k.box[2 - d], k.threads, tuple(k.tile), k.block_order
+    return box_lines(k.box, d), k.box[2 - d], k.threads, tuple(k.tile), k.block_order, k.stages
 
 
 def label(config: FusedConfig) -> str:
@@ -612,7 +644,8 @@ def label(config: FusedConfig) -> str:
             extra += f" k{n}:{other.dir_names}{list(other.box)}c{other.cluster}t{other.threads}{list(other.tile)}"
     if config.volume == "stream" and len({_stream_tile(o) for o in config.kernels}) > 1:
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
-                                  + (f"B{o.block_order}" if o.block_order else "") for o in config.kernels)
+                                  + (f"B{o.block_order}" if o.block_order else "")
+                                  + (f"/s{o.stages}" if o.stages else "") for o in config.kernels)
     if any(c.cluster > 1 for c in config.kernels):
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
                                   for o in config.kernels if o.cluster == 1)
@@ -643,7 +676,8 @@ def to_table(config: FusedConfig) -> str:
     for k in config.kernels:
         cluster = f", cluster = {k.cluster}" if k.cluster > 1 else ""
         numbering = f', block_order = "{k.block_order}"' if k.block_order else ""
+        depth = f", stages = {k.stages}" if k.stages else ""
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
-                     f"tile = {list(k.tile)}{cluster}{numbering} }},")
+                     f"tile = {list(k.tile)}{cluster}{numbering}{depth} }},")
     lines.append("]")
     return "\n".join(lines)

@@ -59,8 +59,8 @@ it can pay only where the kernel already runs one 128-thread block per 255 regis
 fastest and the k chunks slowest; ``"axis"`` numbers the chunks along the carried axis fastest, so
 that the blocks reading the same lines' q and vel panels run back to back and re-read them from L2
 (with "kji" a z kernel's NQ/BK blocks per line set are NQ/BJ * NQ/BI block numbers apart, so the
-later ones find the lines gone from L2 and read them from DRAM again). A streamed kernel's own ``block_order`` key overrides the
-table's for that kernel.
+later ones find the lines gone from L2 and read them from DRAM again). A streamed kernel's own ``block_order`` and ``stages`` keys
+override the table's for that kernel.
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
@@ -141,6 +141,10 @@ class KernelConfig:
     #: table's ``block_order``; None: the table's. The y and z kernels re-read their line sets
     #: under different reuse distances, so their best numbering can differ (session 14, p = 511).
     block_order: str | None = None
+    #: volume = "stream": this kernel's pipeline depth (panels in flight) where it differs from the
+    #: table's ``stages``; None: the table's. A 256-thread kernel alone on its SM has the shared
+    #: memory for a deeper pipeline that the table's two-blocks-per-SM kernels do not.
+    stages: int | None = None
 
     @property
     def dir_names(self) -> str:
@@ -251,7 +255,7 @@ def _int_list(value: Any, n: int, file: str, key: str) -> tuple[int, ...]:
 def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) -> KernelConfig:
     if not isinstance(raw, Mapping):
         raise _error(file, key, f"expected a table, got {raw!r}")
-    _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll", "cluster", "block_order"), file, key)
+    _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll", "cluster", "block_order", "stages"), file, key)
     dirs_text = raw.get("dirs")
     if not isinstance(dirs_text, str) or not dirs_text or any(c not in DIR_NAMES for c in dirs_text):
         raise _error(file, f"{key}.dirs", f"expected a string of directions from 'xyz', got {dirs_text!r}")
@@ -275,13 +279,18 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
         raise _error(file, f"{key}.block_order", f"expected one of {BLOCK_ORDERS}, got {block_order!r}")
     if block_order is not None and not stream:
         raise _error(file, f"{key}.block_order", 'a kernel\'s own block_order applies to volume = "stream" only')
+    stages = raw.get("stages")
+    if stages is not None and (type(stages) is not int or not 2 <= stages <= 8):
+        raise _error(file, f"{key}.stages", f"expected an integer in [2, 8], got {stages!r}")
+    if stages is not None and not stream:
+        raise _error(file, f"{key}.stages", 'a kernel\'s own stages apply to volume = "stream" only')
     for d in dirs:
         # a direction's contraction needs its whole axis inside the block's box (a streamed kernel
         # streams the axis instead: its box is the output tile; a cluster holds it across its blocks)
         if not stream and cluster == 1 and box[2 - d] != nq:  # a cluster's boxes: cluster_problem
             raise _error(file, f"{key}.box", f"carries {DIR_NAMES[d]} but spans {box[2 - d]} of the "
                                              f"Nq = {nq} nodes along that axis")
-    return KernelConfig(dirs, box, threads, tile, unroll, cluster, block_order)  # type: ignore[arg-type]
+    return KernelConfig(dirs, box, threads, tile, unroll, cluster, block_order, stages)  # type: ignore[arg-type]
 
 
 #: Blocks per cluster a schedule may ask for: the portable cluster sizes of sm_90 (up to 8); 1: none.
@@ -426,6 +435,10 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
             raise _error(file, f"{prefix}.volume", f"the streamed kernel stages D itself; drop {clash}")
         for n, k in enumerate(kernels):
             _check_stream_tiling(k, str(mma), file, f"{prefix}.kernels[{n}]", switches["fragments"] == "paired")
+        for n, k in enumerate(kernels):
+            if k.stages is not None and k.stages > nq // k_panel:
+                raise _error(file, f"{prefix}.kernels[{n}].stages", f"{k.stages} panels of {k_panel} in flight "
+                                                                    f"exceed the Nq / k_panel = {nq // k_panel} panels")
         if switches["fragments"] == "paired" and k_panel % 8:
             raise _error(file, f"{prefix}.fragments", f'"paired" permutes 8-wide k-octets: k_panel {k_panel} '
                                                       "is not a multiple of 8")
