@@ -168,7 +168,7 @@ def test_stream_candidates_are_schedule_tables(variant: str, order: int) -> None
 
     found = stream_candidates(variant, order) + stream_refine_candidates(variant, order)
     assert found
-    for family in ("stream_lines", "stream_paired", "stream_order", "stream_transfer", "stream_axis", "stream_yz", "stream_depth"):
+    for family in ("stream_lines", "stream_paired", "stream_order", "stream_transfer", "stream_axis", "stream_yz", "stream_depth", "stream_x"):
         found += FAMILIES[family](variant, order)
     for _, cfg in found:
         assert _fits(cfg) and cfg.volume == "stream"
@@ -539,3 +539,16 @@ def test_emulated_per_kernel_stages_match_reference() -> None:
     fields = dg.make_fields(order, grid, varying=True)
     ref = dg.reference_tendency(fields, order, grid)
     assert np.max(np.abs(emulate(config, fields, grid) - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+def test_x_candidates_retile_only_x() -> None:
+    """stream_x: x on each tile, y and z as shipped; no candidate repeats the "kji" numbering as
+    "axis" (for x they are one numbering)."""
+    from composer.fused.candidates import stream_x_candidates
+
+    base = fused_config("FUSED_TC16", 511)
+    found = stream_x_candidates("FUSED_TC16", 511)
+    assert found and len({name for name, _ in found}) == len(found)
+    for name, cfg in found:
+        assert cfg.kernels[1:] == base.kernels[1:] and cfg.kernels[0] != base.kernels[0], name
+        assert cfg.kernels[0].block_order is None

@@ -420,26 +420,40 @@ def _numbered(k: KernelConfig, numbering: str, table_order: str) -> KernelConfig
     return dataclasses.replace(k, block_order=None if numbering == table_order else numbering)
 
 
-def stream_axis_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
-    """One direction's kernel of a streamed schedule on its own output tile, the other kernels kept:
-    the families above give all three kernels one (lines, positions) tile, but the z kernel's panel
-    rows lie Nq^2 apart and its line sets are re-read by Nq / positions blocks, so its best tile need
-    not be x's. Each tile of STREAM_AXIS_TILES for z, then y, under both block numberings (the
-    numbering matters only where positions < Nq)."""
+def _retiles(variant: str, order: int, dirs: tuple[int, ...]) -> list[tuple[str, FusedConfig]]:
+    """The streamed schedule with the kernel of one direction of ``dirs`` at a time on each tile of
+    STREAM_AXIS_TILES, the other kernels kept, under both block numberings (the numbering matters
+    only where positions < Nq, and not for x, whose carried axis "kji" already numbers fastest)."""
     base = _family_base(variant, order, "stream")
     if base is None:
         return []
     options = []
-    for d in STREAM_AXIS_DIRS:
+    for d in dirs:
         for lines, positions, threads, tile in STREAM_AXIS_TILES.get(base.mma_shape.m, ()):
             if base.nq % lines or base.nq % positions:
                 continue
-            for numbering in ("kji", "axis") if positions < base.nq else ("kji",):
+            # "axis" numbers the carried axis's chunks fastest; for x that is the i chunks, as "kji"
+            for numbering in ("kji", "axis") if positions < base.nq and d != 0 else ("kji",):
                 kernels = tuple(_numbered(dataclasses.replace(k, box=stream_box(d, lines, positions), threads=threads,
                                                               tile=tile), numbering, base.block_order)
                                 if k.dirs == (d,) else k for k in base.kernels)
                 options.append(dataclasses.replace(base, kernels=kernels))
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
+def stream_axis_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """One direction's kernel of a streamed schedule on its own output tile, the other kernels kept:
+    the families above give all three kernels one (lines, positions) tile, but the z kernel's panel
+    rows lie Nq^2 apart and its line sets are re-read by Nq / positions blocks, so its best tile need
+    not be x's. Each tile of STREAM_AXIS_TILES for z, then y (:func:`_retiles`)."""
+    return _retiles(variant, order, STREAM_AXIS_DIRS)
+
+
+def stream_x_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The x kernel of a streamed schedule on each tile of STREAM_AXIS_TILES, y and z kept: at
+    p = 511 the 64-line x 256-position 256-thread tile won for y and z (session 14, call 2), and x
+    was never tried on it."""
+    return _retiles(variant, order, (0,))
 
 
 def stream_yz_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
@@ -594,7 +608,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_lines": stream_lines_candidates, "stream_paired": stream_paired_candidates,
             "stream_order": stream_order_candidates, "stream_transfer": stream_transfer_candidates,
             "stream_axis": stream_axis_candidates, "stream_yz": stream_yz_candidates,
-            "stream_depth": stream_depth_candidates,
+            "stream_depth": stream_depth_candidates, "stream_x": stream_x_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
