@@ -280,8 +280,8 @@ def test_stream_wide_shape_on_sm80_is_a_clear_error_and_sm100_expands() -> None:
 def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positions, threads, tile, k_panel,
                                                     stages, a_operand) -> None:
     """The emulated tables above, compiled and run on the GPU with both copy loops, with D read
-    from its k-panel copy, with paired fragment loads and with the blocks numbered along the
-    carried axis (and FUSED_DFMA builds)."""
+    from its k-panel copy, with paired fragment loads, with the blocks numbered along the carried
+    axis, with the z kernel's own numbering and depth (and FUSED_DFMA builds)."""
     import dataclasses
 
     from composer.fused.trial import TOLERANCE, run_case
@@ -296,6 +296,12 @@ def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positio
     if variant == "FUSED_TC":
         extra["FUSED_DFMA@small"] = lambda o: dataclasses.replace(config, variant="FUSED_DFMA", dfma=True)
     extra[f"{variant}@small-unrolled-axis"] = lambda o: dataclasses.replace(unrolled, block_order="axis")
+    # the per-kernel keys of session 14: z numbered along its axis and one panel deeper, y i first
+    own = tuple(dataclasses.replace(k, block_order="axis", stages=min(stages + 1, 31 // k_panel + 1))
+                if k.dirs == (2,) else k for k in unrolled.kernels)
+    mixed = dataclasses.replace(unrolled, kernels=own)
+    if _fits(mixed):
+        extra[f"{variant}@small-unrolled-own-keys"] = lambda o: mixed
     paired = dataclasses.replace(unrolled, fragments="paired")
     if _fits(paired):  # k-octets and y/z row pairs (the PAIRED tables)
         extra[f"{variant}@small-unrolled-paired"] = lambda o: paired
