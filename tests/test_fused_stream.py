@@ -168,7 +168,8 @@ def test_stream_candidates_are_schedule_tables(variant: str, order: int) -> None
 
     found = stream_candidates(variant, order) + stream_refine_candidates(variant, order)
     assert found
-    for family in ("stream_lines", "stream_paired", "stream_order", "stream_transfer", "stream_axis", "stream_yz", "stream_depth", "stream_x"):
+    for family in ("stream_lines", "stream_paired", "stream_order", "stream_transfer", "stream_axis", "stream_yz", "stream_depth", "stream_x",
+                   "stream_prefetch"):
         found += FAMILIES[family](variant, order)
     for _, cfg in found:
         assert _fits(cfg) and cfg.volume == "stream"
@@ -281,7 +282,8 @@ def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positio
                                                     stages, a_operand) -> None:
     """The emulated tables above, compiled and run on the GPU with both copy loops, with D read
     from its k-panel copy, with paired fragment loads, with the blocks numbered along the carried
-    axis, with the z kernel's own numbering and depth (and FUSED_DFMA builds)."""
+    axis, with the z kernel's own numbering and depth and the y and z epilogues prefetched (and
+    FUSED_DFMA builds)."""
     import dataclasses
 
     from composer.fused.trial import TOLERANCE, run_case
@@ -296,9 +298,11 @@ def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positio
     if variant == "FUSED_TC":
         extra["FUSED_DFMA@small"] = lambda o: dataclasses.replace(config, variant="FUSED_DFMA", dfma=True)
     extra[f"{variant}@small-unrolled-axis"] = lambda o: dataclasses.replace(unrolled, block_order="axis")
-    # the per-kernel keys of session 14: z numbered along its axis and one panel deeper, y i first
-    own = tuple(dataclasses.replace(k, block_order="axis", stages=min(stages + 1, 31 // k_panel + 1))
-                if k.dirs == (2,) else k for k in unrolled.kernels)
+    # the per-kernel keys of session 14: z numbered along its axis, one panel deeper, its epilogue
+    # prefetched one panel before the end (y two), y i first
+    own = tuple(dataclasses.replace(k, block_order="axis", stages=min(stages + 1, 31 // k_panel + 1), prefetch=1)
+                if k.dirs == (2,) else dataclasses.replace(k, prefetch=2) if k.dirs == (1,) else k
+                for k in unrolled.kernels)
     mixed = dataclasses.replace(unrolled, kernels=own)
     if _fits(mixed):
         extra[f"{variant}@small-unrolled-own-keys"] = lambda o: mixed
@@ -558,3 +562,42 @@ def test_x_candidates_retile_only_x() -> None:
     for name, cfg in found:
         assert cfg.kernels[1:] == base.kernels[1:] and cfg.kernels[0] != base.kernels[0], name
         assert cfg.kernels[0].block_order is None
+
+
+@needs_nvrtc
+def test_epilogue_prefetch_adds_only_l2_prefetches() -> None:
+    """prefetch = N on the z kernel: its SASS gains the L2 prefetches (CCTL.E.PF2) of the metric and
+    dqdt lines and keeps the DMMAs, registers bound and spills of the kernel without it; the other
+    kernels render byte for byte as before."""
+    import dataclasses
+
+    from composer.fused.builder import render_volume
+
+    base = fused_config("FUSED_TC16", 511)
+    ahead = dataclasses.replace(base, kernels=tuple(dataclasses.replace(k, prefetch=4) if k.dirs == (2,) else k
+                                                    for k in base.kernels))
+    plans, plans_ahead = kernel_plans(base), kernel_plans(ahead)
+    for p0, p1 in zip(plans[:2], plans_ahead[:2]):
+        assert render_volume(base, p0) == render_volume(ahead, p1)
+    assert "prefetch.global.L2" in render_volume(ahead, plans_ahead[2])
+    plain, fetched = (_sass(next(k for k in build(cfg, "sm_90").kernels if k.name.endswith("_z")))
+                      for cfg in (base, ahead))
+    assert plain.l2_prefetches == 0 and fetched.l2_prefetches > 0
+    assert fetched.dmma == plain.dmma and fetched.spill_bytes == plain.spill_bytes == 0
+
+
+def test_prefetch_candidates_and_key() -> None:
+    from composer.fused.candidates import stream_prefetch_candidates
+
+    found = stream_prefetch_candidates("FUSED_TC16", 511)
+    assert found and len({name for name, _ in found}) == len(found)
+    for name, cfg in found:
+        assert any(k.prefetch for k in cfg.kernels) and cfg.kernels[2].prefetch, name
+        assert parse_table("FUSED_TC16", 511, tomllib.loads(to_table(cfg))["paths"]["FUSED_TC16"]) == cfg
+    table = _stream_table("16x8x4", 32, 16, 64, [1, 2], 8, 2)
+    table["kernels"][2]["prefetch"] = 0
+    with pytest.raises(ConfigError, match="prefetch"):
+        parse_table("FUSED_TC16", 31, table)
+    table["kernels"][2]["prefetch"] = 5  # Nq = 32 holds 4 panels of 8
+    with pytest.raises(ConfigError, match="contraction has 4"):
+        parse_table("FUSED_TC16", 31, table)

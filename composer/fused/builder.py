@@ -153,6 +153,7 @@ class StreamPlan(BoxGeometry):
     d_panels: bool = False  # d_layout = "panels": D read from its k-panel copy (d_panel_layout)
     paired: bool = False  # fragments = "paired": 16-byte fragment loads (paired_stride)
     axis_order: bool = False  # block_order = "axis": the carried axis's chunks numbered fastest
+    prefetch: int = 0  # the kernel's prefetch key: epilogue lines into L2 this many panels before the end
 
     @property
     def dir(self) -> int:
@@ -260,7 +261,7 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
                            config.nq, index == 0, config.k_panel, k.stages or config.stages, config.min_blocks,
                            config.a_operand == "product", config.copies == "unrolled",
                            config.d_layout == "panels", config.fragments == "paired",
-                           (k.block_order or config.block_order) == "axis")
+                           (k.block_order or config.block_order) == "axis", k.prefetch or 0)
                 for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):
@@ -305,7 +306,7 @@ def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
         tile=list(plan.kernel.tile), k_panel=plan.k_panel, stages=plan.stages, fs=plan.fs, ds=plan.ds,
         f_panel=plan.f_panel, smem_doubles=plan.smem_doubles, first=plan.first, dfma=config.dfma,
         product=plan.product, unrolled=plan.unrolled, d_panels=plan.d_panels, paired=plan.paired,
-        axis_order=plan.axis_order,
+        axis_order=plan.axis_order, prefetch=plan.prefetch,
         min_blocks=config.min_blocks, **_mma_params(config))
 
 

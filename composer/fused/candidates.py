@@ -503,6 +503,29 @@ def stream_depth_candidates(variant: str, order: int) -> list[tuple[str, FusedCo
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
+#: Panels before the end of the contraction at which stream_prefetch prefetches the epilogue.
+STREAM_PREFETCH = (2, 4, 8)
+
+
+def stream_prefetch_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The epilogue's metric and dqdt lines prefetched into L2 a few panels before a streamed
+    kernel's contraction ends (the per-kernel ``prefetch`` key): for z alone, y and z, and all three
+    kernels, at each distance of STREAM_PREFETCH. At p = 511 the z kernel's DMULs and DADDs of the
+    epilogue wait on those loads for 23 % of its stall samples against 7 % in y (ncu source
+    counters, session 14 call 5)."""
+    base = _family_base(variant, order, "stream")
+    if base is None:
+        return []
+    options = []
+    for ahead in STREAM_PREFETCH:
+        if ahead > base.nq // base.k_panel:
+            continue
+        for dirs in ((2,), (1, 2), (0, 1, 2)):
+            kernels = tuple(dataclasses.replace(k, prefetch=ahead) if k.dirs[0] in dirs else k for k in base.kernels)
+            options.append(dataclasses.replace(base, kernels=kernels))
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
 def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The streamed tables the other orders' schedules ship for ``variant``, transplanted to
     ``order`` (block tile, warp tile, pipeline, every streamed switch), where they fit: a winner
@@ -609,6 +632,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_order": stream_order_candidates, "stream_transfer": stream_transfer_candidates,
             "stream_axis": stream_axis_candidates, "stream_yz": stream_yz_candidates,
             "stream_depth": stream_depth_candidates, "stream_x": stream_x_candidates,
+            "stream_prefetch": stream_prefetch_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
@@ -630,7 +654,7 @@ def _stream_tile(k: KernelConfig) -> tuple:
     """A streamed kernel's (lines, positions, threads, warp tile, own numbering and depth), whichever
     direction it carries."""
     d = k.dirs[0]
-    return box_lines(k.box, d), k.box[2 - d], k.threads, tuple(k.tile), k.block_order, k.stages
+    return box_lines(k.box, d), k.box[2 - d], k.threads, tuple(k.tile), k.block_order, k.stages, k.prefetch
 
 
 def label(config: FusedConfig) -> str:
@@ -659,7 +683,8 @@ def label(config: FusedConfig) -> str:
     if config.volume == "stream" and len({_stream_tile(o) for o in config.kernels}) > 1:
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
                                   + (f"B{o.block_order}" if o.block_order else "")
-                                  + (f"/s{o.stages}" if o.stages else "") for o in config.kernels)
+                                  + (f"/s{o.stages}" if o.stages else "")
+                                  + (f"/pf{o.prefetch}" if o.prefetch else "") for o in config.kernels)
     if any(c.cluster > 1 for c in config.kernels):
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
                                   for o in config.kernels if o.cluster == 1)
@@ -691,7 +716,8 @@ def to_table(config: FusedConfig) -> str:
         cluster = f", cluster = {k.cluster}" if k.cluster > 1 else ""
         numbering = f', block_order = "{k.block_order}"' if k.block_order else ""
         depth = f", stages = {k.stages}" if k.stages else ""
+        ahead = f", prefetch = {k.prefetch}" if k.prefetch else ""
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
-                     f"tile = {list(k.tile)}{cluster}{numbering}{depth} }},")
+                     f"tile = {list(k.tile)}{cluster}{numbering}{depth}{ahead} }},")
     lines.append("]")
     return "\n".join(lines)

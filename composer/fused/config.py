@@ -60,7 +60,8 @@ fastest and the k chunks slowest; ``"axis"`` numbers the chunks along the carrie
 that the blocks reading the same lines' q and vel panels run back to back and re-read them from L2
 (with "kji" a z kernel's NQ/BK blocks per line set are NQ/BJ * NQ/BI block numbers apart, so the
 later ones find the lines gone from L2 and read them from DRAM again). A streamed kernel's own ``block_order`` and ``stages`` keys
-override the table's for that kernel.
+override the table's for that kernel; its ``prefetch = N`` moves the epilogue's metric and dqdt
+lines into L2 N panels before the contraction ends.
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
 instruction, so its schedule is taken from FUSED_TC by construction, never copied.
@@ -145,6 +146,10 @@ class KernelConfig:
     #: table's ``stages``; None: the table's. A 256-thread kernel alone on its SM has the shared
     #: memory for a deeper pipeline that the table's two-blocks-per-SM kernels do not.
     stages: int | None = None
+    #: volume = "stream": prefetch the epilogue's metric and dqdt lines into L2 this many panels
+    #: before the last (None: no prefetch). The p = 511 z kernel's epilogue loads, 256 rows 2 MiB
+    #: apart per block, are its largest stall after the FP64 pipe (ncu source counters, session 14).
+    prefetch: int | None = None
 
     @property
     def dir_names(self) -> str:
@@ -255,7 +260,8 @@ def _int_list(value: Any, n: int, file: str, key: str) -> tuple[int, ...]:
 def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) -> KernelConfig:
     if not isinstance(raw, Mapping):
         raise _error(file, key, f"expected a table, got {raw!r}")
-    _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll", "cluster", "block_order", "stages"), file, key)
+    _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll", "cluster", "block_order", "stages", "prefetch"),
+                    file, key)
     dirs_text = raw.get("dirs")
     if not isinstance(dirs_text, str) or not dirs_text or any(c not in DIR_NAMES for c in dirs_text):
         raise _error(file, f"{key}.dirs", f"expected a string of directions from 'xyz', got {dirs_text!r}")
@@ -284,13 +290,19 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
         raise _error(file, f"{key}.stages", f"expected an integer in [2, 8], got {stages!r}")
     if stages is not None and not stream:
         raise _error(file, f"{key}.stages", 'a kernel\'s own stages apply to volume = "stream" only')
+    prefetch = raw.get("prefetch")
+    if prefetch is not None and (type(prefetch) is not int or prefetch < 1):
+        raise _error(file, f"{key}.prefetch", f"expected a positive number of panels, got {prefetch!r}")
+    if prefetch is not None and not stream:
+        raise _error(file, f"{key}.prefetch", 'the epilogue prefetch applies to volume = "stream" only')
     for d in dirs:
         # a direction's contraction needs its whole axis inside the block's box (a streamed kernel
         # streams the axis instead: its box is the output tile; a cluster holds it across its blocks)
         if not stream and cluster == 1 and box[2 - d] != nq:  # a cluster's boxes: cluster_problem
             raise _error(file, f"{key}.box", f"carries {DIR_NAMES[d]} but spans {box[2 - d]} of the "
                                              f"Nq = {nq} nodes along that axis")
-    return KernelConfig(dirs, box, threads, tile, unroll, cluster, block_order, stages)  # type: ignore[arg-type]
+    return KernelConfig(dirs, box, threads, tile, unroll, cluster, block_order, stages,  # type: ignore[arg-type]
+                        prefetch)
 
 
 #: Blocks per cluster a schedule may ask for: the portable cluster sizes of sm_90 (up to 8); 1: none.
@@ -436,6 +448,9 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         for n, k in enumerate(kernels):
             _check_stream_tiling(k, str(mma), file, f"{prefix}.kernels[{n}]", switches["fragments"] == "paired")
         for n, k in enumerate(kernels):
+            if k.prefetch is not None and k.prefetch > nq // k_panel:
+                raise _error(file, f"{prefix}.kernels[{n}].prefetch", f"{k.prefetch} panels before the end: the "
+                                                                      f"contraction has {nq // k_panel}")
             if k.stages is not None and k.stages > nq // k_panel:
                 raise _error(file, f"{prefix}.kernels[{n}].stages", f"{k.stages} panels of {k_panel} in flight "
                                                                     f"exceed the Nq / k_panel = {nq // k_panel} panels")
