@@ -302,8 +302,8 @@ MEASURED_SOURCES = {
     "fused_tc16_p255_s1_y": "c574ebde80613e96",
     "fused_tc16_p255_s2_z": "6bc4648bd13450cb",
     "fused_tc16_p511_s0_x": "833bdb2eaba4cf86",
-    "fused_tc16_p511_s1_y": "c857028837bf3cc9",  # session 14 (call 2): the 64x256 256-thread y and z tiles
-    "fused_tc16_p511_s2_z": "643d47dda96a23bc",
+    "fused_tc16_p511_s1_y": "566cb79605951273",  # session 14 (calls 2, 6): 64x256 256-thread y, z; prefetch 2
+    "fused_tc16_p511_s2_z": "6821ebf6abab619b",
     "fused_tc16_p767_s0_x": "1550f0eabc784254",
     "fused_tc16_p767_s1_y": "bf524160d946e484",
     "fused_tc16_p767_s2_z": "af24be3935f607a3",
