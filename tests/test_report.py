@@ -203,6 +203,7 @@ BALANCE_TESTS = (
     ("h200_s12/model/pro7/predict_h200_sms", "/h200_s12/call", "h200_s12/model/pro7/score_balance7.json", 168),
     ("h200_s13/model/pro8/predict_h200_sms", "/h200_s13/call2/bal/", "h200_s13/model/pro8/score_balance8.json", 126),
     ("h200_s13/model/pro9/predict_h200_sms", "/h200_s13/call4/bal/", "h200_s13/model/pro9/score_balance9.json", 126),
+    ("h200_s14/model/pro10/predict_h200_sms", "/h200_s14/call3/bal/", "h200_s14/model/pro10/score_balance10.json", 126),
 )
 
 
@@ -253,8 +254,8 @@ def test_balance_axis_from_the_restricted_runs(shipped):
     assert float(row["bytes_per_sm_cycle"]) == pytest.approx(4.8e12 / (34 * 1.98e9), rel=1e-12)
     assert ("GEMM/FUSED_TC", 255, 34, "predicted") in ratios
     assert {int(r["sms"]) for r in read_csv(out, "balance")} == {22, 24, 26, 28, 30, 32, 34, 36, 38, 40, 42, 44, 46, 48,
-                                                                 50, 52, 54, 56, 58, 62, 66, 70, 76, 80, 88, 90, 94, 96,
-                                                                 98, 100, 106, 112, 116, 120, 124, 132}
+                                                                 50, 52, 54, 56, 58, 60, 62, 66, 70, 76, 78, 80, 88, 90,
+                                                                 94, 96, 98, 100, 106, 110, 112, 116, 120, 124, 132}
 
 
 # --- synthetic inputs: the sections that appear with their data, bad input ------------------------------
