@@ -54,6 +54,9 @@ def _fits(config: FusedConfig, arch: str = DEFAULT_ARCH) -> bool:
     architecture the sweep builds for, DEFAULT_ARCH."""
     nq = config.nq
     limits = arch_limits(arch)
+    if config.volume == "stream" and any((k.stages or 0) > nq // config.k_panel or (k.prefetch or 0) > nq // config.k_panel
+                                         for k in config.kernels):
+        return False  # a kernel's own depth or prefetch distance past the contraction's panels (parse_table's rule)
     try:
         plans = kernel_plans(config, arch)
     except ComposerError:  # no room for a staged D panel, or a kernel that cannot launch
@@ -510,7 +513,8 @@ STREAM_PREFETCH = (1, 2, 4, 8)  # session 14 call 6 ran (2, 4, 8); 1 was added f
 def stream_prefetch_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The epilogue's metric and dqdt lines prefetched into L2 a few panels before a streamed
     kernel's contraction ends (the per-kernel ``prefetch`` key): for z alone, y and z, and all three
-    kernels, at each distance of STREAM_PREFETCH. At p = 511 the z kernel's DMULs and DADDs of the
+    kernels, at each distance of STREAM_PREFETCH (the kernels outside the set prefetch nothing, even
+    where the schedule's table has them prefetch). At p = 511 the z kernel's DMULs and DADDs of the
     epilogue wait on those loads for 23 % of its stall samples against 7 % in y (ncu source
     counters, session 14 call 5)."""
     base = _family_base(variant, order, "stream")
@@ -521,7 +525,7 @@ def stream_prefetch_candidates(variant: str, order: int) -> list[tuple[str, Fuse
         if ahead > base.nq // base.k_panel:
             continue
         for dirs in ((2,), (1, 2), (0, 1, 2)):
-            kernels = tuple(dataclasses.replace(k, prefetch=ahead) if k.dirs[0] in dirs else k for k in base.kernels)
+            kernels = tuple(dataclasses.replace(k, prefetch=ahead if k.dirs[0] in dirs else None) for k in base.kernels)
             options.append(dataclasses.replace(base, kernels=kernels))
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
@@ -680,7 +684,8 @@ def label(config: FusedConfig) -> str:
     for n, other in enumerate(config.kernels):
         if other.cluster > 1:  # a clustered kernel names itself: the label must tell the candidates apart
             extra += f" k{n}:{other.dir_names}{list(other.box)}c{other.cluster}t{other.threads}{list(other.tile)}"
-    if config.volume == "stream" and len({_stream_tile(o) for o in config.kernels}) > 1:
+    if config.volume == "stream" and (len({_stream_tile(o) for o in config.kernels}) > 1
+                                      or any(o.block_order or o.stages or o.prefetch for o in config.kernels)):
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
                                   + (f"B{o.block_order}" if o.block_order else "")
                                   + (f"/s{o.stages}" if o.stages else "")
