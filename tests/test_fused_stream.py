@@ -169,7 +169,7 @@ def test_stream_candidates_are_schedule_tables(variant: str, order: int) -> None
     found = stream_candidates(variant, order) + stream_refine_candidates(variant, order)
     assert found
     for family in ("stream_lines", "stream_paired", "stream_order", "stream_transfer", "stream_axis", "stream_yz", "stream_depth", "stream_x",
-                   "stream_prefetch"):
+                   "stream_prefetch", "stream_operand"):
         found += FAMILIES[family](variant, order)
     for _, cfg in found:
         assert _fits(cfg) and cfg.volume == "stream"
@@ -308,6 +308,11 @@ def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positio
     mixed = dataclasses.replace(unrolled, kernels=own)
     if _fits(mixed):
         extra[f"{variant}@small-unrolled-own-keys"] = lambda o: mixed
+    other = "factors" if a_operand == "product" else "product"
+    own_operand = dataclasses.replace(unrolled, kernels=tuple(
+        dataclasses.replace(k, a_operand=other) if k.dirs == (2,) else k for k in unrolled.kernels))
+    if _fits(own_operand):  # z alone on the other A operand
+        extra[f"{variant}@small-unrolled-own-operand"] = lambda o: own_operand
     paired = dataclasses.replace(unrolled, fragments="paired")
     if _fits(paired):  # k-octets and y/z row pairs (the PAIRED tables)
         extra[f"{variant}@small-unrolled-paired"] = lambda o: paired
@@ -617,6 +622,46 @@ def test_per_kernel_families_label_every_candidate_apart(variant: str, order: in
     where all kernels share one tile and only a per-kernel key differs."""
     from composer.fused.candidates import FAMILIES
 
-    for family in ("stream_axis", "stream_yz", "stream_depth", "stream_x", "stream_prefetch"):
+    for family in ("stream_axis", "stream_yz", "stream_depth", "stream_x", "stream_prefetch", "stream_operand"):
         found = FAMILIES[family](variant, order)
         assert len({name for name, _ in found}) == len(found), family
+
+
+def test_kernel_a_operand_key_and_emulation() -> None:
+    """A z kernel on its own A operand: a bad value is a clear error, the builder gives only that
+    kernel the product panel, and the emulated tendency is the reference's."""
+    order, grid = 31, (1, 2, 1)
+    table = _stream_table("16x8x4", 32, 16, 64, [1, 2], 8, 2)
+    table["kernels"][2]["a_operand"] = "sum"
+    with pytest.raises(ConfigError, match="a_operand"):
+        parse_table("FUSED_TC16", order, table)
+    table["kernels"][2]["a_operand"] = "product"
+    config = parse_table("FUSED_TC16", order, table)
+    assert [p.product for p in kernel_plans(config)] == [False, False, True]
+    assert parse_table("FUSED_TC16", order, tomllib.loads(to_table(config))["paths"]["FUSED_TC16"]) == config
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    assert np.max(np.abs(emulate(config, fields, grid) - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+@needs_nvrtc
+def test_kernel_product_operand_halves_only_its_own_a_loads() -> None:
+    """The shipped p = 511 FUSED_TC16 table with the z kernel on the product operand: z's panel loop
+    issues fewer shared loads for the same DMMAs, and the x and y sources are unchanged."""
+    import dataclasses
+
+    from composer.arch.hotloop import kernel_hot_loop
+    from composer.fused.builder import render_volume
+
+    base = fused_config("FUSED_TC16", 511)
+    own = dataclasses.replace(base, kernels=tuple(dataclasses.replace(k, a_operand="product") if k.dirs == (2,) else k
+                                                  for k in base.kernels))
+    for p0, p1 in zip(kernel_plans(base)[:2], kernel_plans(own)[:2]):
+        assert render_volume(base, p0) == render_volume(own, p1)
+    loops = []
+    for cfg in (base, own):
+        z = next(k for k in build(cfg, "sm_90").kernels if k.name.endswith("_z"))
+        assert _sass(z).spill_bytes == 0
+        loops.append(kernel_hot_loop(z.compiled.cubin))
+    assert loops[1].counts["DMMA"] == loops[0].counts["DMMA"] > 0
+    assert loops[1].counts["LDS"] < loops[0].counts["LDS"], (loops[0].counts, loops[1].counts)

@@ -259,7 +259,7 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
     if config.volume == "stream":
         return [StreamPlan(f"{config.variant.lower()}_p{config.order}_s{index}_{k.dir_names}", index, k,
                            config.nq, index == 0, config.k_panel, k.stages or config.stages, config.min_blocks,
-                           config.a_operand == "product", config.copies == "unrolled",
+                           (k.a_operand or config.a_operand) == "product", config.copies == "unrolled",
                            config.d_layout == "panels", config.fragments == "paired",
                            (k.block_order or config.block_order) == "axis", k.prefetch or 0)
                 for index, k in enumerate(config.kernels)]

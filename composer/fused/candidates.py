@@ -17,7 +17,7 @@ import dataclasses
 
 from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.errors import ComposerError
-from composer.fused.builder import kernel_plans
+from composer.fused.builder import StreamPlan, kernel_plans
 from composer.fused.config import (D_LAYOUTS, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
                                    box_lines, fused_config)
 from composer.arch.mma import mma_shape
@@ -67,7 +67,7 @@ def _fits(config: FusedConfig, arch: str = DEFAULT_ARCH) -> bool:
             return False
         if config.min_blocks and k.threads * config.min_blocks > limits.max_threads_per_sm:
             return False
-        if config.a_operand == "product" and (plan.lines(k.dirs[0]) * config.k_panel // 2) % k.threads:
+        if isinstance(plan, StreamPlan) and plan.product and (plan.lines(k.dirs[0]) * config.k_panel // 2) % k.threads:
             return False  # the F pairs of a panel split evenly over the threads (registers)
         for d in k.dirs:
             nl, nq = plan.lines(d), plan.positions(d)
@@ -530,6 +530,23 @@ def stream_prefetch_candidates(variant: str, order: int) -> list[tuple[str, Fuse
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
+def stream_operand_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The other A operand for the y kernel, the z kernel or both (the per-kernel ``a_operand`` key;
+    x and the table kept): "product" forms q*vel once per staged element, where "factors" forms it
+    at every fragment load on the FP64 pipe the DMMAs use. At p = 511 those DMULs hold 31-39 % of the
+    y and z kernels' stall samples (ncu source counters, session 14 call 5); the table-level switch
+    was measured on one tile for all three kernels (stream_refine), never on the y and z tiles alone."""
+    base = _family_base(variant, order, "stream")
+    if base is None:
+        return []
+    other = "product" if base.a_operand == "factors" else "factors"
+    options = []
+    for dirs in ((2,), (1,), (1, 2)):
+        kernels = tuple(dataclasses.replace(k, a_operand=other) if k.dirs[0] in dirs else k for k in base.kernels)
+        options.append(dataclasses.replace(base, kernels=kernels))
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
 def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The streamed tables the other orders' schedules ship for ``variant``, transplanted to
     ``order`` (block tile, warp tile, pipeline, every streamed switch), where they fit: a winner
@@ -636,7 +653,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_order": stream_order_candidates, "stream_transfer": stream_transfer_candidates,
             "stream_axis": stream_axis_candidates, "stream_yz": stream_yz_candidates,
             "stream_depth": stream_depth_candidates, "stream_x": stream_x_candidates,
-            "stream_prefetch": stream_prefetch_candidates,
+            "stream_prefetch": stream_prefetch_candidates, "stream_operand": stream_operand_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
@@ -658,7 +675,8 @@ def _stream_tile(k: KernelConfig) -> tuple:
     """A streamed kernel's (lines, positions, threads, warp tile, own numbering and depth), whichever
     direction it carries."""
     d = k.dirs[0]
-    return box_lines(k.box, d), k.box[2 - d], k.threads, tuple(k.tile), k.block_order, k.stages, k.prefetch
+    return (box_lines(k.box, d), k.box[2 - d], k.threads, tuple(k.tile), k.block_order, k.stages, k.prefetch,
+            k.a_operand)
 
 
 def label(config: FusedConfig) -> str:
@@ -685,11 +703,13 @@ def label(config: FusedConfig) -> str:
         if other.cluster > 1:  # a clustered kernel names itself: the label must tell the candidates apart
             extra += f" k{n}:{other.dir_names}{list(other.box)}c{other.cluster}t{other.threads}{list(other.tile)}"
     if config.volume == "stream" and (len({_stream_tile(o) for o in config.kernels}) > 1
-                                      or any(o.block_order or o.stages or o.prefetch for o in config.kernels)):
+                                      or any(o.block_order or o.stages or o.prefetch or o.a_operand
+                                             for o in config.kernels)):
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
                                   + (f"B{o.block_order}" if o.block_order else "")
                                   + (f"/s{o.stages}" if o.stages else "")
-                                  + (f"/pf{o.prefetch}" if o.prefetch else "") for o in config.kernels)
+                                  + (f"/pf{o.prefetch}" if o.prefetch else "")
+                                  + (f"/A{o.a_operand}" if o.a_operand else "") for o in config.kernels)
     if any(c.cluster > 1 for c in config.kernels):
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
                                   for o in config.kernels if o.cluster == 1)
@@ -722,7 +742,8 @@ def to_table(config: FusedConfig) -> str:
         numbering = f', block_order = "{k.block_order}"' if k.block_order else ""
         depth = f", stages = {k.stages}" if k.stages else ""
         ahead = f", prefetch = {k.prefetch}" if k.prefetch else ""
+        operand = f', a_operand = "{k.a_operand}"' if k.a_operand else ""
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
-                     f"tile = {list(k.tile)}{cluster}{numbering}{depth}{ahead} }},")
+                     f"tile = {list(k.tile)}{cluster}{numbering}{depth}{ahead}{operand} }},")
     lines.append("]")
     return "\n".join(lines)

@@ -59,8 +59,8 @@ it can pay only where the kernel already runs one 128-thread block per 255 regis
 fastest and the k chunks slowest; ``"axis"`` numbers the chunks along the carried axis fastest, so
 that the blocks reading the same lines' q and vel panels run back to back and re-read them from L2
 (with "kji" a z kernel's NQ/BK blocks per line set are NQ/BJ * NQ/BI block numbers apart, so the
-later ones find the lines gone from L2 and read them from DRAM again). A streamed kernel's own ``block_order`` and ``stages`` keys
-override the table's for that kernel; its ``prefetch = N`` moves the epilogue's metric and dqdt
+later ones find the lines gone from L2 and read them from DRAM again). A streamed kernel's own ``block_order``, ``stages`` and
+``a_operand`` keys override the table's for that kernel; its ``prefetch = N`` moves the epilogue's metric and dqdt
 lines into L2 N panels before the contraction ends.
 
 Why the DFMA variant may not have its own kernels: FUSED_DFMA/FUSED_TC is meant to isolate the
@@ -150,6 +150,11 @@ class KernelConfig:
     #: before the last (None: no prefetch). The p = 511 z kernel's epilogue loads, 256 rows 2 MiB
     #: apart per block, are its largest stall after the FP64 pipe (ncu source counters, session 14).
     prefetch: int | None = None
+    #: volume = "stream": this kernel's A operand (A_OPERANDS) where it differs from the table's
+    #: ``a_operand``; None: the table's. The p = 511 z kernel spends 39 % of its stall samples on the
+    #: DMULs that form q*vel at every fragment load (ncu source counters, session 14): "product"
+    #: forms it once per staged element, which only the kernels with the registers for it can take.
+    a_operand: str | None = None
 
     @property
     def dir_names(self) -> str:
@@ -260,8 +265,8 @@ def _int_list(value: Any, n: int, file: str, key: str) -> tuple[int, ...]:
 def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) -> KernelConfig:
     if not isinstance(raw, Mapping):
         raise _error(file, key, f"expected a table, got {raw!r}")
-    _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll", "cluster", "block_order", "stages", "prefetch"),
-                    file, key)
+    _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll", "cluster", "block_order", "stages", "prefetch",
+                          "a_operand"), file, key)
     dirs_text = raw.get("dirs")
     if not isinstance(dirs_text, str) or not dirs_text or any(c not in DIR_NAMES for c in dirs_text):
         raise _error(file, f"{key}.dirs", f"expected a string of directions from 'xyz', got {dirs_text!r}")
@@ -295,6 +300,11 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
         raise _error(file, f"{key}.prefetch", f"expected a positive number of panels, got {prefetch!r}")
     if prefetch is not None and not stream:
         raise _error(file, f"{key}.prefetch", 'the epilogue prefetch applies to volume = "stream" only')
+    a_operand = raw.get("a_operand")
+    if a_operand is not None and a_operand not in A_OPERANDS:
+        raise _error(file, f"{key}.a_operand", f"expected one of {A_OPERANDS}, got {a_operand!r}")
+    if a_operand is not None and not stream:
+        raise _error(file, f"{key}.a_operand", 'a kernel\'s own a_operand applies to volume = "stream" only')
     for d in dirs:
         # a direction's contraction needs its whole axis inside the block's box (a streamed kernel
         # streams the axis instead: its box is the output tile; a cluster holds it across its blocks)
@@ -302,7 +312,7 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
             raise _error(file, f"{key}.box", f"carries {DIR_NAMES[d]} but spans {box[2 - d]} of the "
                                              f"Nq = {nq} nodes along that axis")
     return KernelConfig(dirs, box, threads, tile, unroll, cluster, block_order, stages,  # type: ignore[arg-type]
-                        prefetch)
+                        prefetch, a_operand)
 
 
 #: Blocks per cluster a schedule may ask for: the portable cluster sizes of sm_90 (up to 8); 1: none.
@@ -431,8 +441,8 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     k_panel, stages = _stream_keys(table, prefix, file, nq, mma, stream)
     switches = {key: _stream_choice(table, key, choices, prefix, file, stream)
                 for key, choices in STREAM_SWITCHES.items()}
-    if switches["a_operand"] == "product":
-        for n, k in enumerate(kernels):
+    for n, k in enumerate(kernels):
+        if (k.a_operand or switches["a_operand"]) == "product":
             pairs = box_lines(k.box, k.dirs[0]) * k_panel // 2
             if pairs % k.threads:
                 raise _error(file, f"{prefix}.kernels[{n}]", f'a_operand = "product" stages {pairs} pairs per '
