@@ -143,3 +143,18 @@ def ratio_cells(measured: dict[int, float], paths: tuple[str, str] = ("FUSED", "
 def ratios_by_target(result: dict) -> dict:
     """A score's ratios keyed by target label (one ratio per target in these inputs)."""
     return {r["target"]: r for r in result["ratios"]}
+
+
+def write_ratio_files(directory: Path, predicted: dict[int, float], measured: dict[int, float]
+                      ) -> tuple[list[str], list[str]]:
+    """The files `composer model score` reads for the FUSED/FUSED_TC ratio at p = 31: one prediction
+    file per SM count of ``predicted`` (:func:`ratio_prediction`) and one bench directory per SM count
+    of ``measured`` (FUSED_TC at 1 ms, FUSED at the ratio)."""
+    preds = []
+    for sms, r in predicted.items():
+        path = directory / f"p{sms}.json"
+        path.write_text(json.dumps(ratio_prediction(sms, r)))
+        preds.append(str(path))
+    benches = [str(write_bench(directory / f"b{sms}", {("FUSED", 31): r * 1e-3, ("FUSED_TC", 31): 1e-3}, sms=sms))
+               for sms, r in measured.items()]
+    return preds, benches

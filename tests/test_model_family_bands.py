@@ -13,7 +13,7 @@ from composer.cli.main import main
 from composer.model.errors import ModelError
 from composer.model.score import SCHEMA as S_SCHEMA, VERSION as S_VERSION, FamilyBand, score
 
-from tests.model_fixtures import ratio_cells, ratio_prediction, ratios_by_target, write_bench
+from tests.model_fixtures import ratio_cells, ratio_prediction, ratios_by_target, write_ratio_files
 
 FAM = "FUSED/FUSED_TC"
 # predicted and measured FUSED / FUSED_TC per SM count: 90 SMs is predicted 2 % apart, measured the
@@ -77,13 +77,7 @@ def test_bands_that_overlap_or_leave_a_target_out_are_refused():
 
 @pytest.fixture
 def files(tmp_path):
-    preds = []
-    for sms, r in PRED.items():
-        path = tmp_path / f"p{sms}.json"
-        path.write_text(json.dumps(ratio_prediction(sms, r)))
-        preds.append(str(path))
-    measured = [str(write_bench(tmp_path / f"b{sms}", {("FUSED", 31): r * 1e-3, ("FUSED_TC", 31): 1e-3}, sms=sms))
-                for sms, r in MEAS.items()]
+    preds, measured = write_ratio_files(tmp_path, PRED, MEAS)
     fam = {}
     for name, eps in (("low", 0.5), ("high", 2.5)):
         fam[name] = tmp_path / f"{name}.json"

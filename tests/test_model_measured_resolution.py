@@ -15,7 +15,7 @@ from composer.model.errors import ModelError
 from composer.model.ratios import RESOLUTION_PCT
 from composer.model.score import measured_sign, score
 
-from tests.model_fixtures import ratio_cells, ratio_prediction, ratios_by_target, write_bench
+from tests.model_fixtures import ratio_cells, ratio_prediction, ratios_by_target, write_ratio_files
 
 # FUSED / FUSED_TC at p = 31, predicted and measured per SM count: at 54 SMs predicted 2.1 % apart and
 # measured 0.13 % the other way (test 8's tie); at 90 SMs predicted 2 % apart and measured 1.5 % the
@@ -80,13 +80,7 @@ def test_a_bad_resolution_is_refused(bad):
 
 @pytest.fixture
 def files(tmp_path):
-    preds = []
-    for sms, r in PRED.items():
-        path = tmp_path / f"p{sms}.json"
-        path.write_text(json.dumps(ratio_prediction(sms, r)))
-        preds.append(str(path))
-    measured = [str(write_bench(tmp_path / f"b{sms}", {("FUSED", 31): r * 1e-3, ("FUSED_TC", 31): 1e-3}, sms=sms))
-                for sms, r in MEAS.items()]
+    preds, measured = write_ratio_files(tmp_path, PRED, MEAS)
     return tmp_path, preds, measured
 
 
