@@ -302,7 +302,7 @@ MEASURED_SOURCES = {
     "fused_tc16_p255_s1_y": "c574ebde80613e96",
     "fused_tc16_p255_s2_z": "6bc4648bd13450cb",
     "fused_tc16_p511_s0_x": "833bdb2eaba4cf86",
-    "fused_tc16_p511_s1_y": "566cb79605951273",  # session 14 (calls 2, 6): 64x256 256-thread y, z; prefetch 2
+    "fused_tc16_p511_s1_y": "b15624a5e50c5a60",  # session 15 call 1: y on the product operand (s14: tiles, prefetch 2)
     "fused_tc16_p511_s2_z": "6821ebf6abab619b",
     "fused_tc16_p767_s0_x": "1550f0eabc784254",
     "fused_tc16_p767_s1_y": "bf524160d946e484",

@@ -300,8 +300,8 @@ def test_stream_small_tables_match_reference_on_gpu(variant, mma, lines, positio
     extra[f"{variant}@small-unrolled-axis"] = lambda o: dataclasses.replace(unrolled, block_order="axis")
     # the per-kernel keys of session 14: z numbered along its axis, one panel deeper, its epilogue
     # prefetched one panel before the end (y two), y i first
-    panels = 32 // k_panel
-    deeper = stages + 1 if stages < panels else stages - 1 if stages > 2 else None  # None: Nq holds 2 panels
+    n_panels = 32 // k_panel
+    deeper = stages + 1 if stages < n_panels else stages - 1 if stages > 2 else None  # None: Nq holds 2 panels
     own = tuple(dataclasses.replace(k, block_order="axis", stages=deeper, prefetch=1)
                 if k.dirs == (2,) else dataclasses.replace(k, prefetch=2) if k.dirs == (1,) else k
                 for k in unrolled.kernels)
@@ -622,7 +622,8 @@ def test_per_kernel_families_label_every_candidate_apart(variant: str, order: in
     where all kernels share one tile and only a per-kernel key differs."""
     from composer.fused.candidates import FAMILIES
 
-    for family in ("stream_axis", "stream_yz", "stream_depth", "stream_x", "stream_prefetch", "stream_operand"):
+    for family in ("stream_axis", "stream_yz", "stream_depth", "stream_x", "stream_prefetch", "stream_operand",
+                   "stream_persistent"):
         found = FAMILIES[family](variant, order)
         assert len({name for name, _ in found}) == len(found), family
 
@@ -665,3 +666,92 @@ def test_kernel_product_operand_halves_only_its_own_a_loads() -> None:
         loops.append(kernel_hot_loop(z.compiled.cubin))
     assert loops[1].counts["DMMA"] == loops[0].counts["DMMA"] > 0
     assert loops[1].counts["LDS"] < loops[0].counts["LDS"], (loops[0].counts, loops[1].counts)
+
+
+# --- persistent blocks (the per-kernel persistent key, session 15) ---------------------------------
+
+def test_persistent_key_candidates_and_round_trip() -> None:
+    """persistent = true parses per streamed kernel, only as a boolean; the family puts x, y, z alone
+    and all three on it, each label its own, each table round-trips through TOML."""
+    from composer.fused.candidates import stream_persistent_candidates
+
+    table = _stream_table("16x8x4", 32, 16, 64, [1, 2], 8, 2)
+    table["kernels"][2]["persistent"] = 1
+    with pytest.raises(ConfigError, match="persistent"):
+        parse_table("FUSED_TC16", 31, table)
+    table["kernels"][2]["persistent"] = True
+    config = parse_table("FUSED_TC16", 31, table)
+    assert [p.persistent for p in kernel_plans(config)] == [False, False, True]
+    found = stream_persistent_candidates("FUSED_TC16", 767)
+    assert [tuple(k.dirs[0] for k in cfg.kernels if k.persistent) for _, cfg in found] == [(0,), (1,), (2,), (0, 1, 2)]
+    assert len({name for name, _ in found}) == len(found)
+    for _, cfg in found:
+        assert parse_table("FUSED_TC16", 767, tomllib.loads(to_table(cfg))["paths"]["FUSED_TC16"]) == cfg
+
+
+def test_persistent_kernel_renders_the_other_kernels_unchanged_and_launches_resident_blocks() -> None:
+    """Only the persistent kernel's source changes (one pipeline over its tiles); its launch is the
+    resident blocks per SM on every SM, or its tile count when that is smaller."""
+    from composer.arch.limits import resident_blocks
+    from composer.fused.builder import kernel_sources, render_volume
+    from composer.paths.fused import launch_grid
+
+    base = fused_config("FUSED_TC16", 767)
+    own = dataclasses.replace(base, kernels=tuple(dataclasses.replace(k, persistent=k.dirs == (2,))
+                                                  for k in base.kernels))
+    plans, plans_own = kernel_plans(base), kernel_plans(own)
+    for p0, p1 in zip(plans[:2], plans_own[:2]):
+        assert render_volume(base, p0) == render_volume(own, p1)
+    source = render_volume(own, plans_own[2])
+    assert "tile += gridDim.x" in source and "tile += gridDim.x" not in render_volume(base, plans[2])
+    z = kernel_sources(own)[-1]
+    assert z.persistent and z.blocks_per_element == 768 ** 3 // (128 * 64)
+    sm90 = arch_limits("sm_90")
+    # 128 threads x 254 registers and 65 KiB of stages: two blocks per SM (the measured kernels' count)
+    assert resident_blocks(sm90, 128, z.smem_bytes, 254) == 2
+    assert resident_blocks(sm90, 128, z.smem_bytes) == 3  # shared memory alone would allow three
+    assert launch_grid(z, own, 1, 768, 132, resident=2) == 264
+    assert launch_grid(z, own, 1, 768, 132, resident=100_000) == z.blocks_per_element
+    with pytest.raises(ValueError, match="resident"):
+        launch_grid(z, own, 1, 768, 132)
+
+
+@needs_nvrtc
+def test_persistent_kernels_compile_without_spills_at_767() -> None:
+    """The p = 767 FUSED_TC16 table with every kernel persistent: the same DMMAs per panel loop, no
+    spills, within the two-blocks-per-SM register budget."""
+    from composer.arch.hotloop import kernel_hot_loop
+
+    base = fused_config("FUSED_TC16", 767)
+    own = dataclasses.replace(base, kernels=tuple(dataclasses.replace(k, persistent=True) for k in base.kernels))
+    for k0, k1 in zip(*(build(cfg, "sm_90").kernels[1:] for cfg in (base, own))):
+        s0, s1 = _sass(k0), _sass(k1)
+        assert s1.spill_bytes == 0 and s1.registers <= 255 and s1.dmma == s0.dmma
+        assert kernel_hot_loop(k1.compiled.cubin).counts["DMMA"] == kernel_hot_loop(k0.compiled.cubin).counts["DMMA"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("grid_cap", [0, 3])
+@pytest.mark.parametrize(SMALL_ARGS, [SMALL[0], SMALL[3], SMALL[4], SMALL[7]])
+def test_persistent_small_tables_match_reference_on_gpu(monkeypatch, variant, mma, lines, positions, threads, tile,
+                                                        k_panel, stages, a_operand, grid_cap) -> None:
+    """Every kernel persistent, with its resident-block grid and with a grid of 3 blocks, so that each
+    block walks many tiles (and elements) through one pipeline and the last walk is partial."""
+    import composer.paths.fused as fused_path
+    from composer.fused.trial import TOLERANCE, run_case
+    from composer.runtime.device import ensure_context
+
+    if grid_cap:
+        plain = fused_path.launch_grid
+
+        def capped(kernel, config, num_elements, nq, sm_count, resident=0):
+            grid = plain(kernel, config, num_elements, nq, sm_count, resident)
+            return min(grid, grid_cap) if kernel.persistent else grid
+
+        monkeypatch.setattr(fused_path, "launch_grid", capped)
+    config = parse_table(variant, 31, _stream_table(mma, lines, positions, threads, tile, k_panel, stages, a_operand,
+                                                     copies="unrolled"))
+    config = dataclasses.replace(config, kernels=tuple(dataclasses.replace(k, persistent=True) for k in config.kernels))
+    for rec in run_case(31, (2, 1, 2), [], ensure_context(None), extra={f"{variant}@persistent": lambda o: config}):
+        assert rec.get("passed"), rec
+        assert rec["rel_err"] <= TOLERANCE

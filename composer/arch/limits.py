@@ -63,6 +63,21 @@ class ArchLimits:
         return min(self.smem_per_block_optin, self.smem_per_sm // blocks_per_sm - self.smem_reserved_per_block)
 
 
+def resident_blocks(limits: ArchLimits, threads: int, smem_bytes: int, registers: int = 0) -> int:
+    """Blocks of ``threads`` threads one SM of ``limits`` holds at once by the occupancy rules, from
+    the block's shared memory and (when known, else only the other limits bind) its registers per
+    thread, allocated per warp in units of 256: the grid of a persistent kernel built without a GPU
+    to ask (``cuOccupancyMaxActiveBlocksPerMultiprocessor`` where one is)."""
+    warps = -(-threads // limits.warp_size)
+    bound = min(limits.max_blocks_per_sm, limits.max_threads_per_sm // (warps * limits.warp_size))
+    if smem_bytes:
+        bound = min(bound, limits.smem_per_sm // (smem_bytes + limits.smem_reserved_per_block))
+    if registers:
+        per_warp = -(-registers * limits.warp_size // 256) * 256
+        bound = min(bound, limits.registers_per_sm // (per_warp * warps))
+    return max(bound, 0)
+
+
 def arch_limits(arch: str) -> ArchLimits:
     """Limits of ``arch`` (``sm_90``; a feature suffix as in ``sm_90a`` shares its base's limits).
 

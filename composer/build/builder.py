@@ -145,6 +145,12 @@ def _compile_fused(job: BuildJob, out: Path) -> dict:
     if source_sha(k.source) != job.spec["source_sha"]:
         raise BuildError(f"{job.name}: the schedule or template changed while building; run the build again")
     built = compile_cuda(k.source, f"{job.name}.cu", arch=job.arch, options=OPTIONS, entry_points=[job.name])
+    if k.persistent:  # the resident blocks per SM of the compiled kernel, on every SM the launch has
+        from composer.arch.limits import arch_limits, resident_blocks
+        from composer.arch.sass import inspect_cubin
+
+        registers = next(iter(inspect_cubin(built.cubin).values())).registers
+        grid = f"min(ne * {k.blocks_per_element}, sms * {resident_blocks(arch_limits(job.arch), k.threads, k.smem_bytes, registers)})"
     cubin = f"{job.name}.cubin"
     atomic_write_bytes(out / cubin, built.cubin)
     return {

@@ -154,6 +154,7 @@ class StreamPlan(BoxGeometry):
     paired: bool = False  # fragments = "paired": 16-byte fragment loads (paired_stride)
     axis_order: bool = False  # block_order = "axis": the carried axis's chunks numbered fastest
     prefetch: int = 0  # the kernel's prefetch key: epilogue lines into L2 this many panels before the end
+    persistent: bool = False  # the kernel's persistent key: resident blocks walk the tiles, one pipeline
 
     @property
     def dir(self) -> int:
@@ -261,7 +262,7 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
                            config.nq, index == 0, config.k_panel, k.stages or config.stages, config.min_blocks,
                            (k.a_operand or config.a_operand) == "product", config.copies == "unrolled",
                            config.d_layout == "panels", config.fragments == "paired",
-                           (k.block_order or config.block_order) == "axis", k.prefetch or 0)
+                           (k.block_order or config.block_order) == "axis", k.prefetch or 0, k.persistent)
                 for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):
@@ -306,7 +307,7 @@ def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
         tile=list(plan.kernel.tile), k_panel=plan.k_panel, stages=plan.stages, fs=plan.fs, ds=plan.ds,
         f_panel=plan.f_panel, smem_doubles=plan.smem_doubles, first=plan.first, dfma=config.dfma,
         product=plan.product, unrolled=plan.unrolled, d_panels=plan.d_panels, paired=plan.paired,
-        axis_order=plan.axis_order, prefetch=plan.prefetch,
+        axis_order=plan.axis_order, prefetch=plan.prefetch, persistent=plan.persistent,
         min_blocks=config.min_blocks, **_mma_params(config))
 
 
@@ -351,6 +352,7 @@ class KernelSource:
     signature: tuple[Param, ...]
     index: int | None  # position among the volume kernels; None for the face kernel
     cluster: int = 1  # blocks per thread-block cluster of the launch (1: a plain launch)
+    persistent: bool = False  # launched with the resident blocks only; they walk the tiles
 
 
 def face_source(nq: int) -> KernelSource:
@@ -365,7 +367,8 @@ def kernel_sources(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[Kernel
     for plan in kernel_plans(config, arch):
         sources.append(KernelSource(plan.name, render_volume(config, plan), plan.kernel.threads, plan.smem_bytes,
                                     plan.blocks_per_element, VOLUME_SIGNATURE, plan.index,
-                                    launch_cluster(config, plan.kernel)))
+                                    launch_cluster(config, plan.kernel),
+                                    isinstance(plan, StreamPlan) and plan.persistent))
     return sources
 
 

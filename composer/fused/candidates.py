@@ -547,6 +547,23 @@ def stream_operand_candidates(variant: str, order: int) -> list[tuple[str, Fused
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
+def stream_persistent_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Persistent blocks (the per-kernel ``persistent`` key) for the x, y or z kernel alone and for all
+    three: one continuous cp.async pipeline over a block's tiles, the next tile's first panels loading
+    during this tile's epilogue. A one-tile block fills STAGES - 1 panels before its first MMA and
+    runs its epilogue with nothing in flight; at p = 511 and 767 the FUSED_TC16 kernels keep two
+    4-warp blocks per SM and reach 66-74 % of the tensor pipe where cuBLAS's GEMMs reach 94 % (ncu,
+    session 9 call 2b; section 4)."""
+    base = _family_base(variant, order, "stream")
+    if base is None:
+        return []
+    options = []
+    for dirs in ((0,), (1,), (2,), (0, 1, 2)):
+        kernels = tuple(dataclasses.replace(k, persistent=True) if k.dirs[0] in dirs else k for k in base.kernels)
+        options.append(dataclasses.replace(base, kernels=kernels))
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
 def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The streamed tables the other orders' schedules ship for ``variant``, transplanted to
     ``order`` (block tile, warp tile, pipeline, every streamed switch), where they fit: a winner
@@ -654,6 +671,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_axis": stream_axis_candidates, "stream_yz": stream_yz_candidates,
             "stream_depth": stream_depth_candidates, "stream_x": stream_x_candidates,
             "stream_prefetch": stream_prefetch_candidates, "stream_operand": stream_operand_candidates,
+            "stream_persistent": stream_persistent_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
@@ -676,7 +694,7 @@ def _stream_tile(k: KernelConfig) -> tuple:
     direction it carries."""
     d = k.dirs[0]
     return (box_lines(k.box, d), k.box[2 - d], k.threads, tuple(k.tile), k.block_order, k.stages, k.prefetch,
-            k.a_operand)
+            k.a_operand, k.persistent)
 
 
 def label(config: FusedConfig) -> str:
@@ -704,12 +722,13 @@ def label(config: FusedConfig) -> str:
             extra += f" k{n}:{other.dir_names}{list(other.box)}c{other.cluster}t{other.threads}{list(other.tile)}"
     if config.volume == "stream" and (len({_stream_tile(o) for o in config.kernels}) > 1
                                       or any(o.block_order or o.stages or o.prefetch or o.a_operand
-                                             for o in config.kernels)):
+                                             or o.persistent for o in config.kernels)):
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
                                   + (f"B{o.block_order}" if o.block_order else "")
                                   + (f"/s{o.stages}" if o.stages else "")
                                   + (f"/pf{o.prefetch}" if o.prefetch else "")
-                                  + (f"/A{o.a_operand}" if o.a_operand else "") for o in config.kernels)
+                                  + (f"/A{o.a_operand}" if o.a_operand else "")
+                                  + ("/P" if o.persistent else "") for o in config.kernels)
     if any(c.cluster > 1 for c in config.kernels):
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
                                   for o in config.kernels if o.cluster == 1)
@@ -743,7 +762,8 @@ def to_table(config: FusedConfig) -> str:
         depth = f", stages = {k.stages}" if k.stages else ""
         ahead = f", prefetch = {k.prefetch}" if k.prefetch else ""
         operand = f', a_operand = "{k.a_operand}"' if k.a_operand else ""
+        persistent = ", persistent = true" if k.persistent else ""
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
-                     f"tile = {list(k.tile)}{cluster}{numbering}{depth}{ahead}{operand} }},")
+                     f"tile = {list(k.tile)}{cluster}{numbering}{depth}{ahead}{operand}{persistent} }},")
     lines.append("]")
     return "\n".join(lines)

@@ -155,6 +155,12 @@ class KernelConfig:
     #: DMULs that form q*vel at every fragment load (ncu source counters, session 14): "product"
     #: forms it once per staged element, which only the kernels with the registers for it can take.
     a_operand: str | None = None
+    #: volume = "stream": persistent blocks (True): the launch holds only the blocks the SMs keep
+    #: resident and each walks the output tiles blockIdx.x, + gridDim.x, ... through one continuous
+    #: cp.async pipeline, so that the next tile's first panels load while this tile's epilogue runs
+    #: (a one-tile block drains its pipeline and refills it: a prologue of STAGES - 1 panels of DRAM
+    #: latency per tile, with the epilogue after it, at two 4-warp blocks per SM).
+    persistent: bool = False
 
     @property
     def dir_names(self) -> str:
@@ -266,7 +272,7 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
     if not isinstance(raw, Mapping):
         raise _error(file, key, f"expected a table, got {raw!r}")
     _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll", "cluster", "block_order", "stages", "prefetch",
-                          "a_operand"), file, key)
+                          "a_operand", "persistent"), file, key)
     dirs_text = raw.get("dirs")
     if not isinstance(dirs_text, str) or not dirs_text or any(c not in DIR_NAMES for c in dirs_text):
         raise _error(file, f"{key}.dirs", f"expected a string of directions from 'xyz', got {dirs_text!r}")
@@ -305,6 +311,11 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
         raise _error(file, f"{key}.a_operand", f"expected one of {A_OPERANDS}, got {a_operand!r}")
     if a_operand is not None and not stream:
         raise _error(file, f"{key}.a_operand", 'a kernel\'s own a_operand applies to volume = "stream" only')
+    persistent = raw.get("persistent", False)
+    if type(persistent) is not bool:
+        raise _error(file, f"{key}.persistent", f"expected true or false, got {persistent!r}")
+    if persistent and not stream:
+        raise _error(file, f"{key}.persistent", 'persistent blocks apply to volume = "stream" only')
     for d in dirs:
         # a direction's contraction needs its whole axis inside the block's box (a streamed kernel
         # streams the axis instead: its box is the output tile; a cluster holds it across its blocks)
@@ -312,7 +323,7 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
             raise _error(file, f"{key}.box", f"carries {DIR_NAMES[d]} but spans {box[2 - d]} of the "
                                              f"Nq = {nq} nodes along that axis")
     return KernelConfig(dirs, box, threads, tile, unroll, cluster, block_order, stages,  # type: ignore[arg-type]
-                        prefetch, a_operand)
+                        prefetch, a_operand, persistent)
 
 
 #: Blocks per cluster a schedule may ask for: the portable cluster sizes of sm_90 (up to 8); 1: none.

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from composer import counts
+from composer.arch.limits import resident_blocks
 from composer.arch.machines import Machine
 from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
@@ -39,9 +40,15 @@ FACE_FLUX_ARRAY_MIN_ORDER = 63
 VOLUME_READS = ("q", "u", "v", "w", "Ex", "Ey", "Ez", "vmapM", "vmapP", "nx", "ny", "nz", "F", "D")
 
 
-def launch_grid(kernel: KernelSource, config: FusedConfig, num_elements: int, nq: int, sm_count: int) -> int:
+def launch_grid(kernel: KernelSource, config: FusedConfig, num_elements: int, nq: int, sm_count: int,
+                resident: int = 0) -> int:
     """Blocks of one fused kernel's launch: per element box for a volume kernel (a block walks
-    ``elements_per_block`` elements), a capped grid-stride loop for the face kernel."""
+    ``elements_per_block`` elements), a capped grid-stride loop for the face kernel; a persistent
+    streamed kernel gets its ``resident`` blocks per SM on every SM (its tiles, if fewer)."""
+    if kernel.persistent:
+        if resident < 1:
+            raise ValueError(f"{kernel.name}: a persistent kernel's grid needs its resident blocks per SM")
+        return min(num_elements * kernel.blocks_per_element, resident * sm_count)
     if kernel.blocks_per_element:
         if config.trace_cluster > 1:  # padded to whole clusters of elements (the extra blocks store nothing)
             return -(-num_elements // config.trace_cluster) * config.trace_cluster
@@ -106,7 +113,10 @@ class FusedPathBase(Path):
         config: FusedConfig = options.get("config") or fused_config(cls.variant, order)
         nodes = []
         for k in kernel_sources(config, machine.arch):
-            grid = launch_grid(k, config, num_elements, config.nq, machine.sm_count)
+            # a persistent kernel's plan: the resident blocks its shared memory and threads allow
+            # (registers are known once compiled; the launch asks the occupancy calculator)
+            resident = resident_blocks(machine.limits, k.threads, k.smem_bytes) if k.persistent else 0
+            grid = launch_grid(k, config, num_elements, config.nq, machine.sm_count, resident)
             if k.index is None:  # the face kernel
                 nodes.append(KernelNode(k.name, "face_flux", FACE_FLUX_READS, ("fstar",), grid=grid,
                                         block=k.threads, cost=face_flux_cost(machine, config.nq, num_elements)))
@@ -138,7 +148,8 @@ class FusedPathBase(Path):
                                        built.smem_bytes)
             if config.min_blocks >= 2 and built.blocks_per_element:
                 _prefer_shared_carveout(kernel)
-            grid = launch_grid(built, config, problem.num_elements, problem.nq, problem.device.sm_count)
+            resident = kernel.resident_blocks(built.threads, built.smem_bytes) if built.persistent else 0
+            grid = launch_grid(built, config, problem.num_elements, problem.nq, problem.device.sm_count, resident)
             self._launches[built.name] = (kernel, grid, built.threads, built.smem_bytes, not built.blocks_per_element,
                                           built.cluster)
         self.vmap_m, self.vmap_p = problem.index_maps32()
