@@ -48,7 +48,10 @@ def launch_grid(kernel: KernelSource, config: FusedConfig, num_elements: int, nq
     if kernel.persistent:
         if resident < 1:
             raise ValueError(f"{kernel.name}: a persistent kernel's grid needs its resident blocks per SM")
-        return min(num_elements * kernel.blocks_per_element, resident * sm_count)
+        tiles = num_elements * kernel.blocks_per_element
+        if tiles >= 2**31:  # the kernel numbers its tiles in 32 bits, as a one-tile-per-block grid would
+            raise ValueError(f"{kernel.name}: {tiles} output tiles exceed a 32-bit tile index")
+        return min(tiles, resident * sm_count)
     if kernel.blocks_per_element:
         if config.trace_cluster > 1:  # padded to whole clusters of elements (the extra blocks store nothing)
             return -(-num_elements // config.trace_cluster) * config.trace_cluster
