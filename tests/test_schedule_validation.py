@@ -70,7 +70,7 @@ BAD_TABLES = {
         _edited(P511, '{ dirs = "x", box = [1, 64, 128], threads = 256, tile = [4, 4] }',
                 '{ dirs = "x", box = [1, 64, 128], threads = 256, tile = [4, 4], warps = 2 }'),
         "paths.FUSED_TC.kernels[0].warps: unknown key (allowed here: a_operand, block_order, box, cluster, dirs, "
-        "prefetch, stages, threads, tile, unroll)"),
+        "persistent, prefetch, stages, threads, tile, unroll)"),
     "unknown shape (GEMM_CUTE)": (
         _edited(P511, 'mma = "16x8x4"\nlibrary', 'mma = "16x8x2"\nlibrary'),
         "paths.GEMM_CUTE.mma: expected one of '16x8x16', '16x8x4', '16x8x8', '8x8x4', got '16x8x2'"),
