@@ -63,7 +63,7 @@ BAD_TABLES = {
         "paths.GEMM_CUTE.tiles.x.bz: unknown key (allowed here: bk, bm, bn, fragment_pipeline, stages, swap, warps_m, warps_n)"),
     "unknown fused key": (
         _edited(P511, '[paths.FUSED_TC]\n', '[paths.FUSED_TC]\ncarrier = "x"\n'),
-        "paths.FUSED_TC.carrier: unknown key (allowed here: a_operand, block_order, copies, d_layout, "
+        "paths.FUSED_TC.carrier: unknown key (allowed here: a_operand, block_order, copies, copy_issue, d_layout, "
         "d_panel, d_stage, elements_per_block, flux, fragments, k_panel, kernels, min_blocks, mma, stages, "
         "trace_cluster, traces, volume)"),
     "unknown key of a fused kernel": (

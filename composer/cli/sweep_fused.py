@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from composer.fileio import atomic_write_text
-from composer.cli.arguments import csv_list, non_negative_float, positive_float, positive_int
+from composer.cli.arguments import csv_list, non_negative_float, non_negative_int, positive_float, positive_int
 from composer.errors import ComposerError
 from composer.fused.candidates import SUBSETS
 
@@ -32,6 +32,8 @@ def register(subparsers: Any) -> None:
                        help=f"candidate family: {', '.join(SUBSETS)} (default: all)")
     check.add_argument("--plan", type=Path, default=Path("sweep_plan.json"))
     check.add_argument("--workers", type=positive_int, default=2)
+    check.add_argument("--max-spill", type=non_negative_int, default=None, metavar="BYTES",
+                       help="spilled bytes per thread a kept candidate may have (default: 16)")
     run = sub.add_parser("run", help="validate and time the planned candidates (needs a GPU)")
     run.add_argument("--orders", type=csv_list(positive_int), required=True)
     run.add_argument("--plan", type=Path, required=True)
@@ -54,7 +56,8 @@ def main(args: argparse.Namespace) -> int:
     if args.step == "check":
         if args.subset not in SUBSETS:
             raise ComposerError(f"unknown subset {args.subset!r}; known: {', '.join(SUBSETS)}")
-        plan = sweep.check(args.orders, workers=args.workers, subset=args.subset)
+        spill = sweep.MAX_SPILL if args.max_spill is None else args.max_spill
+        plan = sweep.check(args.orders, workers=args.workers, subset=args.subset, max_spill=spill)
         atomic_write_text(args.plan, json.dumps(plan, indent=1))
         kept = sum(row["ok"] for rows in plan.values() for v in rows.values() for row in v)
         print(f"{args.plan}: {kept} candidates kept")

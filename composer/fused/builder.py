@@ -19,6 +19,7 @@ from composer.arch.limits import DEFAULT_ARCH, ArchLimits, arch_limits
 from composer.errors import ComposerError
 from composer.fused.config import (DIR_NAMES, FusedConfig, KernelConfig, box_lines, cluster_problem,
                                    trace_cluster_problem)
+from composer.fused.copies import d_trips, f_trips, panel_strides
 from composer.kernels.render import render
 from composer.runtime.nvrtc import CompiledKernel, compile_cuda
 from composer.runtime.params import Param, params
@@ -155,6 +156,8 @@ class StreamPlan(BoxGeometry):
     axis_order: bool = False  # block_order = "axis": the carried axis's chunks numbered fastest
     prefetch: int = 0  # the kernel's prefetch key: epilogue lines into L2 this many panels before the end
     persistent: bool = False  # the kernel's persistent key: resident blocks walk the tiles, one pipeline
+    pointers: bool = False  # copies = "pointers": the copies from per-thread base pointers (composer.fused.copies)
+    mma_issue: bool = False  # copy_issue = "mma": the next panel's copies after the first MMA k-step
 
     @property
     def dir(self) -> int:
@@ -262,7 +265,8 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
                            config.nq, index == 0, config.k_panel, k.stages or config.stages, config.min_blocks,
                            (k.a_operand or config.a_operand) == "product", config.copies == "unrolled",
                            config.d_layout == "panels", config.fragments == "paired",
-                           (k.block_order or config.block_order) == "axis", k.prefetch or 0, k.persistent)
+                           (k.block_order or config.block_order) == "axis", k.prefetch or 0, k.persistent,
+                           config.copies == "pointers", config.copy_issue == "mma")
                 for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):
@@ -299,6 +303,16 @@ def _mma_params(config: FusedConfig) -> dict[str, object]:
     return {"mma_m": shape.m, "mma_k": shape.k, "mma_ptx": shape.ptx}
 
 
+def _copy_program(plan: StreamPlan) -> dict[str, object]:
+    """The pointer program's constants (copies = "pointers"), for the template; {} otherwise, so
+    that the other tables render exactly as before (their sources are pinned by a test)."""
+    if not plan.pointers:
+        return {"pointers": False}
+    f_stride, d_stride = panel_strides(plan)
+    return {"pointers": True, "f_trips": f_trips(plan), "d_trips": d_trips(plan), "f_stride": f_stride,
+            "d_stride": d_stride}
+
+
 def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
     """CUDA C++ of one streamed volume kernel (``fused_stream.cu.j2``)."""
     return render(
@@ -308,7 +322,7 @@ def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
         f_panel=plan.f_panel, smem_doubles=plan.smem_doubles, first=plan.first, dfma=config.dfma,
         product=plan.product, unrolled=plan.unrolled, d_panels=plan.d_panels, paired=plan.paired,
         axis_order=plan.axis_order, prefetch=plan.prefetch, persistent=plan.persistent,
-        min_blocks=config.min_blocks, **_mma_params(config))
+        mma_issue=plan.mma_issue, min_blocks=config.min_blocks, **_copy_program(plan), **_mma_params(config))
 
 
 def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:

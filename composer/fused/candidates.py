@@ -564,6 +564,32 @@ def stream_persistent_candidates(variant: str, order: int) -> list[tuple[str, Fu
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
+#: Blocks per SM the stream_copies family asks ptxas to fit (``min_blocks``) on top of the table's.
+STREAM_COPIES_BLOCKS = (3,)
+
+
+def stream_copies_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The copy program and its place in the panel iteration: pointer copies (``copies = "pointers"``)
+    with the copies after the barrier or after the first MMA k-step (``copy_issue``), the table's own
+    copy loops after the first k-step, and the pointer copies compiled for one more resident block
+    per SM (``min_blocks``; with the registers they free, the p = 767 y and z kernels drop from 254
+    and 214 to 176 registers). Why: the p = 767 FUSED_TC16 kernels keep the tensor pipe 62-74 % busy
+    where cuBLAS's GEMMs of the same tile keep it 93-94 % busy at the same occupancy, issuing 5.0
+    instructions per DMMA against cuBLAS's 3.4 (ncu, session 9 call 2b): about 37 of the hot loop's
+    155 instructions per 32 DMMAs re-derive the copies' 64-bit addresses, all of them between the
+    panel's barrier and its first fragment load (SASS)."""
+    base = _family_base(variant, order, "stream")
+    if base is None:
+        return []
+    options = [dataclasses.replace(base, copies="pointers"),
+               dataclasses.replace(base, copies="pointers", copy_issue="mma"),
+               dataclasses.replace(base, copy_issue="mma")]
+    for blocks in STREAM_COPIES_BLOCKS:
+        if blocks > (base.min_blocks or 2):
+            options += [dataclasses.replace(c, min_blocks=blocks) for c in options[:2]]
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
 def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The streamed tables the other orders' schedules ship for ``variant``, transplanted to
     ``order`` (block tile, warp tile, pipeline, every streamed switch), where they fit: a winner
@@ -671,7 +697,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_axis": stream_axis_candidates, "stream_yz": stream_yz_candidates,
             "stream_depth": stream_depth_candidates, "stream_x": stream_x_candidates,
             "stream_prefetch": stream_prefetch_candidates, "stream_operand": stream_operand_candidates,
-            "stream_persistent": stream_persistent_candidates,
+            "stream_persistent": stream_persistent_candidates, "stream_copies": stream_copies_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
@@ -716,7 +742,7 @@ def label(config: FusedConfig) -> str:
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
-        extra += f" {key[0].upper()}{value}"
+        extra += f" {'I' if key == 'copy_issue' else key[0].upper()}{value}"  # copy_issue: " Imma"
     for n, other in enumerate(config.kernels):
         if other.cluster > 1:  # a clustered kernel names itself: the label must tell the candidates apart
             extra += f" k{n}:{other.dir_names}{list(other.box)}c{other.cluster}t{other.threads}{list(other.tile)}"

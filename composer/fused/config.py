@@ -46,8 +46,15 @@ lookup per 64 bytes); ``"panels"`` reads a copy of D regrouped by k-panel once p
 only): ``"strided"`` (default) issues a thread's panel copies in a loop striding by the block
 size; ``"unrolled"`` gives the loops a compile-time trip count, fully unrolled, which removes two
 thirds of the hot loop's instructions (index arithmetic, remainder handling) at the price of more
-live registers; which one is faster depends on the order and pipeline, so the schedule names it
-(the measured choice per order: ``docs/results.md``). ``fragments``
+live registers; ``"pointers"`` unrolls them too and issues each from one of three per-thread base
+pointers (q, vel, D) at offsets fixed when the kernel is generated, the panels at a constant stride
+(composer.fused.copies checks that the offsets are the same for every thread; a block whose copies
+do not tile that way is an error): one panel offset per panel instead of a 64-bit address per copy.
+Which one is faster depends on the order and pipeline, so the schedule names it
+(the measured choice per order: ``docs/results.md``). ``copy_issue`` (streamed only): where a
+panel's iteration issues the next copies: ``"barrier"`` (default) right after its barrier, before the
+fragment loads; ``"mma"`` after the panel's first MMA k-step, so that the fragment loads follow the
+barrier at once and the copies issue while the first k-step's MMAs are queued. ``fragments``
 (streamed only): ``"scalar"`` (default) loads each fragment value by its own 8-byte shared load;
 ``"paired"`` permutes the panel columns of each 8-wide k-octet (lane t's k indices t and t + 4
 become columns 2t and 2t + 1) and, for y and z, pairs a lane's two A rows onto adjacent lines, so
@@ -99,8 +106,14 @@ TRACE_SOURCES = ("global", "tiles")
 VOLUME_KINDS = ("box", "stream")
 A_OPERANDS = ("factors", "product")
 # volume = "stream": how a thread issues its panel copies: a loop striding by the block size, or
-# a compile-time trip count fully unrolled (no integer loop overhead per panel, more live addresses)
-COPY_LOOPS = ("strided", "unrolled")
+# a compile-time trip count fully unrolled (no integer loop overhead per panel, more live addresses),
+# or "pointers": unrolled, from three per-thread base pointers at offsets fixed at build time
+# (composer.fused.copies: one panel offset per panel instead of a 64-bit address per copy)
+COPY_LOOPS = ("strided", "unrolled", "pointers")
+# volume = "stream": where a panel's iteration issues the copies of panel p + STAGES - 1: right after
+# its barrier (before the fragment loads), or "mma": after the panel's first MMA k-step, so that the
+# fragment loads follow the barrier at once and the copies' issue overlaps the queued MMAs
+COPY_ISSUE = ("barrier", "mma")
 # volume = "stream": D in global memory as its rows (D[a][m]), or regrouped once per path into
 # k-panels (D[p][a][m], p = m // k_panel) so that a block's D panel is one contiguous run
 D_LAYOUTS = ("rows", "panels")
@@ -117,7 +130,7 @@ BLOCK_ORDERS = ("kji", "axis")
 #: FusedConfig field of the same name; parse_table, candidate labels and to_table iterate this).
 STREAM_SWITCHES: dict[str, tuple[str, ...]] = {
     "a_operand": A_OPERANDS, "copies": COPY_LOOPS, "d_layout": D_LAYOUTS, "fragments": FRAGMENT_LOADS,
-    "block_order": BLOCK_ORDERS,
+    "block_order": BLOCK_ORDERS, "copy_issue": COPY_ISSUE,
 }
 
 
@@ -207,6 +220,7 @@ class FusedConfig:
     d_layout: str = "rows"  # volume = "stream": D as rows or regrouped into k-panels (D_LAYOUTS)
     fragments: str = "scalar"  # volume = "stream": one value per shared load or pairs (FRAGMENT_LOADS)
     block_order: str = "kji"  # volume = "stream": block number -> box (BLOCK_ORDERS)
+    copy_issue: str = "barrier"  # volume = "stream": where an iteration issues its panel copies (COPY_ISSUE)
     #: > 1: thread-block clusters of this many consecutive elements (sm_90; whole-element boxes,
     #: traces = "tiles"): a face node's exterior trace comes from the neighbour's staged tiles through
     #: distributed shared memory when the neighbour is in the cluster (consecutive elements are x

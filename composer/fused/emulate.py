@@ -17,6 +17,7 @@ import numpy as np
 from composer import dg
 from composer.fused.builder import KernelPlan, StreamPlan, d_panel_layout, kernel_plans
 from composer.fused.config import FusedConfig
+from composer.fused.copies import program
 from composer.arch.mma import mma_shape
 
 
@@ -209,11 +210,15 @@ def stage_stream_panel(plan: StreamPlan, qe: np.ndarray, ve: np.ndarray, dmat: n
                               plan.f_panel)
     nf = 1 if plan.product else 2  # a_operand = "product": one panel of q*vel
     buf = np.full(nf * fp + na * ds, np.nan)
-    n = np.arange(nl * kp // 2)
-    m = 2 * (n % (kp // 2)) if plan.dir == 0 else n // (nl // 2)
-    l = n // (kp // 2) if plan.dir == 0 else 2 * (n % (nl // 2))
-    f_off = l * fs + m if plan.dir == 0 else m * fs + l
-    g = _stream_node(plan, p * kp + m, l, k0, j0, i0)
+    if plan.pointers:  # copies = "pointers": the copy program the template is generated from
+        f_prog, d_prog = pointer_copies(plan, p, a_org, k0, j0, i0)
+        g, f_off = f_prog
+    else:
+        n = np.arange(nl * kp // 2)
+        m = 2 * (n % (kp // 2)) if plan.dir == 0 else n // (nl // 2)
+        l = n // (kp // 2) if plan.dir == 0 else 2 * (n % (nl // 2))
+        f_off = l * fs + m if plan.dir == 0 else m * fs + l
+        g = _stream_node(plan, p * kp + m, l, k0, j0, i0)
     for h in range(2):  # the pair's second value: the next m (x) or the next line (y, z), +1 in both memories
         off = f_off + h
         assert len(np.unique(off)) == len(off) and off.max() < fp
@@ -227,9 +232,26 @@ def stage_stream_panel(plan: StreamPlan, qe: np.ndarray, ve: np.ndarray, dmat: n
     # D's rows, or its k-panel copy read with the kernel's own index formula
     d_flat, d_index = ((d_panel_layout(dmat, kp).reshape(-1), (p * plan.nq + a_org + a) * kp + m) if plan.d_panels
                        else (dmat.reshape(-1), (a_org + a) * plan.nq + p * kp + m))
+    d_slot = a * ds + m
+    if plan.pointers:
+        d_index, d_slot = d_prog
+    assert len(np.unique(d_slot)) == len(d_slot) and d_slot.max() < na * ds
     for h in range(2):
-        buf[nf * fp + a * ds + m + h] = d_flat[d_index + h]
+        buf[nf * fp + d_slot + h] = d_flat[d_index + h]
     return buf
+
+
+def pointer_copies(plan: StreamPlan, p: int, a_org: int, k0: int, j0: int, i0: int):
+    """Every (global, shared) offset pair that the pointer program (copies = "pointers",
+    :func:`composer.fused.copies.program`) copies at panel p, over all threads and trips: ((F's
+    in-element node offsets, F panel offsets), (D's flat offsets, D panel offsets))."""
+    tid = np.arange(plan.kernel.threads)
+    out = []
+    for rows in program(plan, tid, p, a_org, k0, j0, i0):
+        g = np.concatenate([g[mask] for g, _, mask in rows])
+        s = np.concatenate([s[mask] for _, s, mask in rows])
+        out.append((g, s))
+    return out
 
 
 def _paired_line(plan: StreamPlan, rho: int, g):

@@ -1,0 +1,219 @@
+"""The streamed kernels' pointer copies (``copies = "pointers"``) and the copies issued after the
+first MMA k-step (``copy_issue = "mma"``; composer/fused/copies.py, fused_stream.cu.j2).
+
+The pointer program's constants are what the CUDA is generated from: the CPU tests check them
+against the index formulas of the other copy loops (the same (global, shared) pairs at every panel
+and origin), emulate whole tendencies through them against the reference, and compile the shipped
+p = 767 table with them to check the hot loop the design is for (fewer instructions, the same DMMAs,
+no spills); the GPU tests run the small tables both ways against the reference.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from composer import dg
+from composer.errors import ComposerError, ConfigError
+from composer.fused.builder import kernel_plans, kernel_sources
+from composer.fused.candidates import _fits
+from composer.fused.config import fused_config, parse_table
+from composer.fused.copies import d_trips, f_pair_offsets, f_trips
+from composer.fused.emulate import emulate, pointer_copies, _stream_node
+from tests.test_fused_cpu import _sass, needs_nvrtc
+from tests.test_fused_stream import SMALL, SMALL_ARGS, _stream_table
+
+
+def _reference_pairs(plan, p: int, a_org: int, k0: int, j0: int, i0: int):
+    """The (global, shared) offsets of every F and D pair of panel p by the other copy loops' formulas."""
+    kp, nl, na = plan.k_panel, plan.lines(plan.dir), plan.positions(plan.dir)
+    n = np.arange(nl * kp // 2)
+    g0, s = f_pair_offsets(plan, n)
+    m = 2 * (n % (kp // 2)) if plan.dir == 0 else n // (nl // 2)
+    l = n // (kp // 2) if plan.dir == 0 else 2 * (n % (nl // 2))
+    g = _stream_node(plan, p * kp + m, l, k0, j0, i0)
+    nd = np.arange(na * kp // 2)
+    a, md = nd // (kp // 2), 2 * (nd % (kp // 2))
+    dg_ = (p * plan.nq + a_org + a) * kp + md if plan.d_panels else (a_org + a) * plan.nq + p * kp + md
+    return (g, s), (dg_, a * plan.ds + md)
+
+
+def _as_set(g, s):
+    return set(zip(np.asarray(g).tolist(), np.asarray(s).tolist()))
+
+
+@pytest.mark.parametrize("variant,order", [("FUSED_TC16", 767), ("FUSED_TC16", 511), ("FUSED_TC16", 255),
+                                           ("FUSED_TC", 767), ("FUSED_TC", 255)])
+def test_pointer_program_copies_what_the_loops_copy(variant: str, order: int) -> None:
+    """At the shipped tables' sizes: every thread's trips land the same (global, shared) pairs as the
+    striding loops, for the first, a middle and the last panel and a box away from the origin, each
+    pair exactly once."""
+    config = dataclasses.replace(fused_config(variant, order), copies="pointers")
+    nq = order + 1
+    for plan in kernel_plans(config):
+        assert plan.pointers
+        bk, bj, bi = plan.kernel.box
+        k0, j0, i0 = nq - bk, nq - bj, nq - bi
+        a_org = (i0, j0, k0)[plan.dir]
+        for p in (0, nq // plan.k_panel // 2, nq // plan.k_panel - 1):
+            (fg, fs), (dg_, ds) = pointer_copies(plan, p, a_org, k0, j0, i0)
+            (rg, rs), (rdg, rds) = _reference_pairs(plan, p, a_org, k0, j0, i0)
+            assert len(fg) == len(rg) and _as_set(fg, fs) == _as_set(rg, rs)
+            assert len(dg_) == len(rdg) and _as_set(dg_, ds) == _as_set(rdg, rds)
+
+
+def test_pointer_trips_are_offsets_from_the_first_copy() -> None:
+    """The p = 767 x kernel (128 threads, 64 lines x 8-value panels): two F trips 32 lines apart,
+    four D trips 32 rows apart, every trip issued by every thread."""
+    plan = kernel_plans(dataclasses.replace(fused_config("FUSED_TC16", 767), copies="pointers"))[0]
+    assert plan.dir == 0
+    f, d = f_trips(plan), d_trips(plan)
+    assert [dg for dg, _ in f.deltas] == [0, 32 * 768] and [s for _, s in f.deltas] == [0, 32 * plan.fs]
+    assert [dg for dg, _ in d.deltas] == [0, 32 * 768, 64 * 768, 96 * 768]
+    assert all(f.guard(t) is None for t in range(2)) and all(d.guard(t) is None for t in range(4))
+
+
+def test_partial_trips_are_guarded() -> None:
+    """A block with more threads than F pairs per panel: the trip is issued by the threads whose pair
+    exists, and the template guards exactly that trip."""
+    table = _stream_table("16x8x4", 16, 32, 128, [1, 1], 4, 2, copies="pointers")
+    config = parse_table("FUSED_TC16", 31, table)
+    plan = next(p for p in kernel_plans(config) if p.dir == 1)
+    trips = f_trips(plan)
+    assert trips.pairs == 32 and trips.guard(0) == 32
+    source = next(s.source for s in kernel_sources(config) if s.name == plan.name)
+    assert "if (threadIdx.x < 32) { copy16(" in source
+
+
+def test_copies_that_do_not_tile_by_thread_are_a_clear_error() -> None:
+    """A y kernel of 48 lines (24 pairs per panel row) on 32 threads: trip 1's offsets depend on the
+    thread, so "pointers" is refused with the kernel named, and "unrolled" still lays it out."""
+    base = {"flux": "array", "mma": "16x8x4", "volume": "stream", "k_panel": 8, "stages": 2, "kernels": [
+        {"dirs": "y", "box": [3, 128, 16], "threads": 32, "tile": [1, 2]},
+        {"dirs": "x", "box": [1, 16, 128], "threads": 128, "tile": [1, 2]},
+        {"dirs": "z", "box": [128, 1, 16], "threads": 128, "tile": [1, 2]}]}
+    assert kernel_plans(parse_table("FUSED_TC16", 767, dict(base, copies="unrolled")))
+    with pytest.raises(ComposerError, match=r"fused_tc16_p767_s0_y: copies = \"pointers\" needs"):
+        kernel_sources(parse_table("FUSED_TC16", 767, dict(base, copies="pointers")))
+
+
+def test_copy_keys_are_checked() -> None:
+    table = _stream_table("16x8x4", 32, 16, 64, [1, 2], copy_issue="late")
+    with pytest.raises(ConfigError, match=r"copy_issue: expected one of \('barrier', 'mma'\)"):
+        parse_table("FUSED_TC16", 31, table)
+    box = {"flux": "array", "mma": "16x8x4", "copy_issue": "mma", "kernels": [
+        {"dirs": "xyz", "box": [32, 32, 32], "threads": 128, "tile": [1, 1]}]}
+    with pytest.raises(ConfigError, match='copy_issue: needs volume = "stream"'):
+        parse_table("FUSED_TC16", 31, box)
+    config = parse_table("FUSED_TC16", 31, _stream_table("16x8x4", 32, 16, 64, [1, 2], copies="pointers",
+                                                         copy_issue="mma"))
+    assert all(p.pointers and p.mma_issue for p in kernel_plans(config))
+
+
+# The SMALL tables with pointer copies, scalar and paired fragments, D rows and k-panels.
+POINTER_TABLES = [(row, keys) for row in SMALL for keys in (
+    {"copies": "pointers"}, {"copies": "pointers", "d_layout": "panels"},
+    {"copies": "pointers", "fragments": "paired"})]
+
+
+@pytest.mark.parametrize("row,keys", POINTER_TABLES)
+def test_emulated_pointer_copies_match_reference(row, keys) -> None:
+    """The emulated kernels staging every panel through the pointer program give the reference
+    tendency (a wrong trip constant lands a value in the wrong slot: a NaN or a wrong number)."""
+    variant, mma, lines, positions, threads, tile, k_panel, stages, a_operand = row
+    try:
+        config = parse_table(variant, 31, _stream_table(mma, lines, positions, threads, tile, k_panel, stages,
+                                                         a_operand, **keys))
+    except ConfigError:
+        pytest.skip("the table does not take these keys (paired: k-octets and y/z row pairs)")
+    if not _fits(config):
+        pytest.skip("does not fit")
+    order, grid = 31, (1, 2, 1)
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    assert np.max(np.abs(emulate(config, fields, grid) - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+def test_default_tables_render_without_the_new_code() -> None:
+    """Neither key set: no Copies struct and no issue lambda (the shipped kernels' sources are
+    pinned by tests/test_fused_cpu.py); each key adds only its own code."""
+    base = fused_config("FUSED_TC16", 767)
+    plain = "".join(s.source for s in kernel_sources(base))
+    assert "struct Copies" not in plain and "auto issue" not in plain
+    ptr = "".join(s.source for s in kernel_sources(dataclasses.replace(base, copies="pointers")))
+    assert "struct Copies" in ptr and "auto issue" not in ptr
+    mma = "".join(s.source for s in kernel_sources(dataclasses.replace(base, copies="unrolled", copy_issue="mma")))
+    assert "struct Copies" not in mma and mma.count("auto issue = [&]") == 3
+
+
+@needs_nvrtc
+def test_pointer_copies_shrink_the_767_hot_loop() -> None:
+    """The shipped p = 767 FUSED_TC16 table with pointer copies: the same 32 DMMAs and 8 LDGSTS per
+    panel loop, at least 10 fewer instructions per trip in every kernel, no spills; with the copies
+    issued after the first k-step as well, still no spills."""
+    from composer.arch.hotloop import kernel_hot_loop
+    from composer.fused.builder import build
+
+    base = fused_config("FUSED_TC16", 767)
+    loops = {}
+    for name, config in (("unrolled", base), ("pointers", dataclasses.replace(base, copies="pointers")),
+                         ("pointers-mma", dataclasses.replace(base, copies="pointers", copy_issue="mma"))):
+        built = build(config)
+        for k in built.kernels[1:]:
+            assert _sass(k).spill_bytes == 0, (name, k.name)
+            loops[name, k.name[-1]] = kernel_hot_loop(k.compiled.cubin)
+    for d in "xyz":
+        old, new = loops["unrolled", d], loops["pointers", d]
+        assert new.counts["DMMA"] == old.counts["DMMA"] == 32 and new.counts["LDGSTS"] == old.counts["LDGSTS"] == 8
+        assert new.instructions <= old.instructions - 10, (d, old.instructions, new.instructions)
+
+
+@needs_nvrtc
+def test_persistent_kernels_take_both_keys() -> None:
+    """Persistent blocks recompute the copy pointers per tile and issue the copies from step(): the
+    p = 767 table with all three keys compiles to the same DMMAs without spills."""
+    from composer.fused.builder import build
+
+    base = fused_config("FUSED_TC16", 767)
+    config = dataclasses.replace(base, copies="pointers", copy_issue="mma",
+                                 kernels=tuple(dataclasses.replace(k, persistent=True) for k in base.kernels))
+    for k in build(config).kernels[1:]:
+        sass = _sass(k)
+        assert set(sass.dmma) == {"16x8x4"} and sass.spill_bytes == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(SMALL_ARGS, [SMALL[0], SMALL[3], SMALL[4], SMALL[7]])  # both engines, operands, shapes
+def test_copy_keys_small_tables_match_reference_on_gpu(variant, mma, lines, positions, threads, tile, k_panel,
+                                                       stages, a_operand) -> None:
+    """The small tables with pointer copies, with the copies issued after the first k-step, both, with
+    paired fragments and D k-panels, persistent (grid of 3 blocks), and FUSED_DFMA's build."""
+    import composer.paths.fused as fused_path
+    from composer.fused.trial import TOLERANCE, run_case
+    from composer.runtime.device import ensure_context
+
+    config = parse_table(variant, 31, _stream_table(mma, lines, positions, threads, tile, k_panel, stages,
+                                                     a_operand, copies="pointers"))
+    variants = {"ptr": config, "mma": dataclasses.replace(config, copies="unrolled", copy_issue="mma"),
+                "ptr-mma": dataclasses.replace(config, copy_issue="mma"),
+                "ptr-mma-dpanels": dataclasses.replace(config, copy_issue="mma", d_layout="panels"),
+                "ptr-mma-paired": dataclasses.replace(config, copy_issue="mma", fragments="paired")}
+    both = variants["ptr-mma"]
+    variants["ptr-mma-persistent"] = dataclasses.replace(
+        both, kernels=tuple(dataclasses.replace(k, persistent=True) for k in both.kernels))
+    extra = {f"{variant}@{key}": (lambda c: lambda o: c)(c) for key, c in variants.items() if _fits(c)}
+    if variant == "FUSED_TC":
+        extra["FUSED_DFMA@ptr-mma"] = lambda o: dataclasses.replace(both, variant="FUSED_DFMA", dfma=True)
+    plain = fused_path.launch_grid
+
+    def capped(kernel, config, num_elements, nq, sm_count, resident=0):
+        grid = plain(kernel, config, num_elements, nq, sm_count, resident)
+        return min(grid, 3) if kernel.persistent else grid
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fused_path, "launch_grid", capped)
+        for rec in run_case(31, (2, 1, 2), [], ensure_context(None), extra=extra):
+            assert rec.get("passed"), rec
+            assert rec["rel_err"] <= TOLERANCE
