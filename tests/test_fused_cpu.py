@@ -298,9 +298,9 @@ MEASURED_SOURCES = {
     "fused_tc16_p127_s0_x": "dd2330c5d7c8f185",
     "fused_tc16_p127_s1_y": "b0bcd3acf865bf7c",
     "fused_tc16_p127_s2_z": "a7b50f00ba508075",
-    "fused_tc16_p255_s0_x": "354c7ba4907de0b3",
-    "fused_tc16_p255_s1_y": "c574ebde80613e96",
-    "fused_tc16_p255_s2_z": "6bc4648bd13450cb",
+    "fused_tc16_p255_s0_x": "477ec56856b5c290",  # session 16 call 1: pointer copies issued after the first k-step
+    "fused_tc16_p255_s1_y": "b8b937b173b21196",
+    "fused_tc16_p255_s2_z": "de1f85303b2f02f5",
     "fused_tc16_p511_s0_x": "833bdb2eaba4cf86",
     "fused_tc16_p511_s1_y": "b15624a5e50c5a60",  # session 15 call 1: y on the product operand (s14: tiles, prefetch 2)
     "fused_tc16_p511_s2_z": "6821ebf6abab619b",

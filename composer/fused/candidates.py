@@ -18,7 +18,7 @@ import dataclasses
 from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.errors import ComposerError
 from composer.fused.builder import StreamPlan, kernel_plans
-from composer.fused.config import (D_LAYOUTS, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
+from composer.fused.config import (ALLOWED_MMA, D_LAYOUTS, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
                                    box_lines, fused_config)
 from composer.arch.mma import mma_shape
 
@@ -590,6 +590,28 @@ def stream_copies_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
+def stream_shape_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The table on the variant's other MMA shapes (FUSED_TC16: 16x8x8 for 16x8x4), with the table's
+    copies and with each copy program of the stream_copies family. Why: cuBLAS's DGEMM kernels of the
+    p = 767 GEMMs (sm90_xmma_gemm_f64..._tilesize64x128x16_stage3_warpsize2x2x1_tensor16x8x8, the same
+    32 x 64 warp tile on 128 threads) issue DMMA.16x8x8, half the MMA instructions and accumulator
+    reads and writes per FLOP of the fused kernels' 16x8x4, and keep the tensor pipe 93-94 % busy where
+    those reach 66-74 %; the paired fragment loads hold exactly the m16n8k8 A and B fragments (k indices
+    t and t + 4 of an octet), and the tuned streamed tables were never run on the wider shape."""
+    base = _family_base(variant, order, "stream", tensor_core=True)
+    if base is None:
+        return []
+    options = []
+    for shape in ALLOWED_MMA[variant]:
+        if shape == base.mma:
+            continue
+        wide = dataclasses.replace(base, mma=shape)
+        options += [wide, dataclasses.replace(wide, copies="pointers", copy_issue="mma"),
+                    dataclasses.replace(wide, copies="pointers", copy_issue="barrier"),
+                    dataclasses.replace(wide, copy_issue="mma")]
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
 def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The streamed tables the other orders' schedules ship for ``variant``, transplanted to
     ``order`` (block tile, warp tile, pipeline, every streamed switch), where they fit: a winner
@@ -698,6 +720,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_depth": stream_depth_candidates, "stream_x": stream_x_candidates,
             "stream_prefetch": stream_prefetch_candidates, "stream_operand": stream_operand_candidates,
             "stream_persistent": stream_persistent_candidates, "stream_copies": stream_copies_candidates,
+            "stream_shape": stream_shape_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
