@@ -217,3 +217,21 @@ def test_copy_keys_small_tables_match_reference_on_gpu(variant, mma, lines, posi
         for rec in run_case(31, (2, 1, 2), [], ensure_context(None), extra=extra):
             assert rec.get("passed"), rec
             assert rec["rel_err"] <= TOLERANCE
+
+
+def test_copy_and_shape_families() -> None:
+    """stream_copies: the pointer copies after the barrier and after the first k-step, the table's own
+    copies after it, and the pointers at one more block per SM; stream_shape: FUSED_TC16's table on
+    16x8x8 with each copy program (FUSED_TC has one shape: none); both leave the base table out."""
+    from composer.fused.candidates import stream_copies_candidates, stream_shape_candidates
+
+    base = fused_config("FUSED_TC16", 767)
+    copies = [cfg for _, cfg in stream_copies_candidates("FUSED_TC16", 767)]
+    assert [(c.copies, c.copy_issue, c.min_blocks) for c in copies] == [
+        ("pointers", "barrier", 0), ("pointers", "mma", 0), ("unrolled", "mma", 0),
+        ("pointers", "barrier", 3), ("pointers", "mma", 3)]
+    assert all(dataclasses.replace(c, copies=base.copies, copy_issue=base.copy_issue, min_blocks=0) == base
+               for c in copies)
+    shapes = [cfg for _, cfg in stream_shape_candidates("FUSED_TC16", 767)]
+    assert {c.mma for c in shapes} == {"16x8x8"} and len(shapes) == 4 and base not in shapes
+    assert stream_shape_candidates("FUSED_TC", 767) == []

@@ -298,15 +298,15 @@ MEASURED_SOURCES = {
     "fused_tc16_p127_s0_x": "dd2330c5d7c8f185",
     "fused_tc16_p127_s1_y": "b0bcd3acf865bf7c",
     "fused_tc16_p127_s2_z": "a7b50f00ba508075",
-    "fused_tc16_p255_s0_x": "477ec56856b5c290",  # session 16 call 1: pointer copies issued after the first k-step
-    "fused_tc16_p255_s1_y": "b8b937b173b21196",
-    "fused_tc16_p255_s2_z": "de1f85303b2f02f5",
-    "fused_tc16_p511_s0_x": "833bdb2eaba4cf86",
-    "fused_tc16_p511_s1_y": "b15624a5e50c5a60",  # session 15 call 1: y on the product operand (s14: tiles, prefetch 2)
-    "fused_tc16_p511_s2_z": "6821ebf6abab619b",
-    "fused_tc16_p767_s0_x": "1550f0eabc784254",
-    "fused_tc16_p767_s1_y": "bf524160d946e484",
-    "fused_tc16_p767_s2_z": "af24be3935f607a3",
+    "fused_tc16_p255_s0_x": "fd7836bc5cf3b1d8",  # session 16 call 2: 16x8x8, pointer copies (call 1: issued after the first k-step)
+    "fused_tc16_p255_s1_y": "e7d948bb01c309f2",
+    "fused_tc16_p255_s2_z": "291992a7c6a68c65",
+    "fused_tc16_p511_s0_x": "1ffa6a52c27e2043",  # session 16 call 2: 16x8x8, pointer copies
+    "fused_tc16_p511_s1_y": "a38c1759cc64783c",  # (s15 call 1: y on the product operand; s14: tiles, prefetch 2)
+    "fused_tc16_p511_s2_z": "f4a364335abb36e1",
+    "fused_tc16_p767_s0_x": "d971b4bd0e566372",  # session 16 call 2: 16x8x8, pointer copies after the first k-step
+    "fused_tc16_p767_s1_y": "b660e570ce77de44",
+    "fused_tc16_p767_s2_z": "478ccb1418ca7255",
     "fused_tc_p255_s0_x": "a47828156e005bb9",
     "fused_tc_p255_s1_y": "96eed2c38b7cd448",
     "fused_tc_p255_s2_z": "c978e1a3ccdd2ad3",

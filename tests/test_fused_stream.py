@@ -169,7 +169,7 @@ def test_stream_candidates_are_schedule_tables(variant: str, order: int) -> None
     found = stream_candidates(variant, order) + stream_refine_candidates(variant, order)
     assert found
     for family in ("stream_lines", "stream_paired", "stream_order", "stream_transfer", "stream_axis", "stream_yz", "stream_depth", "stream_x",
-                   "stream_prefetch", "stream_operand"):
+                   "stream_prefetch", "stream_operand", "stream_copies", "stream_shape"):
         found += FAMILIES[family](variant, order)
     for _, cfg in found:
         assert _fits(cfg) and cfg.volume == "stream"
@@ -623,7 +623,7 @@ def test_per_kernel_families_label_every_candidate_apart(variant: str, order: in
     from composer.fused.candidates import FAMILIES
 
     for family in ("stream_axis", "stream_yz", "stream_depth", "stream_x", "stream_prefetch", "stream_operand",
-                   "stream_persistent"):
+                   "stream_persistent", "stream_copies", "stream_shape"):
         found = FAMILIES[family](variant, order)
         assert len({name for name, _ in found}) == len(found), family
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 from composer.fileio import atomic_write_text
 from composer.cli.arguments import csv_list, non_negative_float, non_negative_int, positive_float, positive_int
 from composer.errors import ComposerError
-from composer.fused.candidates import SUBSETS
+from composer.fused.candidates import SUBSETS, check_subset
 
 
 def register(subparsers: Any) -> None:
@@ -29,7 +30,9 @@ def register(subparsers: Any) -> None:
     check = sub.add_parser("check", help="compile and filter candidates on the CPU; write the plan")
     check.add_argument("--orders", type=csv_list(positive_int), required=True)
     check.add_argument("--subset", default="all",
-                       help=f"candidate family: {', '.join(SUBSETS)} (default: all)")
+                       help=f"candidate family, or several joined by commas: {', '.join(SUBSETS)} (default: all)")
+    check.add_argument("--only", default=None, metavar="REGEX",
+                       help="keep the candidates whose label matches REGEX (and the schedule's own table)")
     check.add_argument("--plan", type=Path, default=Path("sweep_plan.json"))
     check.add_argument("--workers", type=positive_int, default=2)
     check.add_argument("--max-spill", type=non_negative_int, default=None, metavar="BYTES",
@@ -54,10 +57,14 @@ def main(args: argparse.Namespace) -> int:
     from composer.fused import sweep
 
     if args.step == "check":
-        if args.subset not in SUBSETS:
-            raise ComposerError(f"unknown subset {args.subset!r}; known: {', '.join(SUBSETS)}")
+        check_subset(args.subset)
+        if args.only is not None:
+            try:
+                re.compile(args.only)
+            except re.error as exc:
+                raise ComposerError(f"--only {args.only!r}: not a regular expression ({exc})") from None
         spill = sweep.MAX_SPILL if args.max_spill is None else args.max_spill
-        plan = sweep.check(args.orders, workers=args.workers, subset=args.subset, max_spill=spill)
+        plan = sweep.check(args.orders, workers=args.workers, subset=args.subset, max_spill=spill, only=args.only)
         atomic_write_text(args.plan, json.dumps(plan, indent=1))
         kept = sum(row["ok"] for rows in plan.values() for v in rows.values() for row in v)
         print(f"{args.plan}: {kept} candidates kept")

@@ -13,6 +13,8 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 
 from __future__ import annotations
 
+import re
+
 import dataclasses
 
 from composer.arch.limits import DEFAULT_ARCH, arch_limits
@@ -725,11 +727,35 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
 SUBSETS = ("all", *FAMILIES)
 
 
-def candidate_list(variant: str, order: int, subset: str) -> list[tuple[str, FusedConfig]]:
+def candidate_list(variant: str, order: int, subset: str, only: str | None = None) -> list[tuple[str, FusedConfig]]:
+    """The schedule's table ("base") and the candidates of ``subset``: "all", one family, or several
+    joined by commas (each table once, in the families' order); ``only``: a regular expression the
+    other candidates' labels must match (the base is always kept, as the run times against it)."""
     if subset == "all":
-        return candidates(variant, order)
-    base = fused_config(variant, order)
-    return [("base", base)] + [c for c in FAMILIES[subset](variant, order) if c[1] != base]
+        found = candidates(variant, order)
+    else:
+        base = fused_config(variant, order)
+        found = [("base", base)]
+        seen = {base}
+        for family in subset.split(","):
+            for name, cfg in FAMILIES[family](variant, order):
+                if cfg not in seen:
+                    seen.add(cfg)
+                    found.append((name, cfg))
+    if only is not None:
+        pattern = re.compile(only)
+        found = [c for c in found if c[0] == "base" or pattern.search(c[0])]
+    return found
+
+
+def check_subset(subset: str) -> str:
+    """``subset`` if every family it names exists (ComposerError naming the first that does not)."""
+    for family in subset.split(","):
+        if family not in SUBSETS:
+            raise ComposerError(f"unknown subset {family!r}; known: {', '.join(SUBSETS)}")
+    if "all" in subset.split(",") and subset != "all":
+        raise ComposerError('subset "all" cannot be joined with families')
+    return subset
 
 
 def _set_switches(config: FusedConfig) -> list[tuple[str, str]]:

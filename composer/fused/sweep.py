@@ -100,12 +100,12 @@ def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float
 MAX_SPILL = 16
 
 
-def _check_one(job: tuple[str, int, str, int, int]) -> dict:
+def _check_one(job: tuple[str, int, str, str | None, int, int]) -> dict:
     from composer.arch.hotloop import kernel_hot_loop
     from composer.arch.sass import inspect_cubin
 
-    variant, order, subset, n, max_spill = job
-    name, cfg = candidate_list(variant, order, subset)[n]
+    variant, order, subset, only, n, max_spill = job
+    name, cfg = candidate_list(variant, order, subset, only)[n]
     built = build(cfg, DEFAULT_ARCH)  # the runtime NVRTC cache ($COMPOSER_CACHE_DIR) that run() reads
     ok, info, loops = True, [], []
     blocks = max(1, cfg.min_blocks)
@@ -123,7 +123,7 @@ def _check_one(job: tuple[str, int, str, int, int]) -> dict:
 
 
 def check(orders: list[int], max_per_variant: int = 7, workers: int = 2,
-          subset: str = "all", max_spill: int = MAX_SPILL) -> dict[str, dict[str, list]]:
+          subset: str = "all", max_spill: int = MAX_SPILL, only: str | None = None) -> dict[str, dict[str, list]]:
     """Compile the candidates on the CPU; keep those that spill at most ``max_spill`` bytes per
     thread and reach their blocks per SM (one, or ``min_blocks``). ``subset`` ("staged", "traces"):
     the schedule's own table and that family of candidates only."""
@@ -132,11 +132,11 @@ def check(orders: list[int], max_per_variant: int = 7, workers: int = 2,
     def count(v: str, o: int) -> int:
         if o not in SUPPORTED_ORDERS[v]:
             return 0
-        if subset != "all":
-            return len(candidate_list(v, o, subset))
+        if subset != "all" or only is not None:
+            return len(candidate_list(v, o, subset, only))
         return min(max_per_variant, len(candidates(v, o)))
 
-    jobs = [(v, o, subset, n, max_spill) for o in orders for v in SWEPT for n in range(count(v, o))]
+    jobs = [(v, o, subset, only, n, max_spill) for o in orders for v in SWEPT for n in range(count(v, o))]
     with ProcessPoolExecutor(workers) as pool:
         rows = list(pool.map(_check_one, jobs))
     kept: dict[str, dict[str, list]] = {str(o): {v: [] for v in SWEPT} for o in orders}
