@@ -139,7 +139,7 @@ def test_emulated_pointer_copies_match_reference(row, keys) -> None:
 def test_default_tables_render_without_the_new_code() -> None:
     """Neither key set: no Copies struct and no issue lambda (the shipped kernels' sources are
     pinned by tests/test_fused_cpu.py); each key adds only its own code."""
-    base = fused_config("FUSED_TC16", 767)
+    base = dataclasses.replace(fused_config("FUSED_TC16", 767), copies="unrolled", copy_issue="barrier")
     plain = "".join(s.source for s in kernel_sources(base))
     assert "struct Copies" not in plain and "auto issue" not in plain
     ptr = "".join(s.source for s in kernel_sources(dataclasses.replace(base, copies="pointers")))
@@ -152,11 +152,12 @@ def test_default_tables_render_without_the_new_code() -> None:
 def test_pointer_copies_shrink_the_767_hot_loop() -> None:
     """The shipped p = 767 FUSED_TC16 table with pointer copies: the same 32 DMMAs and 8 LDGSTS per
     panel loop, at least 10 fewer instructions per trip in every kernel, no spills; with the copies
-    issued after the first k-step as well, still no spills."""
+    issued after the first k-step as well, still no spills (on the session-15 table: 16x8x4 MMAs, unrolled
+    copies after the barrier)."""
     from composer.arch.hotloop import kernel_hot_loop
     from composer.fused.builder import build
 
-    base = fused_config("FUSED_TC16", 767)
+    base = dataclasses.replace(fused_config("FUSED_TC16", 767), mma="16x8x4", copies="unrolled", copy_issue="barrier")
     loops = {}
     for name, config in (("unrolled", base), ("pointers", dataclasses.replace(base, copies="pointers")),
                          ("pointers-mma", dataclasses.replace(base, copies="pointers", copy_issue="mma"))):
@@ -181,7 +182,7 @@ def test_persistent_kernels_take_both_keys() -> None:
                                  kernels=tuple(dataclasses.replace(k, persistent=True) for k in base.kernels))
     for k in build(config).kernels[1:]:
         sass = _sass(k)
-        assert set(sass.dmma) == {"16x8x4"} and sass.spill_bytes == 0
+        assert set(sass.dmma) == {base.mma} and sass.spill_bytes == 0
 
 
 @pytest.mark.gpu
@@ -220,18 +221,21 @@ def test_copy_keys_small_tables_match_reference_on_gpu(variant, mma, lines, posi
 
 
 def test_copy_and_shape_families() -> None:
-    """stream_copies: the pointer copies after the barrier and after the first k-step, the table's own
-    copies after it, and the pointers at one more block per SM; stream_shape: FUSED_TC16's table on
-    16x8x8 with each copy program (FUSED_TC has one shape: none); both leave the base table out."""
+    """stream_copies: the table with only its copy program, copy issue and blocks per SM changed, the
+    pointer copies after the first k-step among them; stream_shape: FUSED_TC16's table on its other
+    MMA shape with each copy program (FUSED_TC has one shape: none); neither repeats the base table."""
     from composer.fused.candidates import stream_copies_candidates, stream_shape_candidates
 
-    base = fused_config("FUSED_TC16", 767)
-    copies = [cfg for _, cfg in stream_copies_candidates("FUSED_TC16", 767)]
-    assert [(c.copies, c.copy_issue, c.min_blocks) for c in copies] == [
-        ("pointers", "barrier", 0), ("pointers", "mma", 0), ("unrolled", "mma", 0),
-        ("pointers", "barrier", 3), ("pointers", "mma", 3)]
-    assert all(dataclasses.replace(c, copies=base.copies, copy_issue=base.copy_issue, min_blocks=0) == base
-               for c in copies)
-    shapes = [cfg for _, cfg in stream_shape_candidates("FUSED_TC16", 767)]
-    assert {c.mma for c in shapes} == {"16x8x8"} and len(shapes) == 4 and base not in shapes
+    for order in (255, 511, 767):
+        base = fused_config("FUSED_TC16", order)
+        copies = [cfg for _, cfg in stream_copies_candidates("FUSED_TC16", order)]
+        assert copies and base not in copies
+        assert all(dataclasses.replace(c, copies=base.copies, copy_issue=base.copy_issue, min_blocks=base.min_blocks)
+                   == base for c in copies)
+        assert (base.copies, base.copy_issue) == ("pointers", "mma") or any(
+            (c.copies, c.copy_issue, c.min_blocks) == ("pointers", "mma", base.min_blocks) for c in copies)
+        shapes = [cfg for _, cfg in stream_shape_candidates("FUSED_TC16", order)]
+        assert shapes and base not in shapes and all(c.mma != base.mma for c in shapes)
+        assert all(dataclasses.replace(c, mma=base.mma, copies=base.copies, copy_issue=base.copy_issue) == base
+                   for c in shapes)
     assert stream_shape_candidates("FUSED_TC", 767) == []
