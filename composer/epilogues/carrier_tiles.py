@@ -118,6 +118,9 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
     pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d, "epilogue_prefetch_split": True})
               for d in windows]
     pairs += [(mma, {**t, **swap}) for mma in swept_shapes(arch, scheduled_mma) for t in LIBRARY_TILES]
+    # the schedule's own tile on the other shapes (session 16: cuBLAS's p = 767 DGEMMs issue 16x8x8; the
+    # p = 767 carrier's three-block tile was only ever built with the 16x8x4 it was chosen on)
+    pairs += [(mma, plain) for mma in swept_shapes(arch, scheduled_mma)[1:]]
     # The widest split window (the whole mainloop where it reaches it) on each library tile with the schedule's shape: the smaller
     # tiles hold two blocks per SM, so one block's epilogue can also run under the other's mainloop.
     pairs += [(scheduled_mma, {**t, **swap, "epilogue_prefetch": split_windows(t["bk"])[-1],
