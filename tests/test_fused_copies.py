@@ -239,3 +239,19 @@ def test_copy_and_shape_families() -> None:
         assert all(dataclasses.replace(c, mma=base.mma, copies=base.copies, copy_issue=base.copy_issue) == base
                    for c in shapes)
     assert stream_shape_candidates("FUSED_TC", 767) == []
+
+
+def test_joined_families_and_label_filter() -> None:
+    """`sweep-fused check --subset a,b --only REGEX`: the base first, each table once across the
+    families, the others filtered by label; the base survives any filter."""
+    from composer.fused.candidates import FAMILIES, candidate_list
+
+    joined = candidate_list("FUSED_TC16", 767, "stream_copies,stream_shape")
+    assert joined[0][0] == "base"
+    configs = [cfg for _, cfg in joined]
+    assert len(configs) == len(set(configs))
+    union = {cfg for f in ("stream_copies", "stream_shape") for _, cfg in FAMILIES[f]("FUSED_TC16", 767)}
+    assert set(configs[1:]) == union - {configs[0]}
+    only = candidate_list("FUSED_TC16", 767, "stream_copies,stream_shape", only=r"mb3")
+    assert only[0][0] == "base" and len(only) > 1 and all("mb3" in name for name, _ in only[1:])
+    assert candidate_list("FUSED_TC16", 767, "stream_copies", only="no such label") == joined[:1]

@@ -18,26 +18,24 @@ def csv_list(kind: type) -> Callable[[str], list]:
     return parse
 
 
-def positive_int(text: str) -> int:
-    """argparse type for counts (steps, rounds, orders, workers): an integer >= 1."""
+def _bounded_int(text: str, minimum: int, what: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type for counts (steps, rounds, orders, workers): an integer >= 1."""
+    return _bounded_int(text, 1, "a positive integer")
 
 
 def non_negative_int(text: str) -> int:
     """argparse type for limits that may be zero (bytes, counts): an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}")
-    return value
+    return _bounded_int(text, 0, "an integer >= 0")
 
 
 def _finite_float(text: str, what: str) -> float:
