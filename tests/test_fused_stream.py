@@ -332,7 +332,8 @@ def test_product_operand_halves_the_a_loads(variant: str) -> None:
     from composer.arch.hotloop import kernel_hot_loop
 
     # the session-4 p = 511 pipeline (8-value panels, 4 stages, scalar fragment loads)
-    factors = dataclasses.replace(fused_config(variant, 511), k_panel=8, stages=4, fragments="scalar")
+    factors = dataclasses.replace(fused_config(variant, 511), k_panel=8, stages=4, fragments="scalar",
+                                  mma="8x8x4" if variant == "FUSED_DFMA" else "16x8x4", copies="unrolled")
     product = dataclasses.replace(factors, a_operand="product")
     assert _fits(product)
     loops = []
@@ -583,6 +584,7 @@ def test_epilogue_prefetch_adds_only_l2_prefetches() -> None:
     from composer.fused.builder import render_volume
 
     shipped = fused_config("FUSED_TC16", 511)  # its y and z prefetch two panels ahead (session 14)
+    shipped = dataclasses.replace(shipped, mma="16x8x4", copies="unrolled")  # the session-15 table
     base = dataclasses.replace(shipped, kernels=tuple(dataclasses.replace(k, prefetch=None) for k in shipped.kernels))
     ahead = dataclasses.replace(base, kernels=tuple(dataclasses.replace(k, prefetch=4) if k.dirs == (2,) else k
                                                     for k in base.kernels))
