@@ -255,3 +255,36 @@ def test_joined_families_and_label_filter() -> None:
     only = candidate_list("FUSED_TC16", 767, "stream_copies,stream_shape", only=r"mb3")
     assert only[0][0] == "base" and len(only) > 1 and all("mb3" in name for name, _ in only[1:])
     assert candidate_list("FUSED_TC16", 767, "stream_copies", only="no such label") == joined[:1]
+
+
+@needs_nvrtc
+def test_copy_issue_mma_puts_the_copies_behind_the_first_mmas() -> None:
+    """In the SASS of each p = 767 kernel's panel loop: after the barrier the default issues the copies
+    before any DMMA; copy_issue = "mma" issues the fragment loads and some DMMAs first, and every copy
+    still precedes the panel's last DMMA (they are issued inside the panel, not deferred past it)."""
+    import tempfile
+    from pathlib import Path
+
+    from composer.arch import hotloop
+    from composer.arch.sass import disassemble
+    from composer.fused.builder import build
+
+    def loop_ops(cubin: bytes) -> list[str]:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "k.cubin"
+            path.write_bytes(cubin)
+            sass = disassemble(path)
+        loop = hotloop.hot_loop(sass)
+        return [op for addr, op, _ in hotloop._instructions(sass) if loop.start <= addr <= loop.end]
+
+    base = dataclasses.replace(fused_config("FUSED_TC16", 767), mma="16x8x4", copies="unrolled", copy_issue="barrier")
+    for issue in ("barrier", "mma"):
+        for k in build(dataclasses.replace(base, copy_issue=issue)).kernels[1:]:
+            ops = loop_ops(k.compiled.cubin)
+            first_copy, first_mma = ops.index("LDGSTS"), ops.index("DMMA")
+            last_copy = len(ops) - 1 - ops[::-1].index("LDGSTS")
+            last_mma = len(ops) - 1 - ops[::-1].index("DMMA")
+            if issue == "barrier":
+                assert first_copy < first_mma, k.name
+            else:
+                assert first_mma < first_copy and last_copy < last_mma, k.name

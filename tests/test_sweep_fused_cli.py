@@ -30,6 +30,26 @@ def test_check_writes_a_plan_of_compiled_candidates(tmp_path: Path, monkeypatch:
     assert any((tmp_path / "cache").rglob("*.cubin"))  # the NVRTC cache a device call can carry
 
 
+def test_check_json_only_and_spill_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """--json prints the plan's summary; --only keeps the matching labels and the base; --max-spill 0
+    drops every candidate that spills (the base is kept: the run times against it)."""
+    monkeypatch.setenv("COMPOSER_CACHE_DIR", str(tmp_path / "cache"))
+    plan_file = tmp_path / "plan.json"
+    args = ["sweep-fused", "check", "--orders", "7", "--subset", "traces,strip", "--plan", str(plan_file)]
+    assert main([*args, "--only", "epb2", "--max-spill", "0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    plan = json.loads(plan_file.read_text())
+    assert out["plan"] == str(plan_file) and out["kept"] == sum(r["ok"] for v in plan["7"].values() for r in v)
+    for variant, rows in plan["7"].items():
+        labels = [r["label"] for r in rows]
+        everything = [n for n, _ in candidate_list(variant, 7, "traces,strip")]
+        assert labels == [n for n in everything if n == "base" or "epb2" in n] and len(labels) < len(everything)
+        assert labels[0] == "base" and len(labels) > 1 and all("epb2" in name for name in labels[1:])
+        assert all(not r["ok"] for r in rows[1:] if any(k[1] for k in r["kernels"]))
+        assert [e["label"] for e in out["orders"]["7"][variant]] == labels
+
+
 def test_apply_writes_winners_into_a_schedules_directory(tmp_path: Path) -> None:
     schedules = tmp_path / "schedules"
     schedules.mkdir()

@@ -37,6 +37,8 @@ def register(subparsers: Any) -> None:
     check.add_argument("--workers", type=positive_int, default=2)
     check.add_argument("--max-spill", type=non_negative_int, default=None, metavar="BYTES",
                        help="spilled bytes per thread a kept candidate may have (default: 16)")
+    check.add_argument("--json", action="store_true",
+                       help="print the plan's summary as JSON (per order and variant: label, kept, registers, spills)")
     run = sub.add_parser("run", help="validate and time the planned candidates (needs a GPU)")
     run.add_argument("--orders", type=csv_list(positive_int), required=True)
     run.add_argument("--plan", type=Path, required=True)
@@ -67,7 +69,15 @@ def main(args: argparse.Namespace) -> int:
         plan = sweep.check(args.orders, workers=args.workers, subset=args.subset, max_spill=spill, only=args.only)
         atomic_write_text(args.plan, json.dumps(plan, indent=1))
         kept = sum(row["ok"] for rows in plan.values() for v in rows.values() for row in v)
-        print(f"{args.plan}: {kept} candidates kept")
+        if args.json:
+            summary = {order: {variant: [{"label": row["label"], "ok": row["ok"],
+                                          "registers": [k[0] for k in row["kernels"]],
+                                          "spill_bytes": [k[1] for k in row["kernels"]]} for row in rows]
+                               for variant, rows in variants.items() if rows}
+                       for order, variants in plan.items()}
+            print(json.dumps({"plan": str(args.plan), "kept": kept, "orders": summary}, indent=1))
+        else:
+            print(f"{args.plan}: {kept} candidates kept")
         return 0
     if args.step == "run":
         from composer.runtime import gpu_available

@@ -304,8 +304,8 @@ def _mma_params(config: FusedConfig) -> dict[str, object]:
 
 
 def _copy_program(plan: StreamPlan) -> dict[str, object]:
-    """The pointer program's constants (copies = "pointers"), for the template; {} otherwise, so
-    that the other tables render exactly as before (their sources are pinned by a test)."""
+    """The pointer program's constants (copies = "pointers") for the template; for the other tables
+    only ``pointers = False``, so that they render exactly as before (their sources are pinned by a test)."""
     if not plan.pointers:
         return {"pointers": False}
     f_stride, d_stride = panel_strides(plan)

@@ -13,9 +13,8 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 
 from __future__ import annotations
 
-import re
-
 import dataclasses
+import re
 
 from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.errors import ComposerError

@@ -28,17 +28,12 @@ from composer.errors import ComposerError
 @dataclass(frozen=True)
 class CopyTrips:
     """One operand's copies per thread and panel: trip t copies pair ``tid + t * threads``, at
-    ``(global, shared)`` offsets (doubles) ``deltas[t]`` from the thread's first pair; the trips from
-    ``full`` on are issued only by the threads whose pair exists (``tid < pairs - t * threads``)."""
+    ``(global, shared)`` offsets (doubles) ``deltas[t]`` from the thread's first pair; a partial last
+    trip is issued only by the threads whose pair exists (``guard``)."""
 
     pairs: int
     threads: int
     deltas: tuple[tuple[int, int], ...]
-
-    @property
-    def full(self) -> int:
-        """Trips every thread issues."""
-        return self.pairs // self.threads
 
     def guard(self, t: int) -> int | None:
         """The bound ``pairs - t * threads`` below which a thread issues trip t (None: all do)."""
