@@ -200,7 +200,9 @@ def test_copy_keys_small_tables_match_reference_on_gpu(variant, mma, lines, posi
     variants = {"ptr": config, "mma": dataclasses.replace(config, copies="unrolled", copy_issue="mma"),
                 "ptr-mma": dataclasses.replace(config, copy_issue="mma"),
                 "ptr-mma-dpanels": dataclasses.replace(config, copy_issue="mma", d_layout="panels"),
-                "ptr-mma-paired": dataclasses.replace(config, copy_issue="mma", fragments="paired")}
+                "ptr-mma-paired": dataclasses.replace(config, copy_issue="mma", fragments="paired"),
+                "ptr-l2": dataclasses.replace(config, l2_fetch="128B"),
+                "strided-dpanels-l2": dataclasses.replace(config, copies="strided", d_layout="panels", l2_fetch="256B")}
     both = variants["ptr-mma"]
     variants["ptr-mma-persistent"] = dataclasses.replace(
         both, kernels=tuple(dataclasses.replace(k, persistent=True) for k in both.kernels))
@@ -288,3 +290,66 @@ def test_copy_issue_mma_puts_the_copies_behind_the_first_mmas() -> None:
                 assert first_copy < first_mma, k.name
             else:
                 assert first_mma < first_copy and last_copy < last_mma, k.name
+
+
+def test_l2_fetch_key_is_checked() -> None:
+    table = _stream_table("16x8x4", 32, 16, 64, [1, 2], l2_fetch="64B")
+    with pytest.raises(ConfigError, match=r"l2_fetch: expected one of \('none', '128B', '256B'\)"):
+        parse_table("FUSED_TC16", 31, table)
+    box = {"flux": "array", "mma": "16x8x4", "l2_fetch": "128B", "kernels": [
+        {"dirs": "xyz", "box": [32, 32, 32], "threads": 128, "tile": [1, 1]}]}
+    with pytest.raises(ConfigError, match='l2_fetch: needs volume = "stream"'):
+        parse_table("FUSED_TC16", 31, box)
+    config = parse_table("FUSED_TC16", 31, _stream_table("16x8x4", 32, 16, 64, [1, 2], l2_fetch="256B"))
+    assert all(p.l2_fetch == "256B" for p in kernel_plans(config))
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("order,fetch", [(767, "128B"), (511, "256B")])
+def test_l2_fetch_hint_reaches_every_panel_load(order: int, fetch: str) -> None:
+    """With ``l2_fetch`` every panel copy (LDGSTS) carries the hint, and so do the product operand's
+    register loads (the 511 y kernel's 16-byte LDGs); without it none does. The same DMMAs either way."""
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from composer.arch.sass import disassemble
+    from composer.fused.builder import build
+
+    def loads(kernels) -> list[tuple[str, set[str]]]:
+        out = []
+        for k in kernels:
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "k.cubin"
+                path.write_bytes(k.compiled.cubin)
+                text = str(disassemble(path))
+            out.append((k.name, set(re.findall(r"\b(LDG(?:STS)?\.\S*)", text))))
+        return out
+
+    base = fused_config("FUSED_TC16", order)
+    plain_kernels = build(base).kernels[1:]
+    hinted_kernels = build(dataclasses.replace(base, l2_fetch=fetch)).kernels[1:]
+    hinted = loads(hinted_kernels)
+    for (name, plain), (_, hint) in zip(loads(plain_kernels), hinted):
+        assert not any("LTC" in op for op in plain), (name, plain)
+        copies = {op for op in hint if op.startswith("LDGSTS.")}
+        assert copies and all(f"LTC{fetch}" in op for op in copies), (name, copies)
+        wide = {op for op in hint if op.startswith("LDG.") and ".128" in op}  # the product's 16-byte loads
+        assert all(f"LTC{fetch}" in op for op in wide), (name, wide)
+    assert any(".128" in op and op.startswith("LDG.") for _, ops in hinted for op in ops) == (order == 511)
+    for a, b in zip(plain_kernels, hinted_kernels):
+        assert _sass(a).dmma == _sass(b).dmma and _sass(b).spill_bytes == 0
+
+
+def test_l2_family_changes_only_the_l2_switches() -> None:
+    """stream_l2: the table with D's layout and the copies' L2 hint changed, each alone and both,
+    nothing else; five tables at each streamed FUSED_TC16 order (two layouts x three hints, less the base)."""
+    from composer.fused.candidates import stream_l2_candidates
+
+    for order in (255, 511, 767):
+        base = fused_config("FUSED_TC16", order)
+        found = [cfg for _, cfg in stream_l2_candidates("FUSED_TC16", order)]
+        assert len(found) == 5 and base not in found
+        assert all(dataclasses.replace(c, d_layout=base.d_layout, l2_fetch=base.l2_fetch) == base for c in found)
+        assert {(c.d_layout, c.l2_fetch) for c in found} | {(base.d_layout, base.l2_fetch)} == {
+            (d, f) for d in ("rows", "panels") for f in ("none", "128B", "256B")}

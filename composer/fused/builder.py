@@ -158,6 +158,7 @@ class StreamPlan(BoxGeometry):
     persistent: bool = False  # the kernel's persistent key: resident blocks walk the tiles, one pipeline
     pointers: bool = False  # copies = "pointers": the copies from per-thread base pointers (composer.fused.copies)
     mma_issue: bool = False  # copy_issue = "mma": the next panel's copies after the first MMA k-step
+    l2_fetch: str = ""  # l2_fetch: the copies' L2 fetch-size qualifier ("128B", "256B"; "" none)
 
     @property
     def dir(self) -> int:
@@ -266,7 +267,8 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
                            (k.a_operand or config.a_operand) == "product", config.copies == "unrolled",
                            config.d_layout == "panels", config.fragments == "paired",
                            (k.block_order or config.block_order) == "axis", k.prefetch or 0, k.persistent,
-                           config.copies == "pointers", config.copy_issue == "mma")
+                           config.copies == "pointers", config.copy_issue == "mma",
+                           "" if config.l2_fetch == "none" else config.l2_fetch)
                 for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):
@@ -322,7 +324,7 @@ def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
         f_panel=plan.f_panel, smem_doubles=plan.smem_doubles, first=plan.first, dfma=config.dfma,
         product=plan.product, unrolled=plan.unrolled, d_panels=plan.d_panels, paired=plan.paired,
         axis_order=plan.axis_order, prefetch=plan.prefetch, persistent=plan.persistent,
-        mma_issue=plan.mma_issue, min_blocks=config.min_blocks, **_copy_program(plan), **_mma_params(config))
+        mma_issue=plan.mma_issue, l2_fetch=plan.l2_fetch, min_blocks=config.min_blocks, **_copy_program(plan), **_mma_params(config))
 
 
 def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:

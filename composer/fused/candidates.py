@@ -19,7 +19,7 @@ import re
 from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.errors import ComposerError
 from composer.fused.builder import StreamPlan, kernel_plans
-from composer.fused.config import (ALLOWED_MMA, D_LAYOUTS, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
+from composer.fused.config import (ALLOWED_MMA, D_LAYOUTS, L2_FETCH, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
                                    box_lines, fused_config)
 from composer.arch.mma import mma_shape
 
@@ -613,6 +613,22 @@ def stream_shape_candidates(variant: str, order: int) -> list[tuple[str, FusedCo
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
+def stream_l2_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Fewer L2 tag lookups and whole-line DRAM fetches for a streamed table's copies: D from its
+    k-panel copy (``d_layout = "panels"``: one contiguous run of whole lines per panel where D's
+    rows give 64-byte pieces at k_panel = 8, two tag lookups per line) and the copies' L2 fetch-size
+    hint (``l2_fetch``, the LTC128B of cuBLAS's DGEMM copies), each alone and together, the table
+    otherwise kept. Why: ncu (session 16 call 3) binds the p = 767 y and z kernels of the 16x8x8
+    table by L2 tag lookups (80 %, 74 %), and at k_panel = 8 D's 64-byte row pieces are two thirds
+    of a y or z panel's lookups (128 against 64 for q and vel)."""
+    base = _family_base(variant, order, "stream")
+    if base is None:
+        return []
+    options = [dataclasses.replace(base, d_layout=d_layout, l2_fetch=fetch)
+               for d_layout in D_LAYOUTS for fetch in L2_FETCH]
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
 def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The streamed tables the other orders' schedules ship for ``variant``, transplanted to
     ``order`` (block tile, warp tile, pipeline, every streamed switch), where they fit: a winner
@@ -721,7 +737,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_depth": stream_depth_candidates, "stream_x": stream_x_candidates,
             "stream_prefetch": stream_prefetch_candidates, "stream_operand": stream_operand_candidates,
             "stream_persistent": stream_persistent_candidates, "stream_copies": stream_copies_candidates,
-            "stream_shape": stream_shape_candidates,
+            "stream_shape": stream_shape_candidates, "stream_l2": stream_l2_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 

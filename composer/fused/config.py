@@ -54,7 +54,10 @@ Which one is faster depends on the order and pipeline, so the schedule names it
 (the measured choice per order: ``docs/results.md``). ``copy_issue`` (streamed only): where a
 panel's iteration issues the next copies: ``"barrier"`` (default) right after its barrier, before the
 fragment loads; ``"mma"`` after the panel's first MMA k-step, so that the fragment loads follow the
-barrier at once and the copies issue while the first k-step's MMAs are queued. ``fragments``
+barrier at once and the copies issue while the first k-step's MMAs are queued. ``l2_fetch`` (streamed
+only): ``"none"`` (default) or ``"128B"`` / ``"256B"``, the L2 fetch-size hint on the panel copies
+(``cp.async.cg.shared.global.L2::128B``, SASS ``LTC128B``, which cuBLAS's DGEMM copies carry): a sector missed in
+L2 brings its whole 128- or 256-byte block from DRAM, so the next panel's sectors of the same lines are there. ``fragments``
 (streamed only): ``"scalar"`` (default) loads each fragment value by its own 8-byte shared load;
 ``"paired"`` permutes the panel columns of each 8-wide k-octet (lane t's k indices t and t + 4
 become columns 2t and 2t + 1) and, for y and z, pairs a lane's two A rows onto adjacent lines, so
@@ -114,6 +117,9 @@ COPY_LOOPS = ("strided", "unrolled", "pointers")
 # its barrier (before the fragment loads), or "mma": after the panel's first MMA k-step, so that the
 # fragment loads follow the barrier at once and the copies' issue overlaps the queued MMAs
 COPY_ISSUE = ("barrier", "mma")
+# volume = "stream": the L2 fetch-size hint of the panel copies (cp.async ... .L2::128B, SASS LTC128B, as
+# cuBLAS's DGEMM copies carry it): none, or a whole 128- or 256-byte L2 fetch per missed sector
+L2_FETCH = ("none", "128B", "256B")
 # volume = "stream": D in global memory as its rows (D[a][m]), or regrouped once per path into
 # k-panels (D[p][a][m], p = m // k_panel) so that a block's D panel is one contiguous run
 D_LAYOUTS = ("rows", "panels")
@@ -130,7 +136,7 @@ BLOCK_ORDERS = ("kji", "axis")
 #: FusedConfig field of the same name; parse_table, candidate labels and to_table iterate this).
 STREAM_SWITCHES: dict[str, tuple[str, ...]] = {
     "a_operand": A_OPERANDS, "copies": COPY_LOOPS, "d_layout": D_LAYOUTS, "fragments": FRAGMENT_LOADS,
-    "block_order": BLOCK_ORDERS, "copy_issue": COPY_ISSUE,
+    "block_order": BLOCK_ORDERS, "copy_issue": COPY_ISSUE, "l2_fetch": L2_FETCH,
 }
 
 
@@ -221,6 +227,7 @@ class FusedConfig:
     fragments: str = "scalar"  # volume = "stream": one value per shared load or pairs (FRAGMENT_LOADS)
     block_order: str = "kji"  # volume = "stream": block number -> box (BLOCK_ORDERS)
     copy_issue: str = "barrier"  # volume = "stream": where an iteration issues its panel copies (COPY_ISSUE)
+    l2_fetch: str = "none"  # volume = "stream": the L2 fetch-size hint on the panel copies (L2_FETCH)
     #: > 1: thread-block clusters of this many consecutive elements (sm_90; whole-element boxes,
     #: traces = "tiles"): a face node's exterior trace comes from the neighbour's staged tiles through
     #: distributed shared memory when the neighbour is in the cluster (consecutive elements are x
