@@ -16,6 +16,7 @@ timing in :mod:`composer.fused.trial`.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import re
 import time
@@ -34,7 +35,9 @@ def write_table(schedule_file: Path, table: str, note: str = "") -> None:
     """Replace the ``[paths.<variant>]`` table of a schedule file by ``table`` (a ``to_table`` text).
 
     The table runs from its header to the line that closes its ``kernels`` array; text around it
-    (comments, the other paths' tables) stays as it is. ``note`` becomes a comment line in the table.
+    (comments, the other paths' tables) stays as it is. The comment lines that open the old table
+    (its measurement history: the notes of earlier sweeps and the commands behind them) are kept, and
+    ``note`` follows them as the newest.
     """
     header = table.splitlines()[0]
     text = schedule_file.read_text()
@@ -45,8 +48,9 @@ def write_table(schedule_file: Path, table: str, note: str = "") -> None:
     if close is None:
         raise ComposerError(f"{schedule_file}: {header} has no closing ']' of its kernels array")
     lines = table.splitlines()
-    if note:
-        lines.insert(1, f"# {note}")
+    history = list(itertools.takewhile(lambda line: line.lstrip().startswith("#"),
+                                       text[start.end():close.start()].lstrip("\n").splitlines()))
+    lines[1:1] = history + ([f"# {note}"] if note else [])
     atomic_write_text(schedule_file, text[:start.start()] + "\n".join(lines) + text[close.end():])
 
 
