@@ -353,3 +353,17 @@ def test_l2_family_changes_only_the_l2_switches() -> None:
         assert all(dataclasses.replace(c, d_layout=base.d_layout, l2_fetch=base.l2_fetch) == base for c in found)
         assert {(c.d_layout, c.l2_fetch) for c in found} | {(base.d_layout, base.l2_fetch)} == {
             (d, f) for d in ("rows", "panels") for f in ("none", "128B", "256B")}
+
+
+def test_kpanel_family_keeps_the_copy_program() -> None:
+    """stream_kpanel: only the panel width and depth change (the pointer copies, D's layout and the L2
+    hint stay, unlike stream_lines, which resets the copies to the unrolled loops); 16-wide panels are
+    among them, and every table fits."""
+    from composer.fused.candidates import stream_kpanel_candidates
+
+    for order in (255, 767):
+        base = fused_config("FUSED_TC16", order)
+        found = [cfg for _, cfg in stream_kpanel_candidates("FUSED_TC16", order)]
+        assert found and base not in found and all(_fits(c) for c in found)
+        assert all(dataclasses.replace(c, k_panel=base.k_panel, stages=base.stages) == base for c in found)
+        assert any(c.k_panel == 16 for c in found) and all(c.copies == "pointers" for c in found)

@@ -629,6 +629,27 @@ def stream_l2_candidates(variant: str, order: int) -> list[tuple[str, FusedConfi
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
+#: stream_kpanel: the panel widths and depths tried (those whose shared memory fits).
+STREAM_KPANEL_WIDTHS = (8, 16)
+
+
+def stream_kpanel_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """A streamed table's panel width and pipeline depth (STREAM_KPANEL_WIDTHS x STREAM_LINES_STAGES)
+    with every other key kept, its copy program included (stream_lines and stream_refine reset the
+    copies to the unrolled loops, which the pointer-copy tables do not use). Why: at k_panel = 8 an x
+    kernel's F rows and every D row are 64-byte pieces, two L2 tag lookups per 128-byte line, and ncu
+    binds the p = 255 16x8x8 kernels by L2 tag lookups (63-72 %, session 17 call 1); 16-wide panels
+    halve the lookups per byte and the barriers per k-value, at twice the shared memory per stage."""
+    base = _family_base(variant, order, "stream")
+    if base is None:
+        return []
+    mk = base.mma_shape.k
+    options = [dataclasses.replace(base, k_panel=k_panel, stages=stages)
+               for k_panel in STREAM_KPANEL_WIDTHS if k_panel % mk == 0 and base.nq % k_panel == 0
+               for stages in STREAM_LINES_STAGES]
+    return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
+
+
 def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The streamed tables the other orders' schedules ship for ``variant``, transplanted to
     ``order`` (block tile, warp tile, pipeline, every streamed switch), where they fit: a winner
@@ -738,6 +759,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_prefetch": stream_prefetch_candidates, "stream_operand": stream_operand_candidates,
             "stream_persistent": stream_persistent_candidates, "stream_copies": stream_copies_candidates,
             "stream_shape": stream_shape_candidates, "stream_l2": stream_l2_candidates,
+            "stream_kpanel": stream_kpanel_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
