@@ -66,13 +66,16 @@ def test_pointer_program_copies_what_the_loops_copy(variant: str, order: int) ->
 
 def test_pointer_trips_are_offsets_from_the_first_copy() -> None:
     """The p = 767 x kernel (128 threads, 64 lines x 8-value panels): two F trips 32 lines apart,
-    four D trips 32 rows apart, every trip issued by every thread."""
-    plan = kernel_plans(dataclasses.replace(fused_config("FUSED_TC16", 767), copies="pointers"))[0]
+    four D trips 32 rows apart (D's rows; from its k-panel copy, 32 rows of 8 values), every trip issued by
+    every thread."""
+    plan = kernel_plans(dataclasses.replace(fused_config("FUSED_TC16", 767), copies="pointers", d_layout="rows"))[0]
     assert plan.dir == 0
     f, d = f_trips(plan), d_trips(plan)
     assert [dg for dg, _ in f.deltas] == [0, 32 * 768] and [s for _, s in f.deltas] == [0, 32 * plan.fs]
     assert [dg for dg, _ in d.deltas] == [0, 32 * 768, 64 * 768, 96 * 768]
     assert all(f.guard(t) is None for t in range(2)) and all(d.guard(t) is None for t in range(4))
+    panels = kernel_plans(dataclasses.replace(fused_config("FUSED_TC16", 767), copies="pointers", d_layout="panels"))[0]
+    assert [dg for dg, _ in d_trips(panels).deltas] == [0, 32 * 8, 64 * 8, 96 * 8]
 
 
 def test_partial_trips_are_guarded() -> None:
@@ -326,7 +329,7 @@ def test_l2_fetch_hint_reaches_every_panel_load(order: int, fetch: str) -> None:
             out.append((k.name, set(re.findall(r"\b(LDG(?:STS)?\.\S*)", text))))
         return out
 
-    base = fused_config("FUSED_TC16", order)
+    base = dataclasses.replace(fused_config("FUSED_TC16", order), l2_fetch="none")
     plain_kernels = build(base).kernels[1:]
     hinted_kernels = build(dataclasses.replace(base, l2_fetch=fetch)).kernels[1:]
     hinted = loads(hinted_kernels)
