@@ -102,17 +102,22 @@ def test_copies_that_do_not_tile_by_thread_are_a_clear_error() -> None:
         kernel_sources(parse_table("FUSED_TC16", 767, dict(base, copies="pointers")))
 
 
-def test_copy_keys_are_checked() -> None:
-    table = _stream_table("16x8x4", 32, 16, 64, [1, 2], copy_issue="late")
-    with pytest.raises(ConfigError, match=r"copy_issue: expected one of \('barrier', 'mma'\)"):
-        parse_table("FUSED_TC16", 31, table)
-    box = {"flux": "array", "mma": "16x8x4", "copy_issue": "mma", "kernels": [
+@pytest.mark.parametrize("key,bad,choices,good,plan_holds", [
+    ("copy_issue", "late", r"\('barrier', 'mma'\)", {"copies": "pointers", "copy_issue": "mma"},
+     lambda p: p.pointers and p.mma_issue),
+    ("l2_fetch", "64B", r"\('none', '128B', '256B'\)", {"l2_fetch": "256B"}, lambda p: p.l2_fetch == "256B"),
+])
+def test_copy_keys_are_checked(key, bad, choices, good, plan_holds) -> None:
+    """A streamed-only copy key: a value outside its choices and a box table that sets it are clear
+    errors naming the key; a good value reaches every kernel's plan."""
+    with pytest.raises(ConfigError, match=rf"{key}: expected one of {choices}"):
+        parse_table("FUSED_TC16", 31, _stream_table("16x8x4", 32, 16, 64, [1, 2], **{key: bad}))
+    box = {"flux": "array", "mma": "16x8x4", key: good[key], "kernels": [
         {"dirs": "xyz", "box": [32, 32, 32], "threads": 128, "tile": [1, 1]}]}
-    with pytest.raises(ConfigError, match='copy_issue: needs volume = "stream"'):
+    with pytest.raises(ConfigError, match=f'{key}: needs volume = "stream"'):
         parse_table("FUSED_TC16", 31, box)
-    config = parse_table("FUSED_TC16", 31, _stream_table("16x8x4", 32, 16, 64, [1, 2], copies="pointers",
-                                                         copy_issue="mma"))
-    assert all(p.pointers and p.mma_issue for p in kernel_plans(config))
+    config = parse_table("FUSED_TC16", 31, _stream_table("16x8x4", 32, 16, 64, [1, 2], **good))
+    assert all(plan_holds(p) for p in kernel_plans(config))
 
 
 # The SMALL tables with pointer copies, scalar and paired fragments, D rows and k-panels.
@@ -293,18 +298,6 @@ def test_copy_issue_mma_puts_the_copies_behind_the_first_mmas() -> None:
                 assert first_copy < first_mma, k.name
             else:
                 assert first_mma < first_copy and last_copy < last_mma, k.name
-
-
-def test_l2_fetch_key_is_checked() -> None:
-    table = _stream_table("16x8x4", 32, 16, 64, [1, 2], l2_fetch="64B")
-    with pytest.raises(ConfigError, match=r"l2_fetch: expected one of \('none', '128B', '256B'\)"):
-        parse_table("FUSED_TC16", 31, table)
-    box = {"flux": "array", "mma": "16x8x4", "l2_fetch": "128B", "kernels": [
-        {"dirs": "xyz", "box": [32, 32, 32], "threads": 128, "tile": [1, 1]}]}
-    with pytest.raises(ConfigError, match='l2_fetch: needs volume = "stream"'):
-        parse_table("FUSED_TC16", 31, box)
-    config = parse_table("FUSED_TC16", 31, _stream_table("16x8x4", 32, 16, 64, [1, 2], l2_fetch="256B"))
-    assert all(p.l2_fetch == "256B" for p in kernel_plans(config))
 
 
 @needs_nvrtc
