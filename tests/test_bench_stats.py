@@ -68,6 +68,8 @@ def test_timed_stage_count_checked_against_steps():
 def test_record_roundtrip_and_grid_validation():
     r = rec("A", 3, 123.0, options={"shape": "16x8x4"})
     assert RunRecord.from_dict(r.to_dict()) == r
+    r.kernel_origin = "nvrtc 13.5 (build .cache/build_n135)"
+    assert RunRecord.from_dict(r.to_dict()) == r
     with pytest.raises(ValueError):
         RunRecord("A", 7, (1, 2), 0, 1.0, 1.0, 1, 1.0, 1, 0, 1)
 

@@ -73,6 +73,8 @@ class RunRecord:
     options: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     started_utc: str | None = None
+    #: The compiler of the kernels (Path.kernel_origin; None where the path has one source only).
+    kernel_origin: str | None = None
 
     def __post_init__(self) -> None:
         self.grid = tuple(int(g) for g in self.grid)  # type: ignore[assignment]
@@ -138,7 +140,7 @@ class RunRecord:
             "warmup_steps": self.warmup_steps, "nstep": self.nstep,
             "clocks": [c.to_dict() for c in self.clocks],
             "validation_error": self.validation_error, "options": dict(self.options),
-            "error": self.error, "started_utc": self.started_utc,
+            "error": self.error, "started_utc": self.started_utc, "kernel_origin": self.kernel_origin,
         }
 
     @classmethod
@@ -151,7 +153,7 @@ class RunRecord:
             warmup_steps=int(d["warmup_steps"]), nstep=int(d["nstep"]),
             clocks=[ClockSample.from_dict(c) for c in d.get("clocks", [])],
             validation_error=d.get("validation_error"), options=dict(d.get("options", {})),
-            error=d.get("error"), started_utc=d.get("started_utc"),
+            error=d.get("error"), started_utc=d.get("started_utc"), kernel_origin=d.get("kernel_origin"),
         )
 
 

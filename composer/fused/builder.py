@@ -454,6 +454,17 @@ def prebuilt(config: FusedConfig, arch: str, build_dir: Path) -> FusedBuild | No
     return FusedBuild(config, arch, tuple(built))
 
 
+def prebuilt_origin(build_dir: Path) -> str:
+    """Where ``prebuilt`` kernels came from: the build directory and the compiler its manifest
+    records for its fused kernels (e.g. "nvrtc 13.5 (build .cache/build_n135)")."""
+    from composer.runtime.manifest import read_manifest
+
+    compilers = sorted({"nvrtc " + str(e.compiler.get("nvrtc", "?"))
+                        for e in read_manifest(Path(build_dir) / "manifest.json", verify=False)
+                        if e.config.get("kind") == "fused"})
+    return f"{', '.join(compilers) or 'unknown compiler'} (build {build_dir})"
+
+
 def build(config: FusedConfig, arch: str = DEFAULT_ARCH, cache_dir: Path | None = None) -> FusedBuild:
     """Render and compile (or fetch from the NVRTC cache) every kernel of ``config``."""
     check_arch(config, arch)

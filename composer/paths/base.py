@@ -150,6 +150,11 @@ class Path(ABC):
     supports_graph: ClassVar[bool] = True
     #: The options the path reads, by key; any other key is refused (``parse_options``).
     options: ClassVar[Mapping[str, PathOption]] = MappingProxyType({})
+    #: Which compiler produced the kernels this instance runs, where a path can get them from more
+    #: than one (the fused paths: NVRTC on this machine, or the CUBINs of a `composer build`
+    #: directory compiled elsewhere with another NVRTC). Recorded with every bench run: the same
+    #: source compiled by NVRTC 13.0 and 13.5 runs at different speeds (session 18).
+    kernel_origin: str | None = None
 
     def __init__(self, problem: DeviceProblem, **options: Any) -> None:
         self.check_order(problem.order)

@@ -20,7 +20,9 @@ from composer.arch.limits import resident_blocks
 from composer.arch.machines import Machine
 from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
-from composer.fused.builder import FusedBuild, KernelSource, build, d_panel_layout, kernel_sources, prebuilt
+from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_sources, prebuilt,
+                                    prebuilt_origin)
+from composer.runtime.nvrtc import nvrtc_version
 from composer.fused.config import ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, table_variant
 from composer.paths.base import Launcher, Path, PathOption, directory_option
 from composer.paths.problem import DeviceProblem
@@ -141,6 +143,8 @@ class FusedPathBase(Path):
         ready = prebuilt(config, problem.device.arch, build_dir) if build_dir else None
         self.prebuilt = ready is not None
         self.build: FusedBuild = ready or build(config, problem.device.arch, self.options.get("cache_dir"))
+        self.kernel_origin = (prebuilt_origin(build_dir) if ready is not None
+                              else "nvrtc {}.{} (compiled here)".format(*nvrtc_version()))
         self._modules: list[Module] = []
         # kernel, grid, block, smem, face?, cluster
         self._launches: dict[str, tuple[Kernel, int, int, int, bool, int]] = {}
