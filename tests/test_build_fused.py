@@ -4,6 +4,7 @@ rebuilt when a schedule changes, with clear errors for paths, orders and archite
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 from pathlib import Path
@@ -106,8 +107,12 @@ def test_fused_path_takes_its_kernels_from_the_build_directory(tmp_path, monkeyp
     from composer.fused.builder import build as build_fused
     from composer.fused.builder import prebuilt
 
+    from composer.runtime.nvrtc import nvrtc_version
+
     build(plan("sm_90", "16x8x4", [511], ["FUSED_TC16"]), tmp_path)
-    config = fused_config("FUSED_TC16", 511)
+    # the table as if measured with this NVRTC (a build directory's kernels load only for the table's
+    # compiler: tests/test_fused_compiler.py)
+    config = dataclasses.replace(fused_config("FUSED_TC16", 511), nvrtc="{}.{}".format(*nvrtc_version()))
     ready = prebuilt(config, "sm_90", tmp_path)
     assert ready is not None
     fresh = build_fused(config, "sm_90")
@@ -117,11 +122,9 @@ def test_fused_path_takes_its_kernels_from_the_build_directory(tmp_path, monkeyp
         assert (a.threads, a.smem_bytes, a.blocks_per_element, a.signature) == (
             b.threads, b.smem_bytes, b.blocks_per_element, b.signature)
     from composer.fused.builder import prebuilt_origin
-    from composer.runtime.nvrtc import nvrtc_version
 
     # what a bench run records as its kernels' origin: this NVRTC, named from the manifest
     assert prebuilt_origin(tmp_path) == "nvrtc {}.{} (build {})".format(*nvrtc_version(), tmp_path)
-    import dataclasses
 
     assert prebuilt(dataclasses.replace(config, stages=3), "sm_90", tmp_path) is None
     assert prebuilt(config, "sm_100", tmp_path) is None
@@ -140,7 +143,10 @@ def test_prebuilt_fused_kernels_validate_on_gpu(tmp_path, monkeypatch) -> None:
 
     device = ensure_context(None)
     build(plan(device.arch, "16x8x4", [255], ["FUSED_TC16", "FUSED_DFMA"]), tmp_path)
-    assert prebuilt(fused_config("FUSED_TC16", 255), device.arch, tmp_path) is not None
+    from composer.runtime.nvrtc import nvrtc_version
+
+    here = dataclasses.replace(fused_config("FUSED_TC16", 255), nvrtc="{}.{}".format(*nvrtc_version()))
+    assert prebuilt(here, device.arch, tmp_path) is not None
     monkeypatch.setenv("COMPOSER_BUILD_DIR", str(tmp_path))
     for rec in run_case(255, (1, 1, 1), ["FUSED_TC16", "FUSED_DFMA"], device):
         assert rec.get("passed") and rec["rel_err"] <= TOLERANCE, rec

@@ -241,7 +241,8 @@ def test_sweep_candidates_are_schedule_tables(variant: str) -> None:
 # --- the measured sources: change detectors pinning the kernels the H200 timed ---------------------
 
 # sha256[:16] of every volume kernel source the shipped schedules render, where that source is the one
-# the H200 compiled (its NVRTC 13.0), validated and timed. A hash of our own output checks nothing
+# the H200 validated and timed (compiled by the NVRTC its table names: the device's 13.0, or 13.5 from
+# a `composer build` directory, session 18). A hash of our own output checks nothing
 # about the kernel: it makes a change to a measured kernel visible (regenerate an entry only after
 # re-measuring that kernel). What checks the kernels: test_emulated_index_math_matches_reference
 # (every shipped configuration at p <= 63 emulated against the reference), test_compiles_sm90_and_sass
@@ -259,6 +260,10 @@ MEASURED_SOURCES = {
     "fused_dfma_p63_k0_xy": "d5393d7c2b5dfee9",
     "fused_dfma_p63_k1_z": "577cfa7cf29cd92b",
     "fused_dfma_p7_k0_xyz": "c7f4bb5f7a3592ed",
+    # FUSED at p = 255: session 18 call 2 (docs/data/h200_s18/call2, NVRTC 13.0 and 13.5 alternating).
+    "fused_p255_k0_x": "157802eb64154f3b",
+    "fused_p255_k1_y": "6b35c1b4109a9625",
+    "fused_p255_k2_z": "c63e45edf0b9621a",
     "fused_p127_k0_x": "17fd14cfdeabb0b4",
     "fused_p127_k1_y": "b4996f2287eabe03",
     "fused_p127_k2_z": "17b52c5c3c846150",
@@ -321,10 +326,7 @@ MEASURED_SOURCES = {
 
 #: Shipped configurations whose current source the H200 has not timed: no pin (their checks are the
 #: emulation, compile and GPU tests named above).
-UNMEASURED = {
-    ("FUSED", 255): "last timed in session 2 (docs/data/bench_h200_s2/all_p7-255, commit 289a845), "
-                    "before the 32-bit index maps changed its source",
-}
+UNMEASURED: dict[tuple[str, int], str] = {}
 
 
 def source_hashes(configs) -> dict[str, str]:

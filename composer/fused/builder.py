@@ -430,7 +430,8 @@ def source_sha(source: str) -> str:
 def prebuilt(config: FusedConfig, arch: str, build_dir: Path) -> FusedBuild | None:
     """The kernels of ``config`` from a ``composer build --paths ...`` directory, when every one of
     them is there, built for ``arch`` from the very source this configuration renders (CUBINs
-    verified against the manifest's sha256); None otherwise, and the caller compiles them."""
+    verified against the manifest's sha256) by the NVRTC the table names (``nvrtc``, if it names
+    one); None otherwise, and the caller compiles them."""
     from composer.runtime.errors import ManifestError
     from composer.runtime.manifest import read_manifest
 
@@ -447,6 +448,8 @@ def prebuilt(config: FusedConfig, arch: str, build_dir: Path) -> FusedBuild | No
         entry = entries.get(k.name)
         if entry is None or entry.arch != arch or entry.config.get("source_sha") != source_sha(k.source):
             return None
+        if config.nvrtc and str(entry.compiler.get("nvrtc")) != config.nvrtc:
+            return None  # the table was measured with another compiler's kernels
         cubin = (Path(build_dir) / entry.cubin).read_bytes()
         compiled = CompiledKernel(k.name, arch, cubin, log="", lowered_names={k.name: entry.symbol},
                                   options=OPTIONS)

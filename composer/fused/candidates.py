@@ -864,6 +864,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f"elements_per_block = {config.elements_per_block}")
     if config.trace_cluster > 1:
         lines.append(f"trace_cluster = {config.trace_cluster}")
+    if config.nvrtc:
+        lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":
         lines += [f'volume = "{config.volume}"', f"k_panel = {config.k_panel}", f"stages = {config.stages}"]
     lines += [f'{key} = "{value}"' for key, value in _set_switches(config)]

@@ -80,6 +80,7 @@ instruction, so its schedule is taken from FUSED_TC by construction, never copie
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -233,6 +234,11 @@ class FusedConfig:
     #: distributed shared memory when the neighbour is in the cluster (consecutive elements are x
     #: neighbours: the x faces, whose nodes lie Nq doubles apart, are the costly gathers at p = 7)
     trace_cluster: int = 1
+    #: The NVRTC ("MAJOR.MINOR") whose kernels of this table were measured: the same source runs up
+    #: to 15 % faster or slower compiled by 13.5 than by 13.0 (session 18), so the compiler is part of
+    #: the tuned configuration. None: any. The path loads a `composer build` directory's kernels only
+    #: from this compiler and notes a run that compiles them with another.
+    nvrtc: str | None = None
 
     @property
     def nq(self) -> int:
@@ -407,7 +413,8 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", *STREAM_SWITCHES),
+                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc",
+                            *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
     if flux not in FLUX_MODES:
@@ -502,8 +509,12 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     trace_cluster = table.get("trace_cluster", 1)
     if type(trace_cluster) is not int or trace_cluster not in CLUSTER_SIZES:
         raise _error(file, f"{prefix}.trace_cluster", f"expected one of {CLUSTER_SIZES}, got {trace_cluster!r}")
+    nvrtc = table.get("nvrtc")
+    if nvrtc is not None and not (isinstance(nvrtc, str) and re.fullmatch(r"\d+\.\d+", nvrtc)):
+        raise _error(file, f"{prefix}.nvrtc", f'expected an NVRTC version "MAJOR.MINOR" (e.g. "13.0"), got {nvrtc!r}')
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
-                         str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster)
+                         str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
+                         nvrtc=nvrtc)
     problem = trace_cluster_problem(config)
     if problem:
         raise _error(file, f"{prefix}.trace_cluster", problem)

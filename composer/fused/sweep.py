@@ -29,6 +29,7 @@ from composer.fileio import atomic_write_text
 from composer.fused.builder import build
 from composer.fused.candidates import SWEPT, candidate_list, candidates, to_table
 from composer.fused.config import SUPPORTED_ORDERS, FusedConfig
+from composer.runtime.nvrtc import nvrtc_version
 
 
 def write_table(schedule_file: Path, table: str, note: str = "") -> None:
@@ -201,11 +202,13 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> No
     prebuild([c for o in orders for k, c in todo[o].items() if (o, k) not in done])
     print(f"prebuild {time.time() - start:.1f} s", flush=True)
     device = default_device()
+    compiled_by = "{}.{}".format(*nvrtc_version())
 
     def record(r: dict, order: int, progress: SweepProgress) -> None:
         r["elapsed_s"] = round(time.time() - start, 1)
         cfg = todo[order].get(r["variant"])
-        r["table"] = to_table(cfg) if cfg else None
+        # the table as measured: compiled by this process's NVRTC (prebuild), which it names
+        r["table"] = to_table(dataclasses.replace(cfg, nvrtc=compiled_by)) if cfg else None
         log.append(r)
         atomic_write_text(out / "sweep.json", json.dumps(log, indent=1))
         print(json.dumps({k: r.get(k) for k in ("variant", "order", "rel_err", "us_per_call", "error")}),

@@ -11,6 +11,7 @@ kernel cannot overlap the volume kernels that read what it writes.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -22,7 +23,6 @@ from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
 from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_sources, prebuilt,
                                     prebuilt_origin)
-from composer.runtime.nvrtc import nvrtc_version
 from composer.fused.config import ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, table_variant
 from composer.paths.base import Launcher, Path, PathOption, directory_option
 from composer.paths.problem import DeviceProblem
@@ -30,6 +30,7 @@ from composer.paths.program import FACE_FLUX_READS, OUTPUT, face_bytes, face_flu
 from composer.sched import KernelNode
 from composer.runtime.manifest import requested_build_dir
 from composer.runtime.module import Kernel, Module
+from composer.runtime.nvrtc import nvrtc_version
 
 FACE_BLOCKS_PER_SM = 16  # grid cap of the grid-stride face kernel
 # Without a schedule table to read (an order the variant lacks, or no table for it), the memory
@@ -77,6 +78,21 @@ def fused_config_option(value: FusedConfig) -> FusedConfig:
     if not isinstance(value, FusedConfig):
         raise TypeError(f"expected a FusedConfig (from Python, e.g. a sweep candidate), got {type(value).__name__}")
     return value
+
+
+_NOTED: set[tuple[str, int]] = set()
+
+
+def note_compiler_mismatch(config: FusedConfig, origin: str) -> None:
+    """One line on stderr (once per variant and order in a process) when the kernels run are not
+    those the table was measured with: they are correct (validated like any others), but their
+    speed is not the table's."""
+    if (config.variant, config.order) in _NOTED:
+        return
+    _NOTED.add((config.variant, config.order))
+    print(f"note: {config.variant} p={config.order}: the schedule's table was measured with NVRTC "
+          f"{config.nvrtc} kernels; running {origin} (a `composer build` of NVRTC {config.nvrtc} in "
+          "$COMPOSER_BUILD_DIR gives the measured ones)", file=sys.stderr)
 
 
 class FusedPathBase(Path):
@@ -145,6 +161,8 @@ class FusedPathBase(Path):
         self.build: FusedBuild = ready or build(config, problem.device.arch, self.options.get("cache_dir"))
         self.kernel_origin = (prebuilt_origin(build_dir) if ready is not None
                               else "nvrtc {}.{} (compiled here)".format(*nvrtc_version()))
+        if config.nvrtc and not self.kernel_origin.startswith(f"nvrtc {config.nvrtc} "):
+            note_compiler_mismatch(config, self.kernel_origin)
         self._modules: list[Module] = []
         # kernel, grid, block, smem, face?, cluster
         self._launches: dict[str, tuple[Kernel, int, int, int, bool, int]] = {}
