@@ -82,3 +82,36 @@ def test_a_run_on_another_compilers_kernels_says_so_once(capsys) -> None:
     assert err == ["note: FUSED_TC p=31: the schedule's table was measured with NVRTC 13.5 kernels; running "
                    "nvrtc 13.0 (compiled here) (a `composer build` of NVRTC 13.5 in $COMPOSER_BUILD_DIR gives "
                    "the measured ones)"]
+
+
+def test_report_keeps_another_compilers_runs_apart_from_the_shipped_cell() -> None:
+    """A run whose kernels came from another NVRTC than the table names becomes the variant
+    ``nvrtc=X.Y`` of its cell in the report (it measured the source, not the tuned kernels);
+    matching runs and runs from before origins were recorded stay the cell itself."""
+    from composer.bench.records import RunRecord
+    from composer.report.sources import compiler_variant
+
+    def run(path: str, order: int, origin: str | None) -> RunRecord:
+        return RunRecord(path, order, (1, 1, 1), 0, 1e-3, 1.0, 57, 1.0, 57, 1, 20,
+                         options={"graph": False}, kernel_origin=origin)
+
+    other = compiler_variant(run("FUSED_TC16", 255, "nvrtc 13.5 (build .cache/build_n135)"))
+    assert other.options == {"graph": False, "nvrtc": "13.5"}
+    for kept in (run("FUSED_TC16", 255, "nvrtc 13.0 (compiled here)"), run("FUSED_TC", 31, "nvrtc 13.5 (build b)"),
+                 run("FUSED_TC16", 255, None), run("GEMM", 255, None)):
+        assert compiler_variant(kept) == kept
+    assert compiler_variant(run("FUSED_DFMA", 31, "nvrtc 13.0 (compiled here)")).options["nvrtc"] == "13.0"
+
+
+def test_sweep_run_compiles_every_table_with_its_own_nvrtc(tmp_path, monkeypatch, capsys) -> None:
+    """A device sweep compares candidates with the schedule's own table: all must come from one
+    compiler, so `sweep-fused run` drops $COMPOSER_BUILD_DIR (saying so) before anything loads."""
+    import os
+
+    from composer.fused import sweep
+
+    monkeypatch.setenv("COMPOSER_BUILD_DIR", str(tmp_path))
+    with pytest.raises(FileNotFoundError):
+        sweep.run(str(tmp_path / "out"), [31], 60.0, str(tmp_path / "no_plan.json"))
+    assert "COMPOSER_BUILD_DIR" not in os.environ
+    assert "is not used by sweep-fused run" in capsys.readouterr().err

@@ -29,6 +29,7 @@ them), else its modification time.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import fnmatch
 import json
@@ -236,11 +237,38 @@ def classify(document: Any) -> str | None:
     return None
 
 
+def _table_nvrtc(path: str, order: int) -> str | None:
+    """The NVRTC the shipped schedule's table of a fused path names at ``order`` (None: none, or no
+    such table)."""
+    from composer.errors import ComposerError
+    from composer.fused.config import fused_config
+
+    try:
+        return fused_config(path, order).nvrtc
+    except ComposerError:  # not a fused path, or no table at that order: no compiler to compare
+        return None
+
+
+def compiler_variant(record: RunRecord) -> RunRecord:
+    """``record`` with an ``nvrtc`` option where its kernels came from another NVRTC than the
+    shipped table names (its ``kernel_origin``): such a run measured the table's source, but not
+    the kernels the table was tuned with, so it is a variant of the cell rather than the cell
+    (session 18: NVRTC 13.0 and 13.5 kernels of one source run up to 21 % apart). Runs without a
+    recorded origin (before session 18) stay as they are."""
+    match = re.match(r"nvrtc (\d+\.\d+)", record.kernel_origin or "")
+    if not match:
+        return record
+    wanted = _table_nvrtc(record.path, record.order)
+    if wanted is None or match.group(1) == wanted:
+        return record
+    return dataclasses.replace(record, options={**record.options, "nvrtc": match.group(1)})
+
+
 def _load_bench(directory: Path) -> BenchSource:
     store = ResultStore(directory)  # the directory exists: it holds runs.jsonl
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ResultsWarning)
-        records = store.records()
+        records = [compiler_variant(r) for r in store.records()]
         sessions = store.provenance_sessions()
     return BenchSource(directory, _display(directory), records, [Identity.of_provenance(s) for s in sessions],
                        damaged=[str(w.message) for w in caught])
