@@ -115,3 +115,17 @@ def test_sweep_run_compiles_every_table_with_its_own_nvrtc(tmp_path, monkeypatch
         sweep.run(str(tmp_path / "out"), [31], 60.0, str(tmp_path / "no_plan.json"))
     assert "COMPOSER_BUILD_DIR" not in os.environ
     assert "is not used by sweep-fused run" in capsys.readouterr().err
+
+
+@needs_nvrtc
+def test_build_names_the_tables_whose_compiler_differs(tmp_path, capsys) -> None:
+    from composer.cli.main import main
+    from composer.runtime.nvrtc import nvrtc_version
+
+    here = "{}.{}".format(*nvrtc_version())
+    assert main(["build", "--arch", "sm_90", "--paths", "FUSED_TC", "--orders", "31,255", "--out", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    other = [f"FUSED_TC p={o} (NVRTC {fused_config('FUSED_TC', o).nvrtc})" for o in (31, 255)
+             if fused_config("FUSED_TC", o).nvrtc != here]
+    assert other  # the shipped tables name both 13.0 and 13.5: one of them differs from any NVRTC
+    assert f"note: {len(other)} fused tables name another NVRTC than this one ({', '.join(other)})" in err

@@ -41,6 +41,18 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def other_compiler_tables(jobs: list) -> list[str]:
+    """``"FUSED_TC p=31 (NVRTC 13.5)"`` for every fused table of ``jobs`` whose ``nvrtc`` differs from
+    the loaded NVRTC: its kernels built here are not the ones it was measured with."""
+    from composer.fused.config import fused_config
+    from composer.runtime.nvrtc import nvrtc_version
+
+    here = "{}.{}".format(*nvrtc_version())
+    tables = sorted({(j.order, j.spec["variant"]) for j in jobs if j.kind == "fused" and j.spec.get("variant")})
+    wanted = [(order, variant, fused_config(variant, order).nvrtc) for order, variant in tables]
+    return [f"{variant} p={order} (NVRTC {nvrtc})" for order, variant, nvrtc in wanted if nvrtc and nvrtc != here]
+
+
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("build") / args.arch
     paths = [p for p in args.paths.split(",") if p]
@@ -54,10 +66,16 @@ def run(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise ComposerError(f"compiling CuTe DSL kernels needs nvidia-cutlass-dsl "
                             f"(pip install 'nvidia-cutlass-dsl[cu13]'): {exc}") from exc
+    other = other_compiler_tables(jobs)
+    if other:
+        print(f"note: {len(other)} fused tables name another NVRTC than this one "
+              f"({', '.join(other[:4])}{', ...' if len(other) > 4 else ''}): a run loads their kernels "
+              "from this directory only when built by that compiler, else it compiles them itself",
+              file=sys.stderr)
     if args.json:
         print(json.dumps({"out": str(out), "manifest": str(report.manifest), "built": report.built,
                           "reused": report.reused, "reasons": report.reasons,
-                          "seconds": round(report.seconds, 3)}, indent=2))
+                          "other_compiler_tables": other, "seconds": round(report.seconds, 3)}, indent=2))
     else:
         print(f"{out}: {len(report.built)} compiled, {len(report.reused)} up to date "
               f"({report.seconds:.1f} s); manifest {report.manifest}")
