@@ -171,7 +171,7 @@ def _schedules_with(tmp_path: FsPath, order: int, pattern: str, replacement: str
 
 
 def test_counts_raise_for_a_malformed_fused_table(tmp_path: FsPath, monkeypatch: pytest.MonkeyPatch) -> None:
-    broken = _schedules_with(tmp_path, 31, r'(\[paths\.FUSED_TC\]\nflux = )"inline"', r'\1"sideways"')
+    broken = _schedules_with(tmp_path, 31, r'(\[paths\.FUSED_TC\]\n(?:#[^\n]*\n)*flux = )"inline"', r'\1"sideways"')
     monkeypatch.setenv("COMPOSER_SCHEDULES", str(broken))
     with pytest.raises(ConfigError, match=r"p0031\.toml.*FUSED_TC"):
         counts.device_memory_estimate(31, 8, "FUSED_TC")
