@@ -80,8 +80,8 @@ def test_a_run_on_another_compilers_kernels_says_so_once(capsys) -> None:
     note_compiler_mismatch(config, "nvrtc 13.0 (compiled here)")
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["note: FUSED_TC p=31: the schedule's table was measured with NVRTC 13.5 kernels; running "
-                   "nvrtc 13.0 (compiled here) (a `composer build` of NVRTC 13.5 in $COMPOSER_BUILD_DIR gives "
-                   "the measured ones)"]
+                   "nvrtc 13.0 (compiled here) (a `composer build` of NVRTC 13.5 in $COMPOSER_BUILD_DIR, or its "
+                   "CUBINs in $COMPOSER_CACHE_DIR, give the measured ones)"]
 
 
 def test_report_keeps_another_compilers_runs_apart_from_the_shipped_cell() -> None:
@@ -129,3 +129,86 @@ def test_build_names_the_tables_whose_compiler_differs(tmp_path, capsys) -> None
              if fused_config("FUSED_TC", o).nvrtc != here]
     assert other  # the shipped tables name both 13.0 and 13.5: one of them differs from any NVRTC
     assert f"note: {len(other)} fused tables name another NVRTC than this one ({', '.join(other)})" in err
+
+
+def _carry_as(cache, source: str, name: str, version: tuple[int, int]) -> None:
+    """Copy the cache entry this NVRTC wrote for ``source`` under the key of ``version``: what a cache
+    filled by another NVRTC elsewhere holds."""
+    import json
+
+    from composer.fused.builder import OPTIONS
+    from composer.runtime.nvrtc import _validate_options, cache_key, nvrtc_version
+
+    opts = _validate_options(OPTIONS)
+    here, other = (cache_key(source, "sm_90", opts, [name], v) for v in (nvrtc_version(), version))
+    meta = json.loads((cache / f"{here}.json").read_text())
+    (cache / f"{other}.cubin").write_bytes((cache / f"{here}.cubin").read_bytes())
+    (cache / f"{other}.json").write_text(json.dumps({**meta, "key": other, "nvrtc": list(version)}))
+
+
+@needs_nvrtc
+def test_the_tables_compiler_comes_from_the_nvrtc_cache_when_carried(tmp_path) -> None:
+    """A table naming another NVRTC takes that compiler's CUBINs from $COMPOSER_CACHE_DIR when the
+    cache holds them (filled where that NVRTC runs: `sweep-fused check`), else compiles them here;
+    the build says which (the bench records it)."""
+    from composer.fused.builder import build as build_fused
+    from composer.fused.builder import compiled_origin, kernel_sources
+
+    config = dataclasses.replace(fused_config("FUSED", 7), nvrtc="12.9")
+    here = build_fused(config, "sm_90", tmp_path)  # a miss: compiled by this NVRTC, cached under its key
+    assert compiled_origin(here).endswith("(compiled here)")
+    for k in kernel_sources(config, "sm_90"):
+        _carry_as(tmp_path, k.source, k.name, (12, 9))
+    carried = build_fused(config, "sm_90", tmp_path)
+    assert {k.compiled.nvrtc_version for k in carried.kernels} == {(12, 9)}
+    assert compiled_origin(carried) == "nvrtc 12.9 (NVRTC cache, compiled elsewhere)"
+    assert [k.compiled.cubin for k in carried.kernels] == [k.compiled.cubin for k in here.kernels]
+    unnamed = build_fused(dataclasses.replace(config, nvrtc=None), "sm_90", tmp_path)
+    assert compiled_origin(unnamed).endswith("(compiled here)")
+
+
+@needs_nvrtc
+def test_pinned_check_names_this_nvrtc_and_keeps_the_shipped_table() -> None:
+    """`sweep-fused check --pin-nvrtc`: every row's table names this NVRTC (its CUBINs are in the
+    cache the check filled), and the schedule's table as shipped is added as "shipped"."""
+    from composer.fused import sweep
+    from composer.runtime.nvrtc import nvrtc_version
+
+    here = "{}.{}".format(*nvrtc_version())
+    plan = sweep.check([31], workers=1, subset="staged", only="^$", pin_nvrtc=True)
+    for variant, rows in plan["31"].items():
+        if not rows:
+            continue
+        labels = [r["label"] for r in rows]
+        assert labels == ["base", sweep.SHIPPED], (variant, labels)
+        base, shipped = rows
+        assert parse_table(variant, 31, tomllib.loads(base["table"])["paths"][variant]).nvrtc == here
+        assert shipped["table"] == to_table(fused_config(variant, 31))
+
+
+def test_apply_needs_a_winner_to_beat_the_shipped_table_too(tmp_path) -> None:
+    """With a pinned plan a candidate beats the schedule's table only if faster than it on both
+    compilers (the "base" row on the plan's, the "shipped" row on its own); "shipped" never writes."""
+    import json
+    import shutil
+
+    from composer.config.schedules import packaged_dir
+    from composer.fused import sweep
+
+    shutil.copy(packaged_dir() / "p0255.toml", tmp_path / "p0255.toml")
+    base = dataclasses.replace(fused_config("FUSED_TC16", 255), nvrtc="13.5")
+    faster = dataclasses.replace(base, stages=3)
+    rows = lambda cand_us, shipped_us: [  # noqa: E731
+        {"variant": "FUSED_TC16@base", "order": 255, "passed": True, "us_per_call": 860.0, "table": to_table(base)},
+        {"variant": "FUSED_TC16@shipped", "order": 255, "passed": True, "us_per_call": shipped_us,
+         "table": to_table(fused_config("FUSED_TC16", 255))},
+        {"variant": "FUSED_TC16@s3", "order": 255, "passed": True, "us_per_call": cand_us, "table": to_table(faster)}]
+    log = tmp_path / "sweep.json"
+    log.write_text(json.dumps(rows(810.0, 797.0)))  # beats the pinned base, not the shipped table
+    assert sweep.apply(str(log), str(tmp_path), "2026-12-03") == []
+    log.write_text(json.dumps(rows(900.0, 797.0)))  # the shipped table fastest: nothing to write
+    assert sweep.apply(str(log), str(tmp_path), "2026-12-03") == []
+    log.write_text(json.dumps(rows(700.0, 797.0)))
+    assert sweep.apply(str(log), str(tmp_path), "2026-12-03") == [
+        "p255 FUSED_TC16: H200 2026-12-03, composer.fused.sweep: 700.0 us/call (previous schedule 797.0)"]
+    assert 'nvrtc = "13.5"' in (tmp_path / "p0255.toml").read_text()

@@ -37,6 +37,10 @@ def register(subparsers: Any) -> None:
     check.add_argument("--workers", type=positive_int, default=2)
     check.add_argument("--max-spill", type=non_negative_int, default=None, metavar="BYTES",
                        help="spilled bytes per thread a kept candidate may have (default: 16)")
+    check.add_argument("--pin-nvrtc", action="store_true",
+                       help="every candidate's table names this NVRTC, whose CUBINs stay in $COMPOSER_CACHE_DIR: "
+                            "carry that directory and `run` times them on the GPU machine whatever NVRTC it has "
+                            "(the schedule's table as shipped is timed too, as \"shipped\")")
     check.add_argument("--json", action="store_true",
                        help="print the plan's summary as JSON (per order and variant: label, kept, registers, spills)")
     run = sub.add_parser("run", help="validate and time the planned candidates (needs a GPU)")
@@ -66,7 +70,8 @@ def main(args: argparse.Namespace) -> int:
             except re.error as exc:
                 raise ComposerError(f"--only {args.only!r}: not a regular expression ({exc})") from None
         spill = sweep.MAX_SPILL if args.max_spill is None else args.max_spill
-        plan = sweep.check(args.orders, workers=args.workers, subset=args.subset, max_spill=spill, only=args.only)
+        plan = sweep.check(args.orders, workers=args.workers, subset=args.subset, max_spill=spill, only=args.only,
+                           pin_nvrtc=args.pin_nvrtc)
         atomic_write_text(args.plan, json.dumps(plan, indent=1))
         kept = sum(row["ok"] for rows in plan.values() for v in rows.values() for row in v)
         if args.json:

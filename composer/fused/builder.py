@@ -468,13 +468,29 @@ def prebuilt_origin(build_dir: Path) -> str:
     return f"{', '.join(compilers) or 'unknown compiler'} (build {build_dir})"
 
 
+def compiled_origin(fused: FusedBuild) -> str:
+    """Which NVRTC compiled the kernels of ``fused`` and where: "nvrtc 13.0 (compiled here)", or
+    "nvrtc 13.5 (NVRTC cache, compiled elsewhere)", or both versions when they are mixed."""
+    from composer.runtime.nvrtc import nvrtc_version
+
+    here = nvrtc_version()
+    versions = sorted({k.compiled.nvrtc_version for k in fused.kernels})
+    names = ", ".join("nvrtc {}.{}".format(*v) for v in versions)
+    if versions == [here]:
+        return f"{names} (compiled here)"
+    return f"{names} (NVRTC cache, compiled elsewhere{'; mixed' if len(versions) > 1 else ''})"
+
+
 def build(config: FusedConfig, arch: str = DEFAULT_ARCH, cache_dir: Path | None = None) -> FusedBuild:
-    """Render and compile (or fetch from the NVRTC cache) every kernel of ``config``."""
+    """Render and compile (or fetch from the NVRTC cache) every kernel of ``config``; where the
+    table names its NVRTC and the cache holds that compiler's CUBIN, that one."""
     check_arch(config, arch)
+    prefer = tuple(int(x) for x in config.nvrtc.split(".")) if config.nvrtc else None
     built = []
     for k in kernel_sources(config, arch):
+        # the table's compiler's CUBIN when the cache holds one (compiled elsewhere), else this NVRTC's
         compiled = compile_cuda(k.source, f"{k.name}.cu", arch=arch, options=OPTIONS, cache_dir=cache_dir,
-                                entry_points=[k.name])
+                                entry_points=[k.name], prefer_version=prefer)
         built.append(BuiltKernel.of(k, compiled))
     return FusedBuild(config, arch, tuple(built))
 

@@ -90,10 +90,11 @@ def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float
     records = json.loads(Path(sweep_json).read_text())
     changed = []
     for (order, variant), r in sorted(best_records(records).items()):
-        if r["variant"].endswith("@base"):
+        if r["variant"].endswith(("@base", f"@{SHIPPED}")):
             continue  # the schedule's own table won: nothing to write
-        base = next((b for b in records if b["variant"] == f"{variant}@base" and b["order"] == order
-                     and b.get("us_per_call")), None)
+        own = [b for b in records if b["variant"] in (f"{variant}@base", f"{variant}@{SHIPPED}")
+               and b["order"] == order and b.get("us_per_call")]
+        base = min(own, key=lambda b: b["us_per_call"]) if own else None  # the faster of the two compilers
         if base and r["us_per_call"] > (1 - min_gain) * base["us_per_call"]:
             continue
         note = (f"{label} {date}, composer.fused.sweep: {r['us_per_call']:.1f} us/call"
@@ -112,8 +113,10 @@ def _check_one(job: tuple[str, int, str, str | None, int, int]) -> dict:
     from composer.arch.hotloop import kernel_hot_loop
     from composer.arch.sass import inspect_cubin
 
-    variant, order, subset, only, n, max_spill = job
+    variant, order, subset, only, n, max_spill, pin = job
     name, cfg = candidate_list(variant, order, subset, only)[n]
+    if pin:  # the plan's tables name this NVRTC: the device takes its CUBINs from the carried cache
+        cfg = dataclasses.replace(cfg, nvrtc="{}.{}".format(*nvrtc_version()))
     built = build(cfg, DEFAULT_ARCH)  # the runtime NVRTC cache ($COMPOSER_CACHE_DIR) that run() reads
     ok, info, loops = True, [], []
     blocks = max(1, cfg.min_blocks)
@@ -131,10 +134,17 @@ def _check_one(job: tuple[str, int, str, str | None, int, int]) -> dict:
 
 
 def check(orders: list[int], max_per_variant: int = 7, workers: int = 2,
-          subset: str = "all", max_spill: int = MAX_SPILL, only: str | None = None) -> dict[str, dict[str, list]]:
+          subset: str = "all", max_spill: int = MAX_SPILL, only: str | None = None,
+          pin_nvrtc: bool = False) -> dict[str, dict[str, list]]:
     """Compile the candidates on the CPU; keep those that spill at most ``max_spill`` bytes per
     thread and reach their blocks per SM (one, or ``min_blocks``). ``subset`` ("staged", "traces"):
-    the schedule's own table and that family of candidates only."""
+    the schedule's own table and that family of candidates only.
+
+    ``pin_nvrtc``: every candidate's table (the schedule's own, "base", included) names this NVRTC,
+    whose CUBINs the check leaves in $COMPOSER_CACHE_DIR: carried to the GPU machine, they are what
+    `run` times there, whatever NVRTC it has (session 18: the same source runs up to 21 % apart
+    under NVRTC 13.0 and 13.5). The schedule's table as shipped, on its own compiler, is added as
+    "shipped", so that a winner must beat both."""
     from concurrent.futures import ProcessPoolExecutor
 
     def count(v: str, o: int) -> int:
@@ -144,13 +154,33 @@ def check(orders: list[int], max_per_variant: int = 7, workers: int = 2,
             return len(candidate_list(v, o, subset, only))
         return min(max_per_variant, len(candidates(v, o)))
 
-    jobs = [(v, o, subset, only, n, max_spill) for o in orders for v in SWEPT for n in range(count(v, o))]
+    jobs = [(v, o, subset, only, n, max_spill, pin_nvrtc) for o in orders for v in SWEPT for n in range(count(v, o))]
     with ProcessPoolExecutor(workers) as pool:
         rows = list(pool.map(_check_one, jobs))
     kept: dict[str, dict[str, list]] = {str(o): {v: [] for v in SWEPT} for o in orders}
     for row in rows:
         kept[str(row["order"])][row["variant"]].append(row)
+    if pin_nvrtc:
+        from composer.fused.config import fused_config
+
+        for o in orders:
+            for v in SWEPT:
+                if kept[str(o)][v]:
+                    kept[str(o)][v].append({"variant": v, "order": o, "label": SHIPPED, "ok": True, "kernels": [],
+                                            "hot_loops": [], "table": to_table(fused_config(v, o))})
     return kept
+
+
+#: The label of the schedule's table as shipped (its own compiler) in a plan whose tables name
+#: another (``check(pin_nvrtc=True)``); like "base", never written back.
+SHIPPED = "shipped"
+
+
+def compiler_of(cfg: FusedConfig) -> str | None:
+    """The NVRTC ("MAJOR.MINOR") that compiled the kernels ``cfg`` runs (a cache hit after
+    ``prebuild``); None if they are mixed."""
+    versions = {k.compiled.nvrtc_version for k in build(cfg, DEFAULT_ARCH).kernels}
+    return "{}.{}".format(*versions.pop()) if len(versions) == 1 else None
 
 
 def _build_cfg(cfg: FusedConfig) -> None:
@@ -210,13 +240,13 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> No
     prebuild([c for o in orders for k, c in todo[o].items() if (o, k) not in done])
     print(f"prebuild {time.time() - start:.1f} s", flush=True)
     device = default_device()
-    compiled_by = "{}.{}".format(*nvrtc_version())
 
     def record(r: dict, order: int, progress: SweepProgress) -> None:
         r["elapsed_s"] = round(time.time() - start, 1)
         cfg = todo[order].get(r["variant"])
-        # the table as measured: compiled by this process's NVRTC (prebuild), which it names
-        r["table"] = to_table(dataclasses.replace(cfg, nvrtc=compiled_by)) if cfg else None
+        # the table as measured: named by the NVRTC that compiled its kernels (this process's, or the
+        # one whose CUBINs the carried cache held for a table naming it)
+        r["table"] = to_table(dataclasses.replace(cfg, nvrtc=compiler_of(cfg))) if cfg else None
         log.append(r)
         atomic_write_text(out / "sweep.json", json.dumps(log, indent=1))
         print(json.dumps({k: r.get(k) for k in ("variant", "order", "rel_err", "us_per_call", "error")}),
@@ -238,7 +268,7 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> No
             tc = [r for r in log if r["order"] == order and r["variant"].startswith("FUSED_TC@") and r.get("passed")]
             best = min(tc, key=lambda r: r["us_per_call"]) if tc else None
             twin_label = f"FUSED_DFMA@{best['variant']}" if best else None
-            if best and not best["variant"].endswith("@base") and (order, twin_label) not in done:
+            if best and not best["variant"].endswith(("@base", f"@{SHIPPED}")) and (order, twin_label) not in done:
                 twin = dataclasses.replace(todo[order][best["variant"]], variant="FUSED_DFMA", dfma=True)
                 progress.grow(1)
                 run_case(order, grid, [], device, timing_calls=3, extra={twin_label: lambda o, c=twin: c},

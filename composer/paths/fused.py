@@ -22,7 +22,7 @@ from composer.arch.machines import Machine
 from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
 from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_sources, prebuilt,
-                                    prebuilt_origin)
+                                    compiled_origin, prebuilt_origin)
 from composer.fused.config import ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, table_variant
 from composer.paths.base import Launcher, Path, PathOption, directory_option
 from composer.paths.problem import DeviceProblem
@@ -30,7 +30,6 @@ from composer.paths.program import FACE_FLUX_READS, OUTPUT, face_bytes, face_flu
 from composer.sched import KernelNode
 from composer.runtime.manifest import requested_build_dir
 from composer.runtime.module import Kernel, Module
-from composer.runtime.nvrtc import nvrtc_version
 
 FACE_BLOCKS_PER_SM = 16  # grid cap of the grid-stride face kernel
 # Without a schedule table to read (an order the variant lacks, or no table for it), the memory
@@ -92,7 +91,7 @@ def note_compiler_mismatch(config: FusedConfig, origin: str) -> None:
     _NOTED.add((config.variant, config.order))
     print(f"note: {config.variant} p={config.order}: the schedule's table was measured with NVRTC "
           f"{config.nvrtc} kernels; running {origin} (a `composer build` of NVRTC {config.nvrtc} in "
-          "$COMPOSER_BUILD_DIR gives the measured ones)", file=sys.stderr)
+          "$COMPOSER_BUILD_DIR, or its CUBINs in $COMPOSER_CACHE_DIR, give the measured ones)", file=sys.stderr)
 
 
 class FusedPathBase(Path):
@@ -159,8 +158,7 @@ class FusedPathBase(Path):
         ready = prebuilt(config, problem.device.arch, build_dir) if build_dir else None
         self.prebuilt = ready is not None
         self.build: FusedBuild = ready or build(config, problem.device.arch, self.options.get("cache_dir"))
-        self.kernel_origin = (prebuilt_origin(build_dir) if ready is not None
-                              else "nvrtc {}.{} (compiled here)".format(*nvrtc_version()))
+        self.kernel_origin = prebuilt_origin(build_dir) if ready is not None else compiled_origin(self.build)
         if config.nvrtc and not self.kernel_origin.startswith(f"nvrtc {config.nvrtc} "):
             note_compiler_mismatch(config, self.kernel_origin)
         self._modules: list[Module] = []

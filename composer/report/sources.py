@@ -255,13 +255,13 @@ def compiler_variant(record: RunRecord) -> RunRecord:
     the kernels the table was tuned with, so it is a variant of the cell rather than the cell
     (session 18: NVRTC 13.0 and 13.5 kernels of one source run up to 21 % apart). Runs without a
     recorded origin (before session 18) stay as they are."""
-    match = re.match(r"nvrtc (\d+\.\d+)", record.kernel_origin or "")
-    if not match:
+    versions = sorted(set(re.findall(r"nvrtc (\d+\.\d+)", record.kernel_origin or "")))
+    if not versions:
         return record
     wanted = _table_nvrtc(record.path, record.order)
-    if wanted is None or match.group(1) == wanted:
+    if wanted is None or versions == [wanted]:
         return record
-    return dataclasses.replace(record, options={**record.options, "nvrtc": match.group(1)})
+    return dataclasses.replace(record, options={**record.options, "nvrtc": "+".join(versions)})
 
 
 def _load_bench(directory: Path) -> BenchSource:

@@ -163,17 +163,31 @@ def _load_cached(cubin_path: Path, meta_path: Path, key: str) -> dict | None:
 
 def compile_cuda(source: str, name: str, arch: str = DEFAULT_ARCH, options: Sequence[str] = (),
                  cache_dir: Path | None = None, entry_points: Sequence[str] = (),
-                 use_cache: bool = True) -> CompiledKernel:
+                 use_cache: bool = True, prefer_version: tuple[int, int] | None = None) -> CompiledKernel:
     """Compile ``source`` to a CUBIN for ``arch`` (``-std=c++17 -default-device``, never fast-math).
 
     ``entry_points`` are the ``extern "C"`` (or template) names whose lowered symbols are returned.
-    Raises CompileError carrying the NVRTC log and the numbered offending source lines.
+    ``prefer_version``: the NVRTC whose CUBIN to take from the cache when it holds one (compiled
+    elsewhere and carried in $COMPOSER_CACHE_DIR: the same source compiles to different code under
+    another NVRTC, session 18); otherwise the loaded NVRTC's, as always. The result names the
+    version that compiled it. Raises CompileError carrying the NVRTC log and the numbered offending
+    source lines.
     """
     validate_arch(arch)
     opts = _validate_options(options)
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    if use_cache and prefer_version is not None and tuple(prefer_version) != nvrtc_version():
+        other = cache_key(source, arch, opts, entry_points, tuple(prefer_version))
+        try:
+            meta = _load_cached(directory / f"{other}.cubin", directory / f"{other}.json", other)
+        except (OSError, ValueError, KeyError, TypeError):
+            meta = None
+        if meta is not None:
+            stats.hits += 1
+            return CompiledKernel(name, arch, meta["cubin"], meta.get("log", ""), dict(meta["lowered_names"]),
+                                  opts, tuple(prefer_version), other, from_cache=True)
     version = nvrtc_version()
     key = cache_key(source, arch, opts, entry_points, version)
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cubin_path, meta_path = directory / f"{key}.cubin", directory / f"{key}.json"
 
     if use_cache:
