@@ -77,12 +77,21 @@ def test_one_colour_per_path_across_figures(shipped):
 
 
 def _device_medians_us(run_dir: Path) -> dict[tuple[str, int], float]:
-    """Recomputed from runs.jsonl alone: per (path, order) run as scheduled, the median over rounds of
-    the CUDA-event sum over the calls it covers."""
+    """Recomputed from runs.jsonl alone: per (path, order) run as scheduled (a fused path on the kernels
+    of the NVRTC its table names, where the run recorded their origin), the median over rounds of the
+    CUDA-event sum over the calls it covers."""
+    import re
+
+    from composer.fused.config import fused_config
+
+    def as_scheduled(rec: dict) -> bool:
+        versions = set(re.findall(r"nvrtc (\d+\.\d+)", rec.get("kernel_origin") or ""))
+        return not versions or versions == {fused_config(rec["path"], rec["order"]).nvrtc}
+
     values: dict[tuple[str, int], list[float]] = {}
     for line in (run_dir / "runs.jsonl").read_text().splitlines():
         rec = json.loads(line)["record"]
-        if rec["error"] is None and rec["options"] == {"graph": False}:
+        if rec["error"] is None and rec["options"] == {"graph": False} and as_scheduled(rec):
             values.setdefault((rec["path"], rec["order"]), []).append(rec["device_sum_ms"] * 1e3 / rec["device_intervals"])
     return {k: statistics.median(v) for k, v in values.items()}
 
