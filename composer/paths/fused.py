@@ -21,8 +21,8 @@ from composer.arch.limits import resident_blocks
 from composer.arch.machines import Machine
 from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
-from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_sources, prebuilt,
-                                    compiled_origin, prebuilt_origin)
+from composer.fused.builder import (FusedBuild, KernelSource, build, compiled_origin, d_panel_layout, kernel_sources,
+                                    prebuilt, prebuilt_origin)
 from composer.fused.config import ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, table_variant
 from composer.paths.base import Launcher, Path, PathOption, directory_option
 from composer.paths.problem import DeviceProblem
