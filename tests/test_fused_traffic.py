@@ -67,8 +67,11 @@ def test_info_reports_the_floors(capsys: pytest.CaptureFixture[str]) -> None:
     fused = {row["variant"]: row for row in report["fused"]}
     assert set(fused) == {"FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16"}
     assert fused["FUSED_TC16"]["over_unique"] > 1.3 and fused["FUSED_TC16"]["floor_s"] > 3e-4
+    # the compiler each table was measured with (its nvrtc key)
+    assert {v: r["nvrtc"] for v, r in fused.items()} == {v: fused_config(v, 63).nvrtc for v in fused}
     assert main(["info", "--order", "511"]) == 0
-    assert "FUSED_TC16" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "FUSED_TC16" in out and "NVRTC" in out
 
 
 def test_operand_traffic_of_box_and_streamed_kernels() -> None:

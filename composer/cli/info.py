@@ -158,7 +158,7 @@ def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) 
         config = fused_config(variant, order)
         kernels = schedule_traffic(config, grid)
         total = sum(k.total_bytes for k in kernels)
-        rows.append({"variant": variant, "flux": config.flux,
+        rows.append({"variant": variant, "flux": config.flux, "nvrtc": config.nvrtc,
                      "kernels": [{"name": k.name, "bytes": k.total_bytes} for k in kernels],
                      "bytes": total, "floor_s": total / machine.hbm_bandwidth,
                      "over_unique": total / unique, "volume": config.volume,
@@ -230,16 +230,17 @@ def render(report: dict[str, Any], console: Console) -> None:
 
     if report.get("fused"):
         numbers = ("total", "x unique", "byte floor", "L2->smem B/FLOP")
-        fused = output.table(("path", "flux", "kernels (bytes)", *numbers), right=numbers,
+        fused = output.table(("path", "flux", "NVRTC", "kernels (bytes)", *numbers), right=numbers,
                              title=f"fused schedules: DRAM bytes of their kernels on {m['name']}",
-                             caption="byte floor = the kernels' bytes / HBM bandwidth; L2->smem = operand "
+                             caption="NVRTC = the compiler whose kernels the table was measured with; "
+                                     "byte floor = the kernels' bytes / HBM bandwidth; L2->smem = operand "
                                      "bytes copied into shared memory per contraction FLOP "
                                      "(composer.fused.traffic)")
         for row in report["fused"]:
             kernels = ", ".join(f"{k['name']} {_bytes(k['bytes'])}" for k in row["kernels"])
             operand = [b for b in row["operand_bytes_per_flop"] if b is not None]
             fused.add_row(f"{row['variant']}{' (stream)' if row['volume'] == 'stream' else ''}", row["flux"],
-                          kernels, _bytes(row["bytes"]), f"{row['over_unique']:.2f}", _seconds(row["floor_s"]),
+                          row["nvrtc"] or "any", kernels, _bytes(row["bytes"]), f"{row['over_unique']:.2f}", _seconds(row["floor_s"]),
                           f"{max(operand):.3f}" if operand else "-")
         console.print(fused)
 
