@@ -121,10 +121,10 @@ def test_fused_path_takes_its_kernels_from_the_build_directory(tmp_path, monkeyp
         assert a.compiled.cubin == b.compiled.cubin and a.compiled.symbol(a.name) == b.compiled.symbol(b.name)
         assert (a.threads, a.smem_bytes, a.blocks_per_element, a.signature) == (
             b.threads, b.smem_bytes, b.blocks_per_element, b.signature)
-    from composer.fused.builder import prebuilt_origin
+    from composer.fused.builder import kernel_origin
 
     # what a bench run records as its kernels' origin: this NVRTC, named from the manifest
-    assert prebuilt_origin(tmp_path) == "nvrtc {}.{} (build {})".format(*nvrtc_version(), tmp_path)
+    assert kernel_origin(ready, tmp_path) == "nvrtc {}.{} (build {})".format(*nvrtc_version(), tmp_path)
 
     assert prebuilt(dataclasses.replace(config, stages=3), "sm_90", tmp_path) is None
     assert prebuilt(config, "sm_100", tmp_path) is None

@@ -18,7 +18,7 @@ from composer.build.builder import build
 from composer.build.plan import plan
 from composer.config.schedules import available_orders, load_schedule
 from composer.errors import ConfigError
-from composer.fused.builder import prebuilt, prebuilt_origin
+from composer.fused.builder import kernel_origin, prebuilt
 from composer.fused.candidates import to_table
 from composer.fused.config import fused_config, parse_table
 from tests.test_fused_cpu import needs_nvrtc
@@ -69,7 +69,19 @@ def test_build_directory_kernels_load_only_for_the_tables_compiler(tmp_path) -> 
     assert prebuilt(dataclasses.replace(config, nvrtc=here), "sm_90", tmp_path) is not None
     assert prebuilt(dataclasses.replace(config, nvrtc=None), "sm_90", tmp_path) is not None
     assert prebuilt(dataclasses.replace(config, nvrtc="12.9"), "sm_90", tmp_path) is None
-    assert prebuilt_origin(tmp_path) == f"nvrtc {here} (build {tmp_path})"
+    ready = prebuilt(dataclasses.replace(config, nvrtc=here), "sm_90", tmp_path)
+    assert kernel_origin(ready, tmp_path) == f"nvrtc {here} (build {tmp_path})"
+    # the compiler is the manifest's, not the loaded NVRTC's: a directory built by another
+    import json
+
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    for entry in manifest["kernels"]:
+        entry["compiler"] = {"nvrtc": "12.9"}
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    assert prebuilt(dataclasses.replace(config, nvrtc=here), "sm_90", tmp_path) is None
+    other = prebuilt(dataclasses.replace(config, nvrtc="12.9"), "sm_90", tmp_path)
+    assert other is not None and {k.compiled.nvrtc_version for k in other.kernels} == {(12, 9)}
+    assert kernel_origin(other, tmp_path) == f"nvrtc 12.9 (build {tmp_path})"
 
 
 def test_a_run_on_another_compilers_kernels_says_so_once(capsys) -> None:
@@ -152,19 +164,19 @@ def test_the_tables_compiler_comes_from_the_nvrtc_cache_when_carried(tmp_path) -
     cache holds them (filled where that NVRTC runs: `sweep-fused check`), else compiles them here;
     the build says which (the bench records it)."""
     from composer.fused.builder import build as build_fused
-    from composer.fused.builder import compiled_origin, kernel_sources
+    from composer.fused.builder import kernel_origin, kernel_sources
 
     config = dataclasses.replace(fused_config("FUSED", 7), nvrtc="12.9")
     here = build_fused(config, "sm_90", tmp_path)  # a miss: compiled by this NVRTC, cached under its key
-    assert compiled_origin(here).endswith("(compiled here)")
+    assert kernel_origin(here).endswith("(compiled here)")
     for k in kernel_sources(config, "sm_90"):
         _carry_as(tmp_path, k.source, k.name, (12, 9))
     carried = build_fused(config, "sm_90", tmp_path)
     assert {k.compiled.nvrtc_version for k in carried.kernels} == {(12, 9)}
-    assert compiled_origin(carried) == "nvrtc 12.9 (NVRTC cache, compiled elsewhere)"
+    assert kernel_origin(carried) == "nvrtc 12.9 (NVRTC cache, compiled elsewhere)"
     assert [k.compiled.cubin for k in carried.kernels] == [k.compiled.cubin for k in here.kernels]
     unnamed = build_fused(dataclasses.replace(config, nvrtc=None), "sm_90", tmp_path)
-    assert compiled_origin(unnamed).endswith("(compiled here)")
+    assert kernel_origin(unnamed).endswith("(compiled here)")
 
 
 @needs_nvrtc

@@ -24,3 +24,15 @@ sweep_apply() {
     export COMPOSER_SCHEDULES=$OUT/sched
   fi
 }
+# `finish_call DIR...`: the SM clock and throttle reasons into times.txt, then logs and the DIRs under $OUT packed into
+# $OUT/results.tgz (the DIRs removed: one file comes back), and the call's timings, the applied tables and the
+# sweep's one-line records printed.
+finish_call() {
+  nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv >> "$OUT/logs/times.txt" 2>&1
+  tar -C "$OUT" -czf "$OUT/results.tgz" logs "$@" 2>/dev/null
+  for d in "$@"; do rm -rf "${OUT:?}/$d"; done
+  cat "$OUT/logs/times.txt"
+  [ -f "$OUT/logs/apply.log" ] && cat "$OUT/logs/apply.log"
+  [ -f "$OUT/logs/sweep.log" ] && grep -E '^\{' "$OUT/logs/sweep.log" | cut -c1-230
+  return 0
+}

@@ -240,8 +240,8 @@ def render(report: dict[str, Any], console: Console) -> None:
             kernels = ", ".join(f"{k['name']} {_bytes(k['bytes'])}" for k in row["kernels"])
             operand = [b for b in row["operand_bytes_per_flop"] if b is not None]
             fused.add_row(f"{row['variant']}{' (stream)' if row['volume'] == 'stream' else ''}", row["flux"],
-                          row["nvrtc"] or "any", kernels, _bytes(row["bytes"]), f"{row['over_unique']:.2f}", _seconds(row["floor_s"]),
-                          f"{max(operand):.3f}" if operand else "-")
+                          row["nvrtc"] or "any", kernels, _bytes(row["bytes"]), f"{row['over_unique']:.2f}",
+                          _seconds(row["floor_s"]), f"{max(operand):.3f}" if operand else "-")
         console.print(fused)
 
     if report.get("splits"):

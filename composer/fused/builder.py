@@ -10,6 +10,7 @@ once per kernel (``fused_volume.cu.j2``, the box kernel, or ``fused_stream.cu.j2
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -451,41 +452,39 @@ def prebuilt(config: FusedConfig, arch: str, build_dir: Path) -> FusedBuild | No
         if config.nvrtc and str(entry.compiler.get("nvrtc")) != config.nvrtc:
             return None  # the table was measured with another compiler's kernels
         cubin = (Path(build_dir) / entry.cubin).read_bytes()
+        version = str(entry.compiler.get("nvrtc", ""))
         compiled = CompiledKernel(k.name, arch, cubin, log="", lowered_names={k.name: entry.symbol},
-                                  options=OPTIONS)
+                                  options=OPTIONS, nvrtc_version=_version(version))
         built.append(BuiltKernel.of(k, compiled))
     return FusedBuild(config, arch, tuple(built))
 
 
-def prebuilt_origin(build_dir: Path) -> str:
-    """Where ``prebuilt`` kernels came from: the build directory and the compiler its manifest
-    records for its fused kernels (e.g. "nvrtc 13.5 (build .cache/build_n135)")."""
-    from composer.runtime.manifest import read_manifest
-
-    compilers = sorted({"nvrtc " + str(e.compiler.get("nvrtc", "?"))
-                        for e in read_manifest(Path(build_dir) / "manifest.json", verify=False)
-                        if e.config.get("kind") == "fused"})
-    return f"{', '.join(compilers) or 'unknown compiler'} (build {build_dir})"
+def _version(text: str) -> tuple[int, int]:
+    """(major, minor) of an NVRTC version "13.5"; (0, 0) when a manifest does not record one."""
+    return tuple(int(x) for x in text.split(".")[:2]) if re.fullmatch(r"\d+\.\d+", text) else (0, 0)  # type: ignore[return-value]
 
 
-def compiled_origin(fused: FusedBuild) -> str:
-    """Which NVRTC compiled the kernels of ``fused`` and where: "nvrtc 13.0 (compiled here)", or
-    "nvrtc 13.5 (NVRTC cache, compiled elsewhere)", or both versions when they are mixed."""
+def kernel_origin(fused: FusedBuild, build_dir: Path | None = None) -> str:
+    """Which NVRTC compiled the kernels of ``fused`` and where they came from, as a bench run
+    records it: "nvrtc 13.0 (compiled here)", "nvrtc 13.5 (NVRTC cache, compiled elsewhere)" or,
+    for ``prebuilt`` kernels, "nvrtc 13.5 (build DIR)"; both versions when they are mixed."""
     from composer.runtime.nvrtc import nvrtc_version
 
-    here = nvrtc_version()
     versions = sorted({k.compiled.nvrtc_version for k in fused.kernels})
-    names = ", ".join("nvrtc {}.{}".format(*v) for v in versions)
-    if versions == [here]:
+    names = ", ".join("nvrtc {}.{}".format(*v) if v != (0, 0) else "nvrtc ?" for v in versions)
+    mixed = "; mixed" if len(versions) > 1 else ""
+    if build_dir is not None:
+        return f"{names} (build {build_dir}{mixed})"
+    if versions == [nvrtc_version()]:
         return f"{names} (compiled here)"
-    return f"{names} (NVRTC cache, compiled elsewhere{'; mixed' if len(versions) > 1 else ''})"
+    return f"{names} (NVRTC cache, compiled elsewhere{mixed})"
 
 
 def build(config: FusedConfig, arch: str = DEFAULT_ARCH, cache_dir: Path | None = None) -> FusedBuild:
     """Render and compile (or fetch from the NVRTC cache) every kernel of ``config``; where the
     table names its NVRTC and the cache holds that compiler's CUBIN, that one."""
     check_arch(config, arch)
-    prefer = tuple(int(x) for x in config.nvrtc.split(".")) if config.nvrtc else None
+    prefer = _version(config.nvrtc) if config.nvrtc else None
     built = []
     for k in kernel_sources(config, arch):
         # the table's compiler's CUBIN when the cache holds one (compiled elsewhere), else this NVRTC's

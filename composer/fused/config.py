@@ -235,7 +235,7 @@ class FusedConfig:
     #: neighbours: the x faces, whose nodes lie Nq doubles apart, are the costly gathers at p = 7)
     trace_cluster: int = 1
     #: The NVRTC ("MAJOR.MINOR") whose kernels of this table were measured: the same source runs up
-    #: to 15 % faster or slower compiled by 13.5 than by 13.0 (session 18), so the compiler is part of
+    #: to 21 % faster or slower compiled by 13.5 than by 13.0 (session 18), so the compiler is part of
     #: the tuned configuration. None: any. The path loads a `composer build` directory's kernels only
     #: from this compiler and notes a run that compiles them with another.
     nvrtc: str | None = None

@@ -109,7 +109,7 @@ def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float
 MAX_SPILL = 16
 
 
-def _check_one(job: tuple[str, int, str, str | None, int, int]) -> dict:
+def _check_one(job: tuple[str, int, str, str | None, int, int, bool]) -> dict:
     from composer.arch.hotloop import kernel_hot_loop
     from composer.arch.sass import inspect_cubin
 
@@ -227,10 +227,11 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> No
 
     start = time.time()
     if os.environ.pop(BUILD_DIR_ENV, None):
-        # every candidate and the schedule's own table compile with this process's NVRTC: a build
-        # directory would give some of them another compiler's kernels (it ran 21 % apart, session 18)
-        print(f"note: ${BUILD_DIR_ENV} is not used by sweep-fused run: every table compiles with this NVRTC",
-              file=sys.stderr)
+        # each candidate's kernels come from the compiler its table names (this NVRTC, or the NVRTC
+        # cache of a pinned plan): a build directory would swap some of them for another compiler's
+        # (they ran up to 21 % apart, session 18)
+        print(f"note: ${BUILD_DIR_ENV} is not used by sweep-fused run: each table's kernels come from this "
+              "NVRTC or, for a table naming another, from the NVRTC cache", file=sys.stderr)
     plan = json.loads(Path(plan_file).read_text())
     todo = {order: plan_configs(plan, order) for order in orders}
     out = Path(outdir)

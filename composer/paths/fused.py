@@ -21,8 +21,8 @@ from composer.arch.limits import resident_blocks
 from composer.arch.machines import Machine
 from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
-from composer.fused.builder import (FusedBuild, KernelSource, build, compiled_origin, d_panel_layout, kernel_sources,
-                                    prebuilt, prebuilt_origin)
+from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_origin, kernel_sources,
+                                    prebuilt)
 from composer.fused.config import ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, table_variant
 from composer.paths.base import Launcher, Path, PathOption, directory_option
 from composer.paths.problem import DeviceProblem
@@ -158,7 +158,7 @@ class FusedPathBase(Path):
         ready = prebuilt(config, problem.device.arch, build_dir) if build_dir else None
         self.prebuilt = ready is not None
         self.build: FusedBuild = ready or build(config, problem.device.arch, self.options.get("cache_dir"))
-        self.kernel_origin = prebuilt_origin(build_dir) if ready is not None else compiled_origin(self.build)
+        self.kernel_origin = kernel_origin(self.build, build_dir if ready is not None else None)
         if config.nvrtc and not self.kernel_origin.startswith(f"nvrtc {config.nvrtc} "):
             note_compiler_mismatch(config, self.kernel_origin)
         self._modules: list[Module] = []

@@ -18,9 +18,5 @@ sweep_apply docs/data/h200_s18/plans/sweep_plan_pin135.json 255,127,511 280 0.01
 left=$(( 570 - $(elapsed) ))
 [ $left -gt 60 ] && timeout $left python3 -m composer.cli.main bench --paths GEMM,FUSED_TC16 --orders 127,255,511 \
   --rounds 3 --out $OUT/bench/b > $OUT/logs/bench.log 2>&1; t bench $?
-nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv >> $OUT/logs/times.txt 2>&1
-tar -C $OUT -czf $OUT/results.tgz logs sw sched bench 2>/dev/null
-rm -rf $OUT/sw $OUT/bench $OUT/sched
-cat $OUT/logs/times.txt; cat $OUT/logs/apply.log
-grep -E '^\{' $OUT/logs/sweep.log | cut -c1-230
+finish_call sw sched bench
 grep -E "^\| (GEMM|FUSED)" $OUT/logs/bench.log | cut -d'|' -f2,3,6,10,11

@@ -16,9 +16,5 @@ export COMPOSER_BUILD_DIR=$PWD/.cache/build_n135
 left=$(( 570 - $(elapsed) ))
 [ $left -gt 60 ] && timeout $left python3 -m composer.cli.main bench --paths GEMM,FUSED,FUSED_TC,FUSED_DFMA,FUSED_TC16 \
   --orders 7,15,31,63 --rounds 3 --out $OUT/bench/b > $OUT/logs/bench.log 2>&1; t bench $?
-nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_throttle_reasons.active --format=csv >> $OUT/logs/times.txt 2>&1
-tar -C $OUT -czf $OUT/results.tgz logs sw sched bench 2>/dev/null
-rm -rf $OUT/sw $OUT/bench $OUT/sched
-cat $OUT/logs/times.txt; cat $OUT/logs/apply.log
-grep -E '^\{' $OUT/logs/sweep.log | cut -c1-200
+finish_call sw sched bench
 grep -E "^\| (GEMM|FUSED)" $OUT/logs/bench.log | cut -d'|' -f2,3,6,10,11
