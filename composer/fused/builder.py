@@ -98,11 +98,27 @@ class KernelPlan(BoxGeometry):
     first: bool  # writes dqdt (else subtracts from it)
     d_panel: int = 0  # d_stage = "smem": k-values per staged D panel (= nq: all of D); 0: D not staged
     q_tile: bool = False  # inline fluxes: q staged in its own tile for the interior traces
+    flux_tiles: int = 0  # > 0: at most this many flux tiles resident (the later directions restaged)
+
+    @property
+    def flux_tile_count(self) -> int:
+        """Flux tiles held at once: one per carried direction, or the table's ``flux_tiles``."""
+        ndir = len(self.kernel.dirs)
+        return min(ndir, self.flux_tiles) if self.flux_tiles else ndir
 
     @property
     def ntiles(self) -> int:
-        """Box-sized shared-memory tiles: one per carried direction, plus q's with inline fluxes."""
-        return len(self.kernel.dirs) + int(self.q_tile)
+        """Box-sized shared-memory tiles: the flux tiles, plus q's with traces from the tiles."""
+        return self.flux_tile_count + int(self.q_tile)
+
+    def tile_slot(self, n: int) -> int:
+        """The flux tile that holds the kernel's n-th direction: its own, or with ``flux_tiles`` the
+        last resident one, which each later direction is staged into once the one before is done."""
+        return min(n, self.flux_tile_count - 1)
+
+    def restaged(self, n: int) -> bool:
+        """Whether the n-th direction's fluxes are staged after the contractions before it."""
+        return n >= self.flux_tile_count
 
     def positions(self, d: int) -> int:
         """Output positions per line: the box kernel contracts the whole axis (a clustered kernel's
@@ -277,7 +293,8 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
         rs = _stride(bi, config.engine)
         ps = _stride(bj * rs, config.engine) if config.engine == "mma" else bj * rs
         name = f"{config.variant.lower()}_p{config.order}_k{index}_{k.dir_names}"
-        plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0, q_tile=config.traces == "tiles")
+        plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0, q_tile=config.traces == "tiles",
+                          flux_tiles=config.flux_tiles)
         plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan, limits)))
     return plans
 
@@ -342,6 +359,9 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         name=plan.name, nq=plan.nq, box=list(plan.kernel.box), rs=plan.rs, ps=plan.ps,
         threads=plan.kernel.threads, dirs=list(plan.kernel.dirs), dir_names=plan.kernel.dir_names,
         ndir=len(plan.kernel.dirs), ntiles=plan.ntiles, tile_doubles=plan.tile_doubles,
+        slot=[plan.tile_slot(n) for n in range(len(plan.kernel.dirs))],
+        restage=[plan.restaged(n) for n in range(len(plan.kernel.dirs))],
+        restage_any=plan.restaged(len(plan.kernel.dirs) - 1),
         tile_of=[plan.kernel.dirs.index(c) if c in plan.kernel.dirs else -1 for c in range(3)],
         nlines=[plan.lines(d) for d in range(3)], smem_doubles=plan.smem_doubles, first=plan.first,
         flux=config.flux, engine=config.engine, dfma=config.dfma, unroll=plan.kernel.unroll,

@@ -7,6 +7,7 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``candidates`` (all, the schedule's own first), ``staged_candidates``, ``trace_candidates``,
 ``wide_candidates``, ``strip_candidates``, ``stream_candidates`` (the streamed volume kernel),
 ``cluster_candidates`` (x and y over whole k-planes held by a thread-block cluster),
+``flux_tile_candidates`` (two resident flux tiles in a three-direction kernel: two blocks per SM),
 ``trace_cluster_candidates`` (exterior face traces from the neighbours' tiles in element clusters);
 ``candidate_list`` selects one family by name.
 """
@@ -151,7 +152,7 @@ def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     extra = []
     for name, cfg in (trace_candidates(variant, order) + staged_candidates(variant, order)
                       + wide_candidates(variant, order) + strip_candidates(variant, order)
-                      + stream_candidates(variant, order) + stream_refine_candidates(variant, order)):
+                      + flux_tile_candidates(variant, order) + stream_candidates(variant, order) + stream_refine_candidates(variant, order)):
         if cfg not in seen:
             seen.add(cfg)
             extra.append((name, cfg))
@@ -177,6 +178,36 @@ def trace_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
 
 
 
+
+
+def flux_tile_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Two resident flux tiles (``flux_tiles = 2``) in a three-direction box kernel whose shared
+    memory holds one block per SM where its threads would allow more (p = 15's xyz kernel: four
+    41-KB tiles, 16 warps per SM, latency bound): z's fluxes are staged into y's tile once y is
+    contracted, so two blocks fit. Traces from global memory (the restaged tile cannot serve them);
+    the schedule's threads and tile and 256- and 512-thread tiles, with ``min_blocks = 2`` (the
+    registers two blocks need) and without."""
+    base = _family_base(variant, order, "box")
+    if base is None or not any(len(k.dirs) == 3 for k in base.kernels) or base.trace_cluster > 1:
+        return []
+    limits = arch_limits(DEFAULT_ARCH)
+    plans = kernel_plans(base)
+    if not any(len(p.kernel.dirs) == 3 and limits.smem_per_sm // (p.smem_bytes + limits.smem_reserved_per_block)
+               < limits.max_threads_per_sm // p.kernel.threads for p in plans):
+        return []  # shared memory does not bound the blocks per SM: fewer tiles change nothing
+    tiles = [(4, 4), (2, 4), (4, 2)] if base.engine == "simt" else [(1, 2), (2, 2), (1, 4), (2, 1)]
+    shapes = [(k.threads, k.tile) for k in base.kernels if len(k.dirs) == 3][:1]
+    shapes += [(threads, tile) for threads in (512, 256) for tile in tiles]
+    out, seen = [], {base}
+    for threads, tile in shapes:
+        kernels = tuple(dataclasses.replace(k, threads=threads, tile=tile) if len(k.dirs) == 3 else k
+                        for k in base.kernels)
+        for min_blocks in (2, 0):
+            cfg = dataclasses.replace(base, kernels=kernels, flux_tiles=2, traces="global", min_blocks=min_blocks)
+            if cfg not in seen and _fits(cfg):
+                seen.add(cfg)
+                out.append((label(cfg), cfg))
+    return out
 
 
 #: Orders whose tensor-core schedules get the D-staging / occupancy candidates (the re-read of D
@@ -760,7 +791,8 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_persistent": stream_persistent_candidates, "stream_copies": stream_copies_candidates,
             "stream_shape": stream_shape_candidates, "stream_l2": stream_l2_candidates,
             "stream_kpanel": stream_kpanel_candidates,
-            "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates}
+            "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates,
+            "flux_tiles": flux_tile_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -825,6 +857,8 @@ def label(config: FusedConfig) -> str:
         extra += f" epb{config.elements_per_block}"
     if config.trace_cluster > 1:
         extra += f" tc{config.trace_cluster}"
+    if config.flux_tiles:
+        extra += f" ft{config.flux_tiles}"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -864,6 +898,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f"elements_per_block = {config.elements_per_block}")
     if config.trace_cluster > 1:
         lines.append(f"trace_cluster = {config.trace_cluster}")
+    if config.flux_tiles:
+        lines.append(f"flux_tiles = {config.flux_tiles}")
     if config.nvrtc:
         lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":

@@ -239,6 +239,12 @@ class FusedConfig:
     #: the tuned configuration. None: any. The path loads a `composer build` directory's kernels only
     #: from this compiler and notes a run that compiles them with another.
     nvrtc: str | None = None
+    #: > 0 (box kernels, traces = "global"): flux tiles a box kernel holds at once. A kernel carrying
+    #: more directions stages only the first ones; each later direction's fluxes go into the tile the
+    #: previous direction frees after its contraction (q read again, from L2). Why: p = 15's xyz
+    #: kernel holds four 41-KB tiles, one block (16 warps) per SM, latency bound; two tiles let two
+    #: blocks share an SM. 0: one tile per carried direction.
+    flux_tiles: int = 0
 
     @property
     def nq(self) -> int:
@@ -413,7 +419,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc",
+                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles",
                             *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
@@ -512,13 +518,37 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     nvrtc = table.get("nvrtc")
     if nvrtc is not None and not (isinstance(nvrtc, str) and re.fullmatch(r"\d+\.\d+", nvrtc)):
         raise _error(file, f"{prefix}.nvrtc", f'expected an NVRTC version "MAJOR.MINOR" (e.g. "13.0"), got {nvrtc!r}')
+    flux_tiles = _flux_tiles(table, kernels, str(volume), str(traces), prefix, file)
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
-                         nvrtc=nvrtc)
+                         nvrtc=nvrtc, flux_tiles=flux_tiles)
     problem = trace_cluster_problem(config)
     if problem:
         raise _error(file, f"{prefix}.trace_cluster", problem)
     return config
+
+
+def _flux_tiles(table: Mapping[str, Any], kernels: tuple[KernelConfig, ...], volume: str, traces: str,
+                prefix: str, file: str) -> int:
+    """The table's ``flux_tiles`` (0 when absent): fewer resident flux tiles than some kernel's
+    directions, in box kernels whose face fluxes gather their traces from global memory (a q tile
+    or a cluster's peers would read the restaged tile)."""
+    if "flux_tiles" not in table:
+        return 0
+    value = table["flux_tiles"]
+    key = f"{prefix}.flux_tiles"
+    widest = max(len(k.dirs) for k in kernels)
+    if type(value) is not int or not 2 <= value < widest:
+        raise _error(file, key, f"expected an integer in [2, {widest - 1}] (fewer tiles than the widest kernel's "
+                                f"{widest} directions; the first direction's tile is the accumulator), got {value!r}"
+                     if widest > 2 else f"needs a kernel carrying three directions, got {value!r}")
+    if volume != "box":
+        raise _error(file, key, "applies to the box kernel (the streamed kernel carries one direction)")
+    if traces != "global":
+        raise _error(file, key, 'needs traces = "global": the interior traces would be read from a restaged tile')
+    if any(k.cluster > 1 for k in kernels):
+        raise _error(file, key, "cannot be combined with a kernel's cluster (peers read every flux tile)")
+    return value
 
 
 def trace_cluster_problem(config: FusedConfig) -> str | None:

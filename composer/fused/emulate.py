@@ -421,32 +421,36 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
                 k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
                 return e * nq**3 + (k0 + k) * nq * nq + (j0 + j) * nq + i0 + i
 
-            # every block stages its tiles before any contraction (the cluster_sync of a clustered kernel)
-            staged = []
-            for box in range(plan.blocks_per_element):
-                tiles = []
-                for d in plan.kernel.dirs:
-                    tile = np.full(plan.tile_doubles, np.nan)
-                    g = gidx(kk, jj, ii, box)
-                    tile[_tile_off(plan, kk, jj, ii)] = flat["q"][g] * vel[d][g]
-                    tiles.append(tile)
-                staged.append(tiles)
+            def stage(d: int, box: int) -> np.ndarray:
+                tile = np.full(plan.tile_doubles, np.nan)  # a point the template never stages stays NaN
+                g = gidx(kk, jj, ii, box)
+                tile[_tile_off(plan, kk, jj, ii)] = flat["q"][g] * vel[d][g]
+                return tile
+
+            # every block stages its resident tiles before any contraction (the cluster_sync of a
+            # clustered kernel); with flux_tiles, the later directions are staged below
+            staged = [[stage(d, box) for d in plan.kernel.dirs[:plan.flux_tile_count]]
+                      for box in range(plan.blocks_per_element)]
             for box in range(plan.blocks_per_element):
                 k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
                 tiles = staged[box]
                 first_rank = box - box % cluster  # the cluster's blocks are consecutive boxes
                 acc = tiles[0]
                 for n, d in enumerate(plan.kernel.dirs):
+                    if plan.restaged(n):  # into the tile the previous direction freed (never the accumulator)
+                        assert plan.tile_slot(n) > 0, f"{plan.name}: a restaged tile would overwrite the accumulator"
+                        tiles[plan.tile_slot(n)] = stage(d, box)
+                    tile = tiles[plan.tile_slot(n)]
                     if config.engine == "simt":
-                        pts, vals = _contract_simt(plan, d, tiles[n], dmat, nq)
+                        pts, vals = _contract_simt(plan, d, tile, dmat, nq)
                     elif d == split:
                         # the template's dispatch: run_cluster, a later direction's staged contraction
                         assert n > 0 and plan.d_panel, f"{plan.name}: a split direction runs run_cluster"
                         peers = [staged[first_rank + h][n] for h in range(cluster)]
-                        pts, vals = _contract_mma(plan, d, tiles[n], dmat, nq, config.mma or "", peers,
+                        pts, vals = _contract_mma(plan, d, tile, dmat, nq, config.mma or "", peers,
                                                   (i0, j0, k0)[d])
                     else:
-                        pts, vals = _contract_mma(plan, d, tiles[n], dmat, nq, config.mma or "")
+                        pts, vals = _contract_mma(plan, d, tile, dmat, nq, config.mma or "")
                     for (k, j, i), val in zip(pts, vals):
                         off = _tile_off(plan, k, j, i)
                         weighted = metric[d][gidx(k, j, i, box)] * val
