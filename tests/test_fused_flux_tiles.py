@@ -1,4 +1,4 @@
-"""``flux_tiles``: a three-direction box kernel that holds two flux tiles and stages z's fluxes into
+"""``flux_tiles`` and ``pair_io``. flux_tiles: a three-direction box kernel that holds two flux tiles and stages z's fluxes into
 y's tile once y is contracted (composer/fused/templates/fused_volume.cu.j2), so that p = 15's xyz
 kernel (four 41-KB tiles, one block per SM) fits two blocks per SM.
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +21,7 @@ from composer import dg
 from composer.arch.limits import arch_limits
 from composer.errors import ConfigError
 from composer.fused.builder import build, kernel_plans, render_volume
-from composer.fused.candidates import candidate_list, flux_tile_candidates, to_table
+from composer.fused.candidates import candidate_list, flux_tile_candidates, pair_io_candidates, to_table
 from composer.fused.config import fused_config, parse_table
 from composer.fused.emulate import emulate
 
@@ -109,3 +111,66 @@ def test_flux_tile_candidates_compile_with_their_register_cap(variant: str) -> N
             if config.min_blocks:
                 assert sass.registers * built.threads * config.min_blocks <= 65536, name
             assert (sass.dfma == 0) == (config.mma is not None), name
+
+
+# pair_io: the same box kernels with two doubles 16 bytes apart moved as one 16-byte access
+
+
+def test_pair_io_key_errors_and_table_round_trip() -> None:
+    import tomllib
+
+    with pytest.raises(ConfigError, match="pair_io.*true or false"):
+        parse_table("FUSED_TC", 15, dict(XYZ15, pair_io=1))
+    for variant in ("FUSED", "FUSED_TC", "FUSED_TC16"):
+        for order in (7, 15, 31, 63):
+            (name, config), = pair_io_candidates(variant, order)
+            assert name.endswith(" pio") and config.pair_io
+            table = tomllib.loads(to_table(config))["paths"][variant]
+            assert fused_config(variant, order, {variant: table}) == config
+
+
+@pytest.mark.parametrize("variant,order", [("FUSED_TC", 15), ("FUSED_TC16", 63), ("FUSED", 7)])
+def test_pair_io_renders_paired_accesses_only(variant: str, order: int) -> None:
+    base = fused_config(variant, order)
+    paired = dataclasses.replace(base, pair_io=True)
+    for plain_plan, plan in zip(kernel_plans(base), kernel_plans(paired)):
+        plain, source = render_volume(base, plain_plan), render_volume(paired, plan)
+        if plan.first:
+            assert "store_pair(dqdt + g, -val[0], -val[1]);" in source and "make_double2(-val[0]" not in source
+        else:
+            assert "store_pair" not in source.split("__global__")[1]
+        # the x weights as pairs on the tensor cores only, in the kernel that contracts x first
+        assert ("load_metric_pairs<C>" in source) == (base.mma is not None and plan.kernel.dirs[0] == 0)
+        assert plain.count("__ldg(") <= source.count("__ldg(") + 2
+
+
+def test_emulated_pair_io_is_the_same_kernel() -> None:
+    # pair_io changes how bytes move, not the arithmetic: the emulation (and the GPU result) is unchanged
+    fields = dg.make_fields(15, (1, 1, 1), varying=True)
+    base = fused_config("FUSED_TC", 15)
+    assert np.array_equal(emulate(dataclasses.replace(base, pair_io=True), fields, (1, 1, 1)),
+                          emulate(base, fields, (1, 1, 1)))
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("variant,order", [("FUSED_TC", 7), ("FUSED_TC16", 15), ("FUSED_TC", 31), ("FUSED_TC16", 63)])
+def test_pair_io_sass_has_vector_store_and_fewer_weight_loads(variant: str, order: int) -> None:
+    from composer.arch.sass import disassemble
+
+    def counts(config):
+        out = {}
+        for built in build(config, "sm_90").kernels:
+            if built.blocks_per_element:
+                path = Path(tempfile.mkdtemp()) / f"{built.name}.cubin"
+                path.write_bytes(built.compiled.cubin)
+                text = disassemble(path)
+                out[built.name] = {op: len(re.findall(rf"\b{re.escape(op)}\b", text))
+                                   for op in ("STG.E.64", "STG.E.128", "LDG.E.64.CONSTANT", "LDG.E.128.CONSTANT")}
+        return out
+
+    base = fused_config(variant, order)
+    plain, paired = counts(base), counts(dataclasses.replace(base, pair_io=True))
+    first = kernel_plans(base)[0].name
+    assert plain[first]["STG.E.64"] == 2 and paired[first] == dict(paired[first], **{"STG.E.64": 0, "STG.E.128": 1})
+    assert paired[first]["LDG.E.64.CONSTANT"] < plain[first]["LDG.E.64.CONSTANT"]
+    assert paired[first]["LDG.E.128.CONSTANT"] > plain[first]["LDG.E.128.CONSTANT"]

@@ -245,6 +245,12 @@ class FusedConfig:
     #: kernel holds four 41-KB tiles, one block (16 warps) per SM, latency bound; two tiles let two
     #: blocks share an SM. 0: one tile per carried direction.
     flux_tiles: int = 0
+    #: True (box kernels): 16-byte pairs where the box kernel moved two doubles 16 bytes apart with
+    #: two 8-byte accesses: the first kernel's dqdt store (ptxas split `make_double2(-a, -b)` into two
+    #: STG.E.64) and, on the tensor-core engine, the x contraction's metric weights (a C fragment's
+    #: column pair). ncu source counters (session 19): those accesses were 20-25 % of the p = 7 and 15
+    #: kernels' L2 sector requests, the L2 at 92-96 % of its throughput.
+    pair_io: bool = False
 
     @property
     def nq(self) -> int:
@@ -419,7 +425,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles",
+                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io",
                             *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
@@ -519,9 +525,14 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if nvrtc is not None and not (isinstance(nvrtc, str) and re.fullmatch(r"\d+\.\d+", nvrtc)):
         raise _error(file, f"{prefix}.nvrtc", f'expected an NVRTC version "MAJOR.MINOR" (e.g. "13.0"), got {nvrtc!r}')
     flux_tiles = _flux_tiles(table, kernels, str(volume), str(traces), prefix, file)
+    pair_io = table.get("pair_io", False)
+    if type(pair_io) is not bool:
+        raise _error(file, f"{prefix}.pair_io", f"expected true or false, got {pair_io!r}")
+    if pair_io and volume != "box":
+        raise _error(file, f"{prefix}.pair_io", "applies to the box kernel")
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
-                         nvrtc=nvrtc, flux_tiles=flux_tiles)
+                         nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io)
     problem = trace_cluster_problem(config)
     if problem:
         raise _error(file, f"{prefix}.trace_cluster", problem)
