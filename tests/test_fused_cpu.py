@@ -273,7 +273,7 @@ MEASURED_SOURCES = {
     "fused_p63_k0_xy": "98ca7543e861a336",
     "fused_p63_k1_z": "7ca9d64a49b197bf",
     "fused_p7_k0_xyz": "8a824161e5aaaed3",
-    "fused_tc16_p15_k0_xyz": "dba35e9439ef7f4a",
+    "fused_tc16_p15_k0_xyz": "56d32b5fec1c0bb1",
     "fused_tc16_p31_k0_xy": "8fdb752c78fae42d",
     "fused_tc16_p31_k1_z": "57a0fc3e05d99a46",
     "fused_tc16_p63_k0_xy": "7d09d1e42ab34530",
