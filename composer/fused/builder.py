@@ -368,7 +368,7 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         tile=list(plan.kernel.tile), d_stage="smem" if plan.d_panel else "global",
         min_blocks=config.min_blocks, traces=config.traces, epb=config.elements_per_block,
         late_wgt=late_weights(config, plan), cluster=plan.kernel.cluster, trace_cluster=config.trace_cluster,
-        pair_io=config.pair_io, pair_x=config.pair_io and config.engine == "mma" and plan.kernel.dirs[0] == 0,
+        pair_io=config.pair_io, l2_keep=config.l2_keep, pair_x=config.pair_io and config.engine == "mma" and plan.kernel.dirs[0] == 0,
         split=-1 if plan.kernel.split is None else plan.kernel.split, **mma)
 
 

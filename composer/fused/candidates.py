@@ -9,6 +9,7 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``cluster_candidates`` (x and y over whole k-planes held by a thread-block cluster),
 ``flux_tile_candidates`` (two resident flux tiles in a three-direction kernel: two blocks per SM),
 ``pair_io_candidates`` (16-byte pairs for the dqdt store and the x weights),
+``l2_keep_candidates`` (q held in L2 for a flux_tiles restage),
 ``trace_cluster_candidates`` (exterior face traces from the neighbours' tiles in element clusters);
 ``candidate_list`` selects one family by name.
 """
@@ -153,7 +154,8 @@ def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     extra = []
     for name, cfg in (trace_candidates(variant, order) + staged_candidates(variant, order)
                       + wide_candidates(variant, order) + strip_candidates(variant, order)
-                      + flux_tile_candidates(variant, order) + pair_io_candidates(variant, order) + stream_candidates(variant, order) + stream_refine_candidates(variant, order)):
+                      + flux_tile_candidates(variant, order) + pair_io_candidates(variant, order)
+                      + l2_keep_candidates(variant, order) + stream_candidates(variant, order) + stream_refine_candidates(variant, order)):
         if cfg not in seen:
             seen.add(cfg)
             extra.append((name, cfg))
@@ -219,6 +221,15 @@ def pair_io_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]
     if base is None or base.pair_io:
         return []
     cfg = dataclasses.replace(base, pair_io=True)
+    return [(label(cfg), cfg)] if _fits(cfg) else []
+
+
+def l2_keep_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """A ``flux_tiles`` box schedule with ``l2_keep`` (q held in L2 until its restage)."""
+    base = _family_base(variant, order, "box")
+    if base is None or not base.flux_tiles or base.l2_keep:
+        return []
+    cfg = dataclasses.replace(base, l2_keep=True)
     return [(label(cfg), cfg)] if _fits(cfg) else []
 
 
@@ -804,7 +815,8 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_shape": stream_shape_candidates, "stream_l2": stream_l2_candidates,
             "stream_kpanel": stream_kpanel_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates,
-            "flux_tiles": flux_tile_candidates, "pair_io": pair_io_candidates}
+            "flux_tiles": flux_tile_candidates, "pair_io": pair_io_candidates,
+            "l2_keep": l2_keep_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -873,6 +885,8 @@ def label(config: FusedConfig) -> str:
         extra += f" ft{config.flux_tiles}"
     if config.pair_io:
         extra += " pio"
+    if config.l2_keep:
+        extra += " keep"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -916,6 +930,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f"flux_tiles = {config.flux_tiles}")
     if config.pair_io:
         lines.append("pair_io = true")
+    if config.l2_keep:
+        lines.append("l2_keep = true")
     if config.nvrtc:
         lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":

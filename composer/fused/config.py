@@ -251,6 +251,11 @@ class FusedConfig:
     #: column pair). ncu source counters (session 19): those accesses were 20-25 % of the p = 7 and 15
     #: kernels' L2 sector requests, the L2 at 92-96 % of its throughput.
     pair_io: bool = False
+    #: True (with flux_tiles): q's staging loads keep it in L2 (createpolicy evict_last) until the
+    #: restage reads it again (evict_first, as the restaged velocity). ncu (session 19 call 6): the
+    #: p = 15 flux_tiles kernel moves 1643 MB of DRAM against 1397 for the four-tile one: a block
+    #: lives about 30 us, in which the GPU streams more than the 50-MB L2, so the restage misses.
+    l2_keep: bool = False
 
     @property
     def nq(self) -> int:
@@ -425,7 +430,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io",
+                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep",
                             *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
@@ -530,9 +535,14 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         raise _error(file, f"{prefix}.pair_io", f"expected true or false, got {pair_io!r}")
     if pair_io and volume != "box":
         raise _error(file, f"{prefix}.pair_io", "applies to the box kernel")
+    l2_keep = table.get("l2_keep", False)
+    if type(l2_keep) is not bool:
+        raise _error(file, f"{prefix}.l2_keep", f"expected true or false, got {l2_keep!r}")
+    if l2_keep and not flux_tiles:
+        raise _error(file, f"{prefix}.l2_keep", "keeps q in L2 for the restage: needs flux_tiles")
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
-                         nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io)
+                         nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep)
     problem = trace_cluster_problem(config)
     if problem:
         raise _error(file, f"{prefix}.trace_cluster", problem)
