@@ -10,6 +10,7 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``flux_tile_candidates`` (two resident flux tiles in a three-direction kernel: two blocks per SM),
 ``pair_io_candidates`` (16-byte pairs for the dqdt store and the x weights),
 ``l2_keep_candidates`` (q held in L2 for a flux_tiles restage),
+``shape_twin_candidates`` (FUSED_TC's table on FUSED_TC16's 16x8x4: the model's shape-transfer target),
 ``trace_cluster_candidates`` (exterior face traces from the neighbours' tiles in element clusters);
 ``candidate_list`` selects one family by name.
 """
@@ -724,6 +725,33 @@ def stream_transfer_candidates(variant: str, order: int) -> list[tuple[str, Fuse
     return [(label(c), c) for c in dict.fromkeys(options) if c != base and _fits(c)]
 
 
+def shape_twin(source: FusedConfig, mma: str = "16x8x4") -> FusedConfig | None:
+    """FUSED_TC's table ``source`` as a FUSED_TC16 table on ``mma``: every warp tile's WM halved (a
+    16-row MMA covers the lines of two 8-row ones), the rest of the table, compiler included, kept.
+    None when a warp tile has an odd WM (its lines are not a whole number of 16-row MMAs).
+
+    Why: the model's shape transfer (issue 15) predicts a 16-row binary from an 8-row binary's
+    counters. The shipped FUSED_TC16 tables were tuned apart from FUSED_TC's (other warp tiles,
+    threads, trace sources, compilers), so a transfer onto them carries the schedule difference too;
+    the twin differs from its source only in the MMA shape, the paper's preferred-shape transfer."""
+    if source.variant != "FUSED_TC" or source.mma != "8x8x4":
+        raise ComposerError(f"a shape twin is made from an 8x8x4 FUSED_TC table, not {source.variant} {source.mma}")
+    if any(k.tile[0] % 2 for k in source.kernels):
+        return None
+    kernels = tuple(dataclasses.replace(k, tile=(k.tile[0] // 2, k.tile[1])) for k in source.kernels)
+    return dataclasses.replace(source, variant="FUSED_TC16", mma=mma, kernels=kernels)
+
+
+def shape_twin_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """FUSED_TC16 only: the order's FUSED_TC table on 16x8x4 (``shape_twin``), where it fits."""
+    if variant != "FUSED_TC16" or order not in SUPPORTED_ORDERS["FUSED_TC"]:
+        return []
+    twin = shape_twin(fused_config("FUSED_TC", order))
+    if twin is None or twin == fused_config(variant, order) or not _fits(twin):
+        return []
+    return [(label(twin), twin)]
+
+
 #: Orders the cluster family is generated for: those whose whole k-plane of q*u and q*v (2 Nq^2
 #: doubles, 256 KiB at p = 127) no longer fits one block, so that x and y in one kernel need a
 #: thread-block cluster to hold it (below, the box kernels' "xy" boxes already do it in one block).
@@ -816,7 +844,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_kpanel": stream_kpanel_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates,
             "flux_tiles": flux_tile_candidates, "pair_io": pair_io_candidates,
-            "l2_keep": l2_keep_candidates}
+            "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 

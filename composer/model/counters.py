@@ -60,7 +60,7 @@ LAUNCH_METRICS = ("launch__grid_size", "launch__block_size", "launch__registers_
 REQUESTED_METRICS: tuple[str, ...] = (*(q.metric for q in QUANTITIES), "dram__bytes_read.sum",
                                       "dram__bytes_write.sum", BUDGET_METRIC, *LAUNCH_METRICS)
 _COUNT_NAMES = tuple(q.name for q in QUANTITIES if q.name not in ("duration_ns", "clock_hz"))
-_PROFILE_FILE = re.compile(r"^([A-Z][A-Z0-9_]*)-p(\d+)\.csv$")
+_PROFILE_FILE = re.compile(r"^([A-Z][A-Z0-9_]*)-p(\d+)\.csv(\.gz)?$")
 
 
 def _number(text: str | None) -> float | None:
@@ -149,14 +149,25 @@ def kernel_counters(row: Mapping[str, str], index: int, where: str) -> KernelCou
         budget_cycles=None if budget is None else budget / SUBPARTITIONS_PER_SM, metrics=sources)
 
 
+def read_profile_text(path: Path) -> str:
+    """The text of one ``composer profile`` raw CSV; a ``.csv.gz`` is read the same way (the
+    profiles shipped in docs/data are gzipped where they are large)."""
+    if path.suffix == ".gz":
+        import gzip
+
+        return gzip.decompress(path.read_bytes()).decode()
+    return path.read_text()
+
+
 def read_profile_csv(path: Path) -> list[KernelCounters]:
     """Every kernel launch of one ``composer profile`` raw CSV, in launch order."""
-    rows = parse_raw_csv(path.read_text())
+    rows = parse_raw_csv(read_profile_text(path))
     return [kernel_counters(row, index, str(path)) for index, row in enumerate(rows)]
 
 
 def profile_files(directory: Path) -> dict[tuple[str, int], Path]:
-    """The raw CSVs of a ``composer profile --out`` directory by (path, order): ``PATH-pORDER.csv``,
+    """The raw CSVs of a ``composer profile --out`` directory by (path, order): ``PATH-pORDER.csv``
+    (or ``.csv.gz``),
     only those its ``profile.json`` lists when it has one. ``composer profile`` adds an entry only
     after ncu finished, so a CSV without one is the partial log of a failed run (sessions 6 and 7:
     the p = 63 crashes left such CSVs beside the good ones)."""

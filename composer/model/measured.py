@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from composer.model.calibrate import PROFILE_SUMMARY, kernel_roles
-from composer.model.counters import profile_files
+from composer.model.counters import profile_files, read_profile_text
 from composer.model.errors import MissingMetricError, ModelError
 from composer.profile.ncu import parse_raw_csv
 
@@ -73,7 +73,7 @@ def _profile_cells(directory: Path) -> list[MeasuredCell]:
     sms = _profile_sms(directory)
     cells = []
     for (path, order), file in profile_files(directory).items():
-        rows = parse_raw_csv(file.read_text())
+        rows = parse_raw_csv(read_profile_text(file))
         kernels: dict[str, float] = {}
         for row, (_, role) in zip(rows, kernel_roles(r.get("Kernel Name", "?") for r in rows)):
             value = row.get(DURATION_METRIC, "").replace(",", "").strip()

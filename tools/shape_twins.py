@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Write a schedules directory whose FUSED_TC16 tables are FUSED_TC's on 16x8x4 (the shape twins).
+
+    python3 tools/shape_twins.py --orders 15,63,127,255 --out DIR
+
+Every shipped ``schedules/p*.toml`` is copied into DIR; at each order of ``--orders`` whose FUSED_TC
+table has a twin (``composer.fused.candidates.shape_twin``: every warp tile's WM even) the
+``[paths.FUSED_TC16]`` table is replaced by it. ``COMPOSER_SCHEDULES=DIR composer bench --paths
+FUSED_TC16 ...`` then runs the twins and ``composer build`` builds them: the targets of the model's
+shape transfer (``composer model predict --as FUSED_TC16=FUSED_TC``), which differ from their
+source binaries only in the MMA shape. Prints the twinned orders (and those without a twin).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from composer.fused.candidates import shape_twin, to_table  # noqa: E402
+from composer.fused.config import fused_config  # noqa: E402
+from composer.fused.sweep import write_table  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--orders", required=True, help="comma-separated orders to twin")
+    parser.add_argument("--out", type=Path, required=True, help="schedules directory to write")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for file in sorted((ROOT / "schedules").glob("p*.toml")):
+        shutil.copy(file, args.out / file.name)
+    for order in (int(o) for o in args.orders.split(",")):
+        twin = shape_twin(fused_config("FUSED_TC", order))
+        if twin is None:
+            print(f"p = {order}: FUSED_TC's table has an odd WM, no 16x8x4 twin")
+            continue
+        write_table(args.out / f"p{order:04d}.toml", to_table(twin),
+                    note="shape twin: FUSED_TC's table on 16x8x4 (tools/shape_twins.py)")
+        print(f"p = {order}: FUSED_TC16 = {to_table(twin).splitlines()[-3].strip()} ...")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
