@@ -68,8 +68,8 @@ class Build:
                                      "pass --mma SHAPE to choose the build shape")
         return found[0] if found else None
 
-    def dmma(self, kernel: BuiltKernel) -> dict[str, int]:
-        """Static DMMA instructions per SASS shape of ``kernel`` (cuobjdump)."""
+    def sass(self, kernel: BuiltKernel) -> KernelSass:
+        """The SASS summary of ``kernel`` (cuobjdump, once per CUBIN)."""
         path = kernel.entry.cubin_path
         if path not in self._sass:
             self._sass[path] = inspect_cubin(path)
@@ -77,4 +77,12 @@ class Build:
         symbol = kernel.entry.symbol
         if symbol not in sass:
             raise KernelListMismatch(f"{path}: the SASS has no function {symbol}")
-        return dict(sass[symbol].dmma)
+        return sass[symbol]
+
+    def dmma(self, kernel: BuiltKernel) -> dict[str, int]:
+        """Static DMMA instructions per SASS shape of ``kernel`` (cuobjdump)."""
+        return dict(self.sass(kernel).dmma)
+
+    def spill_bytes(self, kernel: BuiltKernel) -> int:
+        """Per-thread local memory of ``kernel`` (where ptxas spills)."""
+        return self.sass(kernel).spill_bytes

@@ -66,6 +66,10 @@ class CalibratedKernel:
     #: the path whose calibration of this very binary the kernel shares (composer.model.sharing;
     #: None: its own profile)
     shared_from: str | None = None
+    #: per-thread local memory (spills) of the binary that ran, from the calibration build's SASS
+    #: (None: fitted without a build holding it). A transfer to another binary adds the difference
+    #: to its DRAM and L2 bytes (composer.model.predict.spill_transfer)
+    spill_bytes: int | None = None
 
     @property
     def name(self) -> str:
@@ -95,6 +99,8 @@ class CalibratedKernel:
             out["sm_scaling"] = self.sm_scaling.to_dict()
         if self.shared_from is None:
             del out["shared_from"]  # likewise
+        if self.spill_bytes is None:
+            del out["spill_bytes"]  # likewise
         return out
 
     @classmethod
@@ -310,8 +316,22 @@ def calibrate_kernels(path: str, order: int, launches: list[KernelCounters], mac
             machine=machine.label, path=path, order=order, role=role, kind=identity.kind,
             variant=identity.variant, shape=shape, counters=counters, demands=d.cycles,
             binding=d.binding, eta=e, closure=closure(counters.budget_cycles, dmma, counters.counts["fp64"], machine),
-            dmma_unpriced=0.0 if shape is not None else counters.counts["dmma"]))
+            dmma_unpriced=0.0 if shape is not None else counters.counts["dmma"],
+            spill_bytes=_calibration_spill(identity, counters, build)))
     return out
+
+
+def _calibration_spill(identity: KernelIdentity, counters: KernelCounters, build: Build | None) -> int | None:
+    """Per-thread local memory of the binary that ran, when the calibration build holds it: the
+    build kernel of its role whose registers are the profile's (a build of another compiler's
+    kernels, 13.5 against the device's 13.0, allocates registers differently: not that binary)."""
+    if build is None or not identity.own:
+        return None
+    built = build.find(identity.build_key())
+    if built is None or built.entry.symbol != counters.name:
+        return None
+    sass = build.sass(built)
+    return sass.spill_bytes if sass.registers == counters.registers else None
 
 
 #: A restricted calibration run slower than this factor times the full calibration's eta x roof

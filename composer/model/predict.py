@@ -95,6 +95,26 @@ def choose_calibration(by_machine: Mapping[str, list[CalibratedKernel]], target:
     return by_machine[label], [f"kernel lists differ across calibration machines; {label}'s used"]
 
 
+def spill_transfer(k: CalibratedKernel, target_spill: int) -> dict[str, float]:
+    """``k``'s counts carried to a binary with ``target_spill`` bytes of local memory per thread:
+    the difference, times the launch's threads, added to its DRAM and L2 bytes (never below zero).
+
+    Why (session 20): FUSED_TC16 at p = 31 runs FUSED_TC's table, the same occupancy and the same
+    memory instructions, but ptxas spills 32 and 24 B/thread at the 64-register cap where FUSED_TC
+    spills nothing; its xy kernel moved 65 MB more DRAM (1040 against 975 MB; 8192 x 256 threads x
+    32 B = 67 MB) and ran 7 % longer. The spill stores sit outside the loops, once per thread, and
+    their lines leave the L2 before the kernel ends, so each spilled byte is written back once. A
+    calibration without the source binary's local memory (fitted without its build) keeps the
+    counts as they are."""
+    counts = dict(k.counters.counts)
+    if k.spill_bytes is None or target_spill == k.spill_bytes:
+        return counts
+    extra = (target_spill - k.spill_bytes) * k.counters.grid * k.counters.block
+    for quantity in ("dram_bytes", "l2_bytes"):
+        counts[quantity] = max(0.0, counts[quantity] + extra)
+    return counts
+
+
 def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: str, mma: str | None,
             problems: list[str], overlap: float | None = None) -> KernelPrediction | None:
     identity = k.identity
@@ -117,6 +137,7 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
                             f"DMMA but {target_name} {'does' if shares else 'does not'} (instruction family changed)")
             return None
         dmma = {} if k.shape is None else transfer_dmma(k.counters.counts["dmma"], k.shape, shares)
+        counts = spill_transfer(k, build.spill_bytes(built))
     elif k.shape is not None and k.machine.split("@")[0] == target.machine:
         dmma = k.dmma  # the machine that was run: the library's dispatched shape is known (§A3)
     elif k.shape is not None:
@@ -130,7 +151,9 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
         dmma = transfer_dmma(k.counters.counts["dmma"], k.shape, {best: 1.0})
     else:
         dmma = {}
-    d = demands(k.counters.counts, dmma, target)
+    if not identity.own:
+        counts = k.counters.counts
+    d = demands(counts, dmma, target)
     seconds, binding = predicted_seconds(eta_value, d, target, overlap), d.binding
     own_machine = k.machine.split("@")[0] == target.machine
     # the fitted SM-count form (composer.model.sm_scaling) describes the binary that ran: another one
