@@ -405,6 +405,9 @@ def run_predict(args: argparse.Namespace) -> int:
     con.print(totals)
     for line in skipped or []:
         con.print(f"skipped (not in {args.build}): {line}")
+    for p in predictions:
+        for note in p.notes:
+            con.print(f"note: {p.path} p={p.order}: {note}")
     con.print(f"predictions {out} (model sha256 {document['model_hash'][:16]}, predictions sha256 "
               f"{document['hash'][:16]})")
     return 0

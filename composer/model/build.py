@@ -28,6 +28,14 @@ class BuiltKernel:
     entry: KernelEntry
 
     @property
+    def threads(self) -> int:
+        """Threads per block of its launch."""
+        count = 1
+        for extent in self.entry.block:
+            count *= int(extent)
+        return count
+
+    @property
     def mma(self) -> str | None:
         """The PTX MMA shape of its build configuration, when it has one."""
         value = self.entry.config.get("mma")
@@ -82,6 +90,14 @@ class Build:
     def dmma(self, kernel: BuiltKernel) -> dict[str, int]:
         """Static DMMA instructions per SASS shape of ``kernel`` (cuobjdump)."""
         return dict(self.sass(kernel).dmma)
+
+    def blocks_per_sm(self, kernel: BuiltKernel) -> int:
+        """Blocks of ``kernel`` one SM holds by its threads, registers and shared memory."""
+        from composer.arch.limits import arch_limits, resident_blocks
+
+        sass = self.sass(kernel)
+        smem = int(kernel.entry.dynamic_smem or 0) + sass.shared_bytes
+        return resident_blocks(arch_limits(self.arch), kernel.threads, smem, sass.registers)
 
     def spill_bytes(self, kernel: BuiltKernel) -> int:
         """Per-thread local memory of ``kernel`` (where ptxas spills)."""

@@ -70,6 +70,9 @@ class CalibratedKernel:
     #: (None: fitted without a build holding it). A transfer to another binary adds the difference
     #: to its DRAM and L2 bytes (composer.model.predict.spill_transfer)
     spill_bytes: int | None = None
+    #: blocks per SM the binary that ran holds (threads, registers, shared memory of the calibration
+    #: build's entry; None: fitted without it): a transfer to a binary that holds fewer is flagged
+    blocks_per_sm: int | None = None
 
     @property
     def name(self) -> str:
@@ -101,6 +104,8 @@ class CalibratedKernel:
             del out["shared_from"]  # likewise
         if self.spill_bytes is None:
             del out["spill_bytes"]  # likewise
+        if self.blocks_per_sm is None:
+            del out["blocks_per_sm"]  # likewise
         return out
 
     @classmethod
@@ -317,21 +322,24 @@ def calibrate_kernels(path: str, order: int, launches: list[KernelCounters], mac
             variant=identity.variant, shape=shape, counters=counters, demands=d.cycles,
             binding=d.binding, eta=e, closure=closure(counters.budget_cycles, dmma, counters.counts["fp64"], machine),
             dmma_unpriced=0.0 if shape is not None else counters.counts["dmma"],
-            spill_bytes=_calibration_spill(identity, counters, build)))
+            **_calibration_binary(identity, counters, build)))
     return out
 
 
-def _calibration_spill(identity: KernelIdentity, counters: KernelCounters, build: Build | None) -> int | None:
-    """Per-thread local memory of the binary that ran, when the calibration build holds it: the
-    build kernel of its role whose registers are the profile's (a build of another compiler's
-    kernels, 13.5 against the device's 13.0, allocates registers differently: not that binary)."""
+def _calibration_binary(identity: KernelIdentity, counters: KernelCounters, build: Build | None) -> dict[str, int]:
+    """Per-thread local memory and blocks per SM of the binary that ran, when the calibration build
+    holds it: the build kernel of its role whose registers are the profile's (a build of another
+    compiler's kernels, 13.5 against the device's 13.0, allocates registers differently: not that
+    binary). Empty when unknown."""
     if build is None or not identity.own:
-        return None
+        return {}
     built = build.find(identity.build_key())
     if built is None or built.entry.symbol != counters.name:
-        return None
+        return {}
     sass = build.sass(built)
-    return sass.spill_bytes if sass.registers == counters.registers else None
+    if sass.registers != counters.registers:
+        return {}
+    return {"spill_bytes": sass.spill_bytes, "blocks_per_sm": build.blocks_per_sm(built)}
 
 
 #: A restricted calibration run slower than this factor times the full calibration's eta x roof

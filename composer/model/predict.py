@@ -54,6 +54,11 @@ class KernelPrediction:
     calibration_binding: str
     seconds: float
     enumerated: dict[str, float] = field(default_factory=dict)  # Equation 8: shape -> seconds
+    #: [calibration binary, target binary] resident warps per SM where the target holds fewer (the
+    #: transfer carries eta, so it does not price the latency the lost warps expose: flagged, not
+    #: corrected; session 20: FUSED_TC16's p = 255 twin, 130 registers against FUSED_TC's 128, one
+    #: 8-warp block per SM against two, ran 1.35x its prediction)
+    fewer_warps: list[int] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,7 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
     eta_value = k.eta_at(overlap)
     target_name = ""
     enumerated: dict[str, float] = {}
+    fewer_warps: list[int] = []
     if identity.own:
         if build is None:
             raise ModelError(f"{k.path} p={k.order}: kernel {k.name} is compiled by this project; "
@@ -138,6 +144,9 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
             return None
         dmma = {} if k.shape is None else transfer_dmma(k.counters.counts["dmma"], k.shape, shares)
         counts = spill_transfer(k, build.spill_bytes(built))
+        if k.blocks_per_sm is not None:
+            warps = [k.blocks_per_sm * k.counters.block // 32, build.blocks_per_sm(built) * built.threads // 32]
+            fewer_warps = warps if warps[1] < warps[0] else []
     elif k.shape is not None and k.machine.split("@")[0] == target.machine:
         dmma = k.dmma  # the machine that was run: the library's dispatched shape is known (§A3)
     elif k.shape is not None:
@@ -172,7 +181,8 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
             seconds, binding = latency, "latency"
     return KernelPrediction(role=k.role, name=k.name, target_name=target_name, calibration=k.machine,
                             eta=eta_value, dmma=dmma, demands=d.cycles, binding=binding,
-                            calibration_binding=k.binding, seconds=seconds, enumerated=enumerated)
+                            calibration_binding=k.binding, seconds=seconds, enumerated=enumerated,
+                            fewer_warps=fewer_warps)
 
 
 def predict(model: Model, target: Capacities, build: Build | None, paths: list[str] | None = None,
@@ -217,6 +227,9 @@ def predict(model: Model, target: Capacities, build: Build | None, paths: list[s
             if any(k is None for k in kernels):
                 continue
             done = [k for k in kernels if k is not None]
+            notes = notes + [f"{k.role}: {k.target_name} holds {k.fewer_warps[1]} warps per SM against the "
+                             f"calibration binary's {k.fewer_warps[0]} (latency the transfer does not price)"
+                             for k in done if k.fewer_warps]
             out.append(PathPrediction(path, source, order, sum(k.seconds for k in done), done, notes))
     if problems:
         shown = "; ".join(problems[:_MAX_NAMED])
