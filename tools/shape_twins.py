@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a schedules directory whose FUSED_TC16 tables are FUSED_TC's on 16x8x4 (the shape twins).
 
-    python3 tools/shape_twins.py --orders 15,63,127,255 --out DIR
+    python3 tools/shape_twins.py --orders 15,63,127,255 --out DIR [--mma 16x8x8]
 
 Every shipped ``schedules/p*.toml`` is copied into DIR; at each order of ``--orders`` whose FUSED_TC
 table has a twin (``composer.fused.candidates.shape_twin``: every warp tile's WM even) the
@@ -30,17 +30,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--orders", required=True, help="comma-separated orders to twin")
     parser.add_argument("--out", type=Path, required=True, help="schedules directory to write")
+    parser.add_argument("--mma", default="16x8x4", help="the twins' MMA shape (16x8x4 or 16x8x8; default 16x8x4)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     for file in sorted((ROOT / "schedules").glob("p*.toml")):
         shutil.copy(file, args.out / file.name)
     for order in (int(o) for o in args.orders.split(",")):
-        twin = shape_twin(fused_config("FUSED_TC", order))
+        twin = shape_twin(fused_config("FUSED_TC", order), args.mma)
         if twin is None:
             print(f"p = {order}: FUSED_TC's table has an odd WM, no 16x8x4 twin")
             continue
         write_table(args.out / f"p{order:04d}.toml", to_table(twin),
-                    note="shape twin: FUSED_TC's table on 16x8x4 (tools/shape_twins.py)")
+                    note=f"shape twin: FUSED_TC's table on {args.mma} (tools/shape_twins.py)")
         print(f"p = {order}: FUSED_TC16 = {to_table(twin).splitlines()[-3].strip()} ...")
     return 0
 
