@@ -146,3 +146,103 @@ def test_a_target_holding_fewer_warps_is_flagged(tmp_path, nvrtc_cache, monkeypa
     assert fewer.kernels[0].fewer_warps == [held * warps, (held - 1) * warps]
     assert fewer.seconds == same.seconds  # flagged, not corrected
     assert "warps per SM against the calibration binary's" in fewer.notes[0]
+
+
+# --- the occupancy axis: the same binary held to fewer blocks per SM -----------------------------
+
+from composer.model.predict import occupancy_factor  # noqa: E402
+
+
+def test_occupancy_factor_interpolates_in_log_warps_and_holds_at_the_ends():
+    points = [[8.0, 2.0e6], [16.0, 1.0e6], [32.0, 0.8e6]]
+    assert occupancy_factor(points, 16, 8) == pytest.approx(2.0)
+    assert occupancy_factor(points, 32, 16) == pytest.approx(1.25)
+    # halfway in log warps between 16 and 32: the geometric mean of the cycles
+    assert occupancy_factor(points, 32, 16 * 2 ** 0.5) == pytest.approx((1.0e6 * 0.8e6) ** 0.5 / 0.8e6)
+    assert occupancy_factor(points, 16, 4) == pytest.approx(2.0)  # below the lowest cap: held there
+
+
+def test_the_resident_option_is_a_positive_block_count():
+    from composer.paths.registry import path_class
+
+    option = path_class("FUSED_TC").options["resident"]
+    assert option.parse("2") == 2
+    with pytest.raises((ValueError, ComposerError)):
+        option.parse("0")
+
+
+def test_capped_profiles_give_the_occupancy_axis(tmp_path, nvrtc_cache):
+    """A profile directory taken with --option FUSED_TC.resident=N calibrates nothing itself: its
+    kernels become points on the full calibration's occupancy axis, and a twin of the same block
+    that holds fewer warps is priced from them."""
+    import json
+
+    model, target = _twin_setup(tmp_path, nvrtc_cache)
+    k = model.kernels[0]
+    block = k.counters.block
+    # the same kernel at half its warps, 1.5x the cycles (ncu's theoretical occupancy says the warps)
+    full_pct, half_pct = 100.0 * 32 / 64, 100.0 * 16 / 64
+    rows = {}
+    for label, pct, cycles in (("full", full_pct, 6e5), ("cap", half_pct, 9e5)):
+        row = kernel_row("fused_tc_p31_k0_xy", dmma=1e6, dram=9.75e8, l2=2e9, cycles=cycles, grid=GRID, block=block,
+                         registers=k.counters.registers)
+        row["sm__maximum_warps_per_active_cycle_pct"] = f"{pct}"
+        rows[label] = row
+    write_profile(tmp_path / "full", "FUSED_TC", 31, [rows["full"]])
+    write_profile(tmp_path / "cap", "FUSED_TC", 31, [rows["cap"]])
+    summary = json.loads((tmp_path / "cap" / "profile.json").read_text())
+    for entry in summary.values():
+        entry["options"] = {"resident": 2}
+    (tmp_path / "cap" / "profile.json").write_text(json.dumps(summary))
+    source = tmp_path / "src"
+    axis = fit([ProfileSource(tmp_path / "full", get_machine("h200")), ProfileSource(tmp_path / "cap", get_machine("h200"))],
+               build=source)
+    assert len(axis.kernels) == 1  # the capped profile is not a calibration of its own
+    assert axis.kernels[0].occupancy == [[16.0, pytest.approx(9e5)], [32.0, pytest.approx(6e5)]]
+    # a twin of the same block at 16 warps: the source's own 1.5x, on top of the plain transfer
+    (plain,) = predict(model, capacities(get_machine("h200")), target, paths=["FUSED_TC16"],
+                       aliases={"FUSED_TC16": "FUSED_TC"})
+    import composer.model.build as build_module
+
+    original = build_module.Build.blocks_per_sm
+    try:
+        build_module.Build.blocks_per_sm = (lambda self, kernel: original(self, kernel)
+                                            if kernel.entry.symbol.startswith("fused_tc_") else 16 // (block // 32))
+        held = dataclasses.replace(axis.kernels[0], blocks_per_sm=32 // (block // 32))
+        axis.kernels[0] = held
+        (priced,) = predict(axis, capacities(get_machine("h200")), target, paths=["FUSED_TC16"],
+                            aliases={"FUSED_TC16": "FUSED_TC"})
+    finally:
+        build_module.Build.blocks_per_sm = original
+    assert priced.kernels[0].fewer_warps == [32, 16]
+    assert priced.kernels[0].occupancy_factor == pytest.approx(1.5)
+    assert priced.seconds == pytest.approx(1.5 * plain.seconds)  # the same counts and eta otherwise
+    assert "x1.500, the calibration binary's own slowdown there" in priced.notes[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("order,cap", [(31, 2), (255, 1)])
+def test_resident_cap_holds_the_blocks_and_the_path_still_validates(order: int, cap: int) -> None:
+    """`--option FUSED_TC.resident=N`: every volume kernel at most N blocks per SM (at least one at
+    exactly N), the result equal to the reference on the point-varying input."""
+    import numpy as np
+
+    from composer import dg
+    from composer.paths.problem import DeviceProblem
+    from composer.paths.registry import path_class
+    from composer.runtime import default_device
+
+    grid = {31: (2, 1, 1), 255: (1, 1, 1)}[order]
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    problem = DeviceProblem.upload(fields, order, grid, default_device())
+    free = path_class("FUSED_TC")(problem)
+    held = path_class("FUSED_TC")(problem, resident=cap)
+    natural, capped = free.resident_blocks(), held.resident_blocks()
+    volume = [name for name in capped if "face" not in name]
+    assert all(capped[n] <= cap for n in volume) and any(natural[n] > cap for n in volume)
+    assert any(capped[n] == cap for n in volume)
+    problem.dqdt.copy_from(np.full(ref.shape, np.nan), problem.stream)
+    held.launch(problem.ptr("q"), problem.dqdt.ptr)
+    out = problem.download(problem.dqdt)
+    assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-12

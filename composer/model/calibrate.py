@@ -21,7 +21,7 @@ from composer.arch.machines import Machine
 from composer.fileio import atomic_write_json_compact
 from composer.model.build import Build
 from composer.model.capacity import Capacities, capacities
-from composer.model.counters import KernelCounters, profile_files, read_profile_csv
+from composer.model.counters import KernelCounters, profile_files, read_profile_csv, read_profile_text
 from composer.model.demand import closure, combined, demands, eta
 from composer.model.errors import ModelError, ModelFileError
 from composer.model.kernels import KernelIdentity, identify, sass_shape
@@ -73,6 +73,11 @@ class CalibratedKernel:
     #: blocks per SM the binary that ran holds (threads, registers, shared memory of the calibration
     #: build's entry; None: fitted without it): a transfer to a binary that holds fewer is flagged
     blocks_per_sm: int | None = None
+    #: the occupancy axis: [resident warps per SM, elapsed SM cycles] of this binary at its own
+    #: occupancy and at the caps its `--option PATH.resident=N` profiles held it to (None: no such
+    #: profile). A transfer to a binary of the same block that holds fewer warps scales by the
+    #: source's own slowdown at that many warps (composer.model.predict.occupancy_factor)
+    occupancy: list[list[float]] | None = None
 
     @property
     def name(self) -> str:
@@ -106,6 +111,8 @@ class CalibratedKernel:
             del out["spill_bytes"]  # likewise
         if self.blocks_per_sm is None:
             del out["blocks_per_sm"]  # likewise
+        if self.occupancy is None:
+            del out["occupancy"]  # likewise
         return out
 
     @classmethod
@@ -326,6 +333,64 @@ def calibrate_kernels(path: str, order: int, launches: list[KernelCounters], mac
     return out
 
 
+def _resident_caps(directory: Path) -> dict[tuple[str, int], int]:
+    """(path, order) -> N of the profiles a ``composer profile --option PATH.resident=N`` took."""
+    summary = directory / "profile.json"
+    if not summary.is_file():
+        return {}
+    try:
+        entries = json.loads(summary.read_text())
+    except ValueError:
+        return {}
+    return {(str(e["path"]), int(e["order"])): int(e["options"]["resident"]) for e in entries.values()
+            if isinstance(e, dict) and isinstance(e.get("options"), dict) and e["options"].get("resident")}
+
+
+def _resident_warps(file: Path) -> list[tuple[str, float, float]]:
+    """(kernel name, resident warps per SM, elapsed SM cycles) of each launch of one profile: the
+    warps from ncu's theoretical occupancy (sm__maximum_warps_per_active_cycle_pct of the H200's 64)."""
+    from composer.profile.ncu import parse_raw_csv, summarize
+
+    out = []
+    rows = parse_raw_csv(read_profile_text(file))
+    for row, counters in zip(rows, read_profile_csv(file)):
+        pct = summarize(row).occupancy_theoretical_pct
+        if pct is None:
+            raise ModelError(f"{file}: kernel {counters.name}: no theoretical occupancy "
+                             "(sm__maximum_warps_per_active_cycle_pct) for the occupancy axis")
+        out.append((counters.name, round(pct / 100.0 * MAX_WARPS_PER_SM), counters.elapsed_cycles))
+    return out
+
+
+#: Warps an sm_80/sm_90 SM holds (the occupancy percentages' denominator).
+MAX_WARPS_PER_SM = 64
+
+
+def attach_occupancy(kernels: list[CalibratedKernel], capped: Mapping[tuple[str, str, int], list[Path]],
+                     full: Mapping[tuple[str, str, int], Path]) -> list[CalibratedKernel]:
+    """Each calibrated kernel with its occupancy axis: its own point (from ``full``, the profile it was
+    calibrated from) and those of the capped profiles of the same (machine, path, order) that
+    launched the same binary (its name; a kernel that ran at its own occupancy there adds nothing)."""
+    if not capped:
+        return kernels
+    out = []
+    for k in kernels:
+        key = (k.machine, k.path, k.order)
+        files = capped.get(key, [])
+        if not files or key not in full:
+            out.append(k)
+            continue
+        own = next(((w, c) for name, w, c in _resident_warps(full[key]) if name == k.name), None)
+        points = {} if own is None else {own[0]: own[1]}
+        for file in files:
+            for name, warps, cycles in _resident_warps(file):
+                if name == k.name and warps not in points:
+                    points[warps] = cycles
+        out.append(replace(k, occupancy=sorted([float(w), float(c)] for w, c in points.items()))
+                   if len(points) > 1 else k)
+    return out
+
+
 def _calibration_binary(identity: KernelIdentity, counters: KernelCounters, build: Build | None) -> dict[str, int]:
     """Per-thread local memory and blocks per SM of the binary that ran, when the calibration build
     holds it: the build kernel of its role whose registers are the profile's (a build of another
@@ -454,6 +519,7 @@ def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor
     by_label: dict[str, Capacities] = {}
     described: list[dict[str, Any]] = []
     seen: dict[tuple[str, str, int], Path] = {}
+    capped: dict[tuple[str, str, int], list[Path]] = {}
     for source in sources:
         if not source.directory.is_dir():
             raise ModelError(f"{source.directory}: no such profile directory")
@@ -461,9 +527,14 @@ def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor
         if not files:
             raise ModelError(f"{source.directory}: no PATH-pORDER.csv profiles (from `composer profile --out`)")
         restricted = _pair_sms(source.directory)
+        caps = _resident_caps(source.directory)
         digests = {}
         for (path, order), file in files.items():
             machine = capacities(source.machine, restricted.get((path, order)), floor)
+            if (path, order) in caps:  # the occupancy axis: the same binaries held to fewer blocks per SM
+                capped.setdefault((machine.label, path, order), []).append(file)
+                digests[file.name] = hashlib.sha256(file.read_bytes()).hexdigest()
+                continue
             key = (machine.label, path, order)
             if key in seen:
                 raise ModelError(f"{path} p={order} on {machine.label} is profiled twice: {seen[key]} and {file}")
@@ -476,6 +547,7 @@ def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor
                           "files": digests})
     if calibration_build is not None:
         described.append({"build": str(calibration_build.directory), "arch": calibration_build.arch})
+    kernels = attach_occupancy(kernels, capped, seen)
     kernels = attach_sm_dependence(kernels, by_label, overlap, latency_form)
     if share:
         kernels = share_identical_kernels(kernels)

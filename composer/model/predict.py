@@ -59,6 +59,9 @@ class KernelPrediction:
     #: corrected; session 20: FUSED_TC16's p = 255 twin, 130 registers against FUSED_TC's 128, one
     #: 8-warp block per SM against two, ran 1.35x its prediction)
     fewer_warps: list[int] = field(default_factory=list)
+    #: the source binary's own slowdown at the target's warps (its occupancy axis), applied to
+    #: ``seconds``; 1.0 where not applied (no fewer warps, no axis, or another block shape)
+    occupancy_factor: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,34 @@ def choose_calibration(by_machine: Mapping[str, list[CalibratedKernel]], target:
         return chosen, []
     label = min(by_machine, key=lambda m: (_closest_to_roof(by_machine[m], overlap), m))
     return by_machine[label], [f"kernel lists differ across calibration machines; {label}'s used"]
+
+
+def occupancy_factor(points: list[list[float]], source_warps: float, target_warps: float) -> float:
+    """T(target_warps) / T(source_warps) on a binary's occupancy axis ([warps, cycles] points, the
+    same binary held to fewer blocks per SM), log-log interpolated between neighbouring points and
+    held at the end points outside them (no extrapolation: a target below the lowest cap takes the
+    lowest cap's slowdown).
+
+    Why: a transfer keeps the source's eta, which holds where both binaries keep their warps; a
+    16-row twin that needs a few more registers can hold half the blocks (session 20: FUSED_TC16's
+    p = 255 twin, 130 against 128 registers, one block per SM against two, 1.35x its prediction).
+    The source run at the target's warps measures what that costs the same work on the same block."""
+    import math
+
+    ordered = sorted((float(w), float(c)) for w, c in points)
+
+    def cycles(w: float) -> float:
+        if w <= ordered[0][0]:
+            return ordered[0][1]
+        if w >= ordered[-1][0]:
+            return ordered[-1][1]
+        for (w0, c0), (w1, c1) in zip(ordered, ordered[1:]):
+            if w0 <= w <= w1:
+                t = (math.log(w) - math.log(w0)) / (math.log(w1) - math.log(w0))
+                return math.exp(math.log(c0) + t * (math.log(c1) - math.log(c0)))
+        raise AssertionError("unreachable")
+
+    return cycles(target_warps) / cycles(source_warps)
 
 
 def spill_transfer(k: CalibratedKernel, target_spill: int) -> dict[str, float]:
@@ -164,6 +195,10 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
         counts = k.counters.counts
     d = demands(counts, dmma, target)
     seconds, binding = predicted_seconds(eta_value, d, target, overlap), d.binding
+    factor = 1.0
+    if fewer_warps and k.occupancy and built.threads == k.counters.block:
+        factor = occupancy_factor(k.occupancy, *fewer_warps)
+        seconds *= factor
     own_machine = k.machine.split("@")[0] == target.machine
     # the fitted SM-count form (composer.model.sm_scaling) describes the binary that ran: another one
     # (FUSED_TC16 predicted from FUSED_TC's counters, a CuTe GEMM at another shape) has latency and
@@ -182,7 +217,7 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
     return KernelPrediction(role=k.role, name=k.name, target_name=target_name, calibration=k.machine,
                             eta=eta_value, dmma=dmma, demands=d.cycles, binding=binding,
                             calibration_binding=k.binding, seconds=seconds, enumerated=enumerated,
-                            fewer_warps=fewer_warps)
+                            fewer_warps=fewer_warps, occupancy_factor=factor)
 
 
 def predict(model: Model, target: Capacities, build: Build | None, paths: list[str] | None = None,
@@ -228,7 +263,9 @@ def predict(model: Model, target: Capacities, build: Build | None, paths: list[s
                 continue
             done = [k for k in kernels if k is not None]
             notes = notes + [f"{k.role}: {k.target_name} holds {k.fewer_warps[1]} warps per SM against the "
-                             f"calibration binary's {k.fewer_warps[0]} (latency the transfer does not price)"
+                             f"calibration binary's {k.fewer_warps[0]} "
+                             + (f"(x{k.occupancy_factor:.3f}, the calibration binary's own slowdown there)"
+                                if k.occupancy_factor != 1.0 else "(latency the transfer does not price)")
                              for k in done if k.fewer_warps]
             out.append(PathPrediction(path, source, order, sum(k.seconds for k in done), done, notes))
     if problems:

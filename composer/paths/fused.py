@@ -17,14 +17,15 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from composer import counts
-from composer.arch.limits import resident_blocks
+from composer.errors import ComposerError
+from composer.arch.limits import arch_limits, resident_blocks
 from composer.arch.machines import Machine
 from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
 from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_origin, kernel_sources,
                                     prebuilt)
 from composer.fused.config import ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, table_variant
-from composer.paths.base import Launcher, Path, PathOption, directory_option
+from composer.paths.base import Launcher, Path, PathOption, directory_option, positive_int_option
 from composer.paths.problem import DeviceProblem
 from composer.paths.program import FACE_FLUX_READS, OUTPUT, face_bytes, face_flux_cost, roof_seconds, volume_bytes
 from composer.sched import KernelNode
@@ -60,6 +61,27 @@ def launch_grid(kernel: KernelSource, config: FusedConfig, num_elements: int, nq
         return -(-num_elements // config.elements_per_block) * kernel.blocks_per_element
     work = num_elements * 6 * nq**2
     return max(1, min(-(-work // kernel.threads), sm_count * FACE_BLOCKS_PER_SM))
+
+
+def occupancy_padding(kernel: Kernel, threads: int, smem: int, cap: int) -> int:
+    """Dynamic shared memory that holds ``kernel`` to ``cap`` blocks per SM (``smem`` where it
+    holds no more already): the same binary at fewer resident warps, which a shape transfer to a
+    binary with more registers needs to know (composer.model.predict: the 16-row twin of FUSED_TC's
+    p = 255 table holds one block per SM where FUSED_TC holds two). The carveout is set to the
+    largest shared share, so that the padding and not the L1/shared split sets the count."""
+    natural = kernel.resident_blocks(threads, smem)
+    if natural <= cap:
+        return smem
+    _prefer_shared_carveout(kernel)
+    limits = arch_limits(kernel.device.arch)
+    pad = limits.smem_per_block(cap) - kernel.static_smem
+    kernel.set_max_dynamic_smem(pad)
+    while pad > smem and kernel.resident_blocks(threads, pad) < cap:
+        pad -= 128
+    if pad <= smem or kernel.resident_blocks(threads, pad) != cap:
+        raise ComposerError(f"{kernel.name}: no shared-memory padding holds it to {cap} blocks per SM "
+                            f"({natural} without)")
+    return pad
 
 
 def _prefer_shared_carveout(kernel: Kernel) -> None:
@@ -106,6 +128,10 @@ class FusedPathBase(Path):
                                                   "$COMPOSER_CACHE_DIR/nvrtc, else ~/.cache/composer/nvrtc)"),
         "build_dir": PathOption(directory_option, "a `composer build` directory to load the kernels from "
                                                   "(default: $COMPOSER_BUILD_DIR; else NVRTC compiles them)"),
+        "resident": PathOption(positive_int_option, "at most this many blocks of each volume kernel per SM "
+                                                    "(dynamic shared memory padded; the occupancy axis of the "
+                                                    "model's calibration, composer.model: the same binary at "
+                                                    "fewer resident warps)"),
     })
 
     @classmethod
@@ -171,9 +197,12 @@ class FusedPathBase(Path):
                                        built.smem_bytes)
             if config.min_blocks >= 2 and built.blocks_per_element:
                 _prefer_shared_carveout(kernel)
-            resident = kernel.resident_blocks(built.threads, built.smem_bytes) if built.persistent else 0
+            smem = built.smem_bytes
+            if self.options.get("resident") and built.blocks_per_element:
+                smem = occupancy_padding(kernel, built.threads, smem, int(self.options["resident"]))
+            resident = kernel.resident_blocks(built.threads, smem) if built.persistent else 0
             grid = launch_grid(built, config, problem.num_elements, problem.nq, problem.device.sm_count, resident)
-            self._launches[built.name] = (kernel, grid, built.threads, built.smem_bytes, not built.blocks_per_element,
+            self._launches[built.name] = (kernel, grid, built.threads, smem, not built.blocks_per_element,
                                           built.cluster)
         self.vmap_m, self.vmap_p = problem.index_maps32()
         self.fstar = (problem.allocate(f"{self.name}.fstar", face_bytes(problem.nq, problem.num_elements))
