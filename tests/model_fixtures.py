@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from composer.arch.mma import mma_shape
 from composer.runtime import compile_cuda
 from composer.runtime.manifest import file_sha256, write_manifest
@@ -16,6 +18,19 @@ from composer.runtime.manifest import file_sha256, write_manifest
 REPO = Path(__file__).resolve().parents[1]
 MACHINES_FILE = REPO / "schedules" / "machines.toml"
 CLOCK_HZ = 1.98e9  # the H200's boost clock: profiles "run" at it, so eta reads cleanly
+
+
+@pytest.fixture(autouse=True)
+def worktree_machines(monkeypatch):
+    """Read this tree's machine table (an editable install may package another checkout's); a test
+    module that imports it gets it for every test."""
+    monkeypatch.setenv("COMPOSER_MACHINES", str(MACHINES_FILE))
+
+
+@pytest.fixture(scope="module")
+def nvrtc_cache(tmp_path_factory):
+    """A per-module NVRTC cache directory for the tiny kernels of ``write_build``."""
+    return tmp_path_factory.mktemp("nvrtc")
 
 
 def kernel_row(name: str, *, dmma: float = 0.0, fp64: float = 0.0, issue: float = 1e6, alu: float = 1e5,

@@ -21,22 +21,13 @@ from composer.model.shapes import transfer_dmma
 from composer.profile.ncu import parse_raw_csv
 from composer.runtime.green import SmCountError, check_sm_count
 
-from tests.model_fixtures import MACHINES_FILE, REPO, kernel_row, write_build, write_profile
+from tests.model_fixtures import (MACHINES_FILE, REPO, kernel_row, nvrtc_cache, worktree_machines,  # noqa: F401 (fixtures)
+                                  write_build, write_profile)
 
 REAL = REPO / "docs" / "data" / "h200_s5" / "ncu"
 CUBLAS_884 = "sm80_xmma_gemm_f64f64_f64f64_f64_nt_n_tilesize64x32x16_stage4_warpsize2x2x1_tensor8x8x4_kernel"
 CUTLASS_884 = "void cutlass::Kernel2<cutlass_80_tensorop_d884gemm_64x64_16x4_nn_align1>(T1::Params)#1"
 CUBLAS_1688 = "sm90_xmma_gemm_f64f64_f64f64_f64_tn_n_tilesize64x32x32_stage3_warpsize2x2x1_tensor16x8x8_execute_kernel__5x_cublas"
-
-
-@pytest.fixture(autouse=True)
-def _worktree_machines(monkeypatch):
-    monkeypatch.setenv("COMPOSER_MACHINES", str(MACHINES_FILE))
-
-
-@pytest.fixture(scope="module")
-def nvrtc_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("nvrtc")
 
 
 def _counters(**kw):

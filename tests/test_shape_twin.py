@@ -67,19 +67,11 @@ from composer.model.build import Build  # noqa: E402
 from composer.model.calibrate import ProfileSource, fit  # noqa: E402
 from composer.model.capacity import capacities  # noqa: E402
 from composer.model.predict import predict, spill_transfer  # noqa: E402
-from tests.model_fixtures import MACHINES_FILE, kernel_row, write_build, write_profile  # noqa: E402
+from tests.model_fixtures import (kernel_row, nvrtc_cache, worktree_machines,  # noqa: E402,F401 (fixtures)
+                                  write_build, write_profile)
 
 GRID = 8192
 
-
-@pytest.fixture(autouse=True)
-def _worktree_machines(monkeypatch):
-    monkeypatch.setenv("COMPOSER_MACHINES", str(MACHINES_FILE))
-
-
-@pytest.fixture(scope="module")
-def nvrtc_cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("nvrtc")
 
 
 def _twin_setup(tmp_path: Path, cache: Path, registers: int | None = None):
