@@ -28,11 +28,11 @@ sys.path.insert(0, str(ROOT))
 from composer.fused.config import fused_config  # noqa: E402
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("builds", type=Path, nargs="+")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     manifests = [json.loads((b / "manifest.json").read_text()) for b in args.builds]
     chosen: dict[str, tuple[Path, dict]] = {}
     for build, manifest in zip(args.builds, manifests):

@@ -26,12 +26,12 @@ from composer.fused.config import fused_config  # noqa: E402
 from composer.fused.sweep import write_table  # noqa: E402
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--orders", required=True, help="comma-separated orders to twin")
     parser.add_argument("--out", type=Path, required=True, help="schedules directory to write")
     parser.add_argument("--mma", default="16x8x4", help="the twins' MMA shape (16x8x4 or 16x8x8; default 16x8x4)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     for file in sorted((ROOT / "schedules").glob("p*.toml")):
         shutil.copy(file, args.out / file.name)
