@@ -38,11 +38,12 @@ def test_twin_needs_even_wm_and_an_8_row_source() -> None:
 
 
 def test_twin_family() -> None:
-    # p = 31's shipped FUSED_TC16 table is already FUSED_TC's twin: nothing to add
-    assert shape_twin_candidates("FUSED_TC16", 31) == []
+    # p = 31's shipped FUSED_TC16 table is already FUSED_TC's 16x8x4 twin: only the 16x8x8 one is added
+    assert [c.mma for _, c in shape_twin_candidates("FUSED_TC16", 31)] == ["16x8x8"]
     assert shape_twin_candidates("FUSED_TC", 15) == []
     names = [name for name, _ in candidate_list("FUSED_TC16", 15, "shape_twin")]
-    assert names[0] == "base" and len(names) == 2 and "tile[1, 2]" in names[1]
+    assert names[0] == "base" and len(names) == 3 and all("tile[1, 2]" in n for n in names[1:])
+    assert "@16x8x4" in names[1] and "@16x8x8" in names[2]
 
 
 def test_gzipped_profiles_read_like_plain_ones(tmp_path: Path) -> None:

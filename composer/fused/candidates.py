@@ -743,13 +743,14 @@ def shape_twin(source: FusedConfig, mma: str = "16x8x4") -> FusedConfig | None:
 
 
 def shape_twin_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
-    """FUSED_TC16 only: the order's FUSED_TC table on 16x8x4 (``shape_twin``), where it fits."""
+    """FUSED_TC16 only: the order's FUSED_TC table on each of FUSED_TC16's shapes (``shape_twin``:
+    16x8x4, 16x8x8), where it fits. Session 20 ran them as the model's shape-transfer targets; the
+    p = 15 twin on 16x8x8 ran 473.7 us beside FUSED_TC's 476.7 and the shipped FUSED_TC16's 480.4."""
     if variant != "FUSED_TC16" or order not in SUPPORTED_ORDERS["FUSED_TC"]:
         return []
-    twin = shape_twin(fused_config("FUSED_TC", order))
-    if twin is None or twin == fused_config(variant, order) or not _fits(twin):
-        return []
-    return [(label(twin), twin)]
+    source, shipped = fused_config("FUSED_TC", order), fused_config(variant, order)
+    twins = [shape_twin(source, mma) for mma in ALLOWED_MMA[variant]]
+    return [(label(t), t) for t in twins if t is not None and t != shipped and _fits(t)]
 
 
 #: Orders the cluster family is generated for: those whose whole k-plane of q*u and q*v (2 Nq^2
