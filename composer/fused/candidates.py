@@ -10,7 +10,8 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``flux_tile_candidates`` (two resident flux tiles in a three-direction kernel: two blocks per SM),
 ``pair_io_candidates`` (16-byte pairs for the dqdt store and the x weights),
 ``l2_keep_candidates`` (q held in L2 for a flux_tiles restage),
-``shape_twin_candidates`` (FUSED_TC's table on FUSED_TC16's 16x8x4: the model's shape-transfer target),
+``shape_twin_candidates`` (FUSED_TC's table on FUSED_TC16's shapes: the model's shape-transfer targets),
+``box_shape_candidates`` (FUSED_TC16's box table on its other MMA shape),
 ``trace_cluster_candidates`` (exterior face traces from the neighbours' tiles in element clusters);
 ``candidate_list`` selects one family by name.
 """
@@ -753,6 +754,20 @@ def shape_twin_candidates(variant: str, order: int) -> list[tuple[str, FusedConf
     return [(label(t), t) for t in twins if t is not None and t != shipped and _fits(t)]
 
 
+def box_shape_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """FUSED_TC16's box-kernel table on its other MMA shapes (16x8x8 for 16x8x4 and back), the rest of
+    the table kept: session 20's p = 31 twin ran 3.3 % faster on 16x8x8 than on 16x8x4 (533.6 against
+    551.9 us), so the shape is worth a row at the other box orders (the streamed tables have
+    ``stream_shape_candidates``)."""
+    if variant != "FUSED_TC16" or order not in SUPPORTED_ORDERS[variant]:
+        return []
+    base = fused_config(variant, order)
+    if base.volume != "box":
+        return []
+    options = [dataclasses.replace(base, mma=mma) for mma in ALLOWED_MMA[variant] if mma != base.mma]
+    return [(label(c), c) for c in options if _fits(c)]
+
+
 #: Orders the cluster family is generated for: those whose whole k-plane of q*u and q*v (2 Nq^2
 #: doubles, 256 KiB at p = 127) no longer fits one block, so that x and y in one kernel need a
 #: thread-block cluster to hold it (below, the box kernels' "xy" boxes already do it in one block).
@@ -845,7 +860,8 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "stream_kpanel": stream_kpanel_candidates,
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates,
             "flux_tiles": flux_tile_candidates, "pair_io": pair_io_candidates,
-            "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates}
+            "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates,
+            "box_shape": box_shape_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
