@@ -242,3 +242,19 @@ def test_resident_cap_holds_the_blocks_and_the_path_still_validates(order: int, 
     held.launch(problem.ptr("q"), problem.dqdt.ptr)
     out = problem.download(problem.dqdt)
     assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-12
+
+
+def test_a_capped_profile_without_its_full_calibration_is_refused(tmp_path):
+    import json
+
+    from composer.model.errors import ModelError
+
+    row = kernel_row("fused_tc_p31_k0_xy", dmma=1e6, dram=9.75e8, cycles=9e5, grid=GRID, block=256)
+    row["sm__maximum_warps_per_active_cycle_pct"] = "25.0"
+    write_profile(tmp_path / "cap", "FUSED_TC", 31, [row])
+    summary = json.loads((tmp_path / "cap" / "profile.json").read_text())
+    for entry in summary.values():
+        entry["options"] = {"resident": "2"}  # as the CLI records it
+    (tmp_path / "cap" / "profile.json").write_text(json.dumps(summary))
+    with pytest.raises(ModelError, match=r"without a full calibration to attach to: FUSED_TC p=31 on h200"):
+        fit([ProfileSource(tmp_path / "cap", get_machine("h200"))])

@@ -33,7 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("builds", type=Path, nargs="+")
     args = parser.parse_args(argv)
+    if any(args.out.resolve() == b.resolve() for b in args.builds):
+        parser.error("--out must be a new directory, not one of the builds")
     manifests = [json.loads((b / "manifest.json").read_text()) for b in args.builds]
+    archs = {e.get("arch") for m in manifests for e in m["kernels"]}
+    if len(archs) > 1:
+        parser.error(f"the builds target several architectures ({', '.join(sorted(map(str, archs)))}); merge one")
     chosen: dict[str, tuple[Path, dict]] = {}
     for build, manifest in zip(args.builds, manifests):
         for entry in manifest["kernels"]:

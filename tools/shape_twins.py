@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from composer.fused.candidates import shape_twin, to_table  # noqa: E402
-from composer.fused.config import fused_config  # noqa: E402
+from composer.fused.candidates import _fits, shape_twin, to_table  # noqa: E402
+from composer.fused.config import ALLOWED_MMA, fused_config  # noqa: E402
 from composer.fused.sweep import write_table  # noqa: E402
 
 
@@ -32,13 +32,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="schedules directory to write")
     parser.add_argument("--mma", default="16x8x4", help="the twins' MMA shape (16x8x4 or 16x8x8; default 16x8x4)")
     args = parser.parse_args(argv)
+    if args.mma not in ALLOWED_MMA["FUSED_TC16"]:
+        parser.error(f"--mma {args.mma}: FUSED_TC16 runs {' or '.join(ALLOWED_MMA['FUSED_TC16'])}")
     args.out.mkdir(parents=True, exist_ok=True)
     for file in sorted((ROOT / "schedules").glob("p*.toml")):
         shutil.copy(file, args.out / file.name)
     for order in (int(o) for o in args.orders.split(",")):
         twin = shape_twin(fused_config("FUSED_TC", order), args.mma)
         if twin is None:
-            print(f"p = {order}: FUSED_TC's table has an odd WM, no 16x8x4 twin")
+            print(f"p = {order}: FUSED_TC's table has an odd WM, no {args.mma} twin")
+            continue
+        if not _fits(twin):
+            print(f"p = {order}: the {args.mma} twin does not fit the architecture (shared memory, threads)")
             continue
         write_table(args.out / f"p{order:04d}.toml", to_table(twin),
                     note=f"shape twin: FUSED_TC's table on {args.mma} (tools/shape_twins.py)")

@@ -346,9 +346,11 @@ def _resident_caps(directory: Path) -> dict[tuple[str, int], int]:
             if isinstance(e, dict) and isinstance(e.get("options"), dict) and e["options"].get("resident")}
 
 
-def _resident_warps(file: Path) -> list[tuple[str, float, float]]:
+def _resident_warps(file: Path, max_warps: int, required: bool) -> list[tuple[str, float, float]]:
     """(kernel name, resident warps per SM, elapsed SM cycles) of each launch of one profile: the
-    warps from ncu's theoretical occupancy (sm__maximum_warps_per_active_cycle_pct of the H200's 64)."""
+    warps from ncu's theoretical occupancy (sm__maximum_warps_per_active_cycle_pct of the SM's
+    ``max_warps``). A profile without it (ncu without the Occupancy section) gives no points; for a
+    capped profile, taken for the axis (``required``), that is an error."""
     from composer.profile.ncu import parse_raw_csv, summarize
 
     out = []
@@ -356,23 +358,29 @@ def _resident_warps(file: Path) -> list[tuple[str, float, float]]:
     for row, counters in zip(rows, read_profile_csv(file)):
         pct = summarize(row).occupancy_theoretical_pct
         if pct is None:
-            raise ModelError(f"{file}: kernel {counters.name}: no theoretical occupancy "
-                             "(sm__maximum_warps_per_active_cycle_pct) for the occupancy axis")
-        out.append((counters.name, round(pct / 100.0 * MAX_WARPS_PER_SM), counters.elapsed_cycles))
+            if required:
+                raise ModelError(f"{file}: kernel {counters.name}: no theoretical occupancy "
+                                 "(sm__maximum_warps_per_active_cycle_pct) for the occupancy axis")
+            return []
+        out.append((counters.name, round(pct / 100.0 * max_warps), counters.elapsed_cycles))
     return out
 
 
-#: Warps an sm_80/sm_90 SM holds (the occupancy percentages' denominator).
-MAX_WARPS_PER_SM = 64
-
-
 def attach_occupancy(kernels: list[CalibratedKernel], capped: Mapping[tuple[str, str, int], list[Path]],
-                     full: Mapping[tuple[str, str, int], Path]) -> list[CalibratedKernel]:
+                     full: Mapping[tuple[str, str, int], Path], machines: Mapping[str, Capacities]
+                     ) -> list[CalibratedKernel]:
     """Each calibrated kernel with its occupancy axis: its own point (from ``full``, the profile it was
     calibrated from) and those of the capped profiles of the same (machine, path, order) that
-    launched the same binary (its name; a kernel that ran at its own occupancy there adds nothing)."""
+    launched the same binary (its name; a kernel that ran at its own occupancy there adds nothing).
+    A capped profile without the full calibration of its (machine, path, order) is an error."""
     if not capped:
         return kernels
+    from composer.arch.limits import arch_limits
+
+    orphans = sorted(f"{path} p={order} on {label}" for label, path, order in capped if (label, path, order) not in full)
+    if orphans:
+        raise ModelError(f"capped profiles (--option PATH.resident=N) without a full calibration to attach to: "
+                         f"{', '.join(orphans)}; add the profile of the same path and order at its own occupancy")
     out = []
     for k in kernels:
         key = (k.machine, k.path, k.order)
@@ -380,10 +388,14 @@ def attach_occupancy(kernels: list[CalibratedKernel], capped: Mapping[tuple[str,
         if not files or key not in full:
             out.append(k)
             continue
-        own = next(((w, c) for name, w, c in _resident_warps(full[key]) if name == k.name), None)
-        points = {} if own is None else {own[0]: own[1]}
+        max_warps = arch_limits(machines[k.machine].arch).max_warps_per_sm
+        own = next(((w, c) for name, w, c in _resident_warps(full[key], max_warps, False) if name == k.name), None)
+        if own is None:
+            out.append(k)
+            continue
+        points = {own[0]: own[1]}
         for file in files:
-            for name, warps, cycles in _resident_warps(file):
+            for name, warps, cycles in _resident_warps(file, max_warps, True):
                 if name == k.name and warps not in points:
                     points[warps] = cycles
         out.append(replace(k, occupancy=sorted([float(w), float(c)] for w, c in points.items()))
@@ -398,8 +410,8 @@ def _calibration_binary(identity: KernelIdentity, counters: KernelCounters, buil
     binary). Empty when unknown."""
     if build is None or not identity.own:
         return {}
-    built = build.find(identity.build_key())
-    if built is None or built.entry.symbol != counters.name:
+    built = next((b for b in build.kernels if b.entry.symbol == counters.name), None)
+    if built is None:
         return {}
     sass = build.sass(built)
     if sass.registers != counters.registers:
@@ -547,7 +559,7 @@ def fit(sources: Iterable[ProfileSource], build: Path | str | None = None, floor
                           "files": digests})
     if calibration_build is not None:
         described.append({"build": str(calibration_build.directory), "arch": calibration_build.arch})
-    kernels = attach_occupancy(kernels, capped, seen)
+    kernels = attach_occupancy(kernels, capped, seen, by_label)
     kernels = attach_sm_dependence(kernels, by_label, overlap, latency_form)
     if share:
         kernels = share_identical_kernels(kernels)

@@ -176,7 +176,10 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
         dmma = {} if k.shape is None else transfer_dmma(k.counters.counts["dmma"], k.shape, shares)
         counts = spill_transfer(k, build.spill_bytes(built))
         if k.blocks_per_sm is not None:
-            warps = [k.blocks_per_sm * k.counters.block // 32, build.blocks_per_sm(built) * built.threads // 32]
+            # warps per SM of both binaries; the source's from ncu (its occupancy axis' own, largest point)
+            # where it has one, the build's occupancy estimate otherwise
+            source_warps = max(w for w, _ in k.occupancy) if k.occupancy else k.blocks_per_sm * -(-k.counters.block // 32)
+            warps = [int(source_warps), build.blocks_per_sm(built) * -(-built.threads // 32)]
             fewer_warps = warps if warps[1] < warps[0] else []
     elif k.shape is not None and k.machine.split("@")[0] == target.machine:
         dmma = k.dmma  # the machine that was run: the library's dispatched shape is known (§A3)
@@ -195,10 +198,6 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
         counts = k.counters.counts
     d = demands(counts, dmma, target)
     seconds, binding = predicted_seconds(eta_value, d, target, overlap), d.binding
-    factor = 1.0
-    if fewer_warps and k.occupancy and built.threads == k.counters.block:
-        factor = occupancy_factor(k.occupancy, *fewer_warps)
-        seconds *= factor
     own_machine = k.machine.split("@")[0] == target.machine
     # the fitted SM-count form (composer.model.sm_scaling) describes the binary that ran: another one
     # (FUSED_TC16 predicted from FUSED_TC's counters, a CuTe GEMM at another shape) has latency and
@@ -214,6 +213,12 @@ def _kernel(k: CalibratedKernel, target: Capacities, build: Build | None, path: 
         latency = k.latency_sm_cycles / target.sm_count / target.clock_hz  # the machine it was measured on
         if latency > seconds:
             seconds, binding = latency, "latency"
+    # another binary of the same block that holds fewer warps per SM: the source's own slowdown there
+    # (after the SM-count forms, which describe the binary that ran and leave this factor at 1)
+    factor = 1.0
+    if fewer_warps and k.occupancy and built.threads == k.counters.block and not same_binary:
+        factor = occupancy_factor(k.occupancy, *fewer_warps)
+        seconds *= factor
     return KernelPrediction(role=k.role, name=k.name, target_name=target_name, calibration=k.machine,
                             eta=eta_value, dmma=dmma, demands=d.cycles, binding=binding,
                             calibration_binding=k.binding, seconds=seconds, enumerated=enumerated,
