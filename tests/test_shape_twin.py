@@ -258,3 +258,24 @@ def test_a_capped_profile_without_its_full_calibration_is_refused(tmp_path):
     (tmp_path / "cap" / "profile.json").write_text(json.dumps(summary))
     with pytest.raises(ModelError, match=r"without a full calibration to attach to: FUSED_TC p=31 on h200"):
         fit([ProfileSource(tmp_path / "cap", get_machine("h200"))])
+
+
+def test_per_cycle_scales_bench_times_by_their_clock(tmp_path):
+    """`composer model score --per-cycle`: a bench cell at 1740 MHz against a prediction priced at the
+    1980-MHz boost clock is compared as its cycles at 1980 MHz; a cell without clock samples is refused."""
+    import json
+
+    from composer.model.errors import ModelError
+    from composer.model.measured import per_cycle, read_measured
+    from tests.model_fixtures import write_bench
+
+    bench = write_bench(tmp_path / "b", {("FUSED_TC16", 767): 65.3e-3, ("FUSED_TC", 767): 81.4e-3})
+    with pytest.raises(ModelError, match="no SM clock samples"):
+        per_cycle(read_measured(bench), 1.98e9)
+    summary = json.loads((bench / "summary.json").read_text())
+    for entry, mhz in zip(summary["summaries"], (1740, 1950)):
+        entry["clocks"] = {"sm_clock_mhz_median": mhz}
+    (bench / "summary.json").write_text(json.dumps(summary))
+    cells = {c.path: c.seconds for c in per_cycle(read_measured(bench), 1.98e9)}
+    assert cells["FUSED_TC16"] == pytest.approx(65.3e-3 * 1740 / 1980)
+    assert cells["FUSED_TC"] == pytest.approx(81.4e-3 * 1950 / 1980)

@@ -119,6 +119,9 @@ def register(subparsers: Any) -> None:
     score.add_argument("--predictions", nargs="+", type=Path, required=True, metavar="P.json")
     score.add_argument("--measured", nargs="+", type=Path, required=True, metavar="RESULTS",
                        help="`composer bench --out` or `composer profile --out` directories")
+    score.add_argument("--per-cycle", action="store_true",
+                       help="compare in SM cycles: each bench time scaled by its run's median NVML SM clock over "
+                            "the boost clock the predictions price at (separates a power cap from the model)")
     score.add_argument("--metric", default="device_per_call_s", choices=("device_per_call_s", "stage_wall_s"),
                        help="bench timer to score against (default: device_per_call_s)")
     score.add_argument("--family-errors", action="append", default=[], metavar="[LO-HI:]SCORE.json",
@@ -466,6 +469,13 @@ def run_score(args: argparse.Namespace) -> int:
         raise ModelError("--family-rule given needs --family-errors (a file, or LO-HI:SCORE.json bands)")
     predictions = [read_predictions(p) for p in args.predictions]
     measured = [cell for d in args.measured for cell in read_measured(d, args.metric)]
+    if args.per_cycle:
+        from composer.model.measured import per_cycle
+
+        clocks = {float(p["target"]["clock_hz"]) for p in predictions}
+        if len(clocks) != 1:
+            raise ModelError(f"--per-cycle: the predictions price at several clocks ({sorted(clocks)}); score one at a time")
+        measured = per_cycle(measured, clocks.pop())
     result = score(predictions, measured, unbanded, floor, bands=bands, given_only=args.family_rule == "given",
                    measured_resolution_pct=args.measured_resolution)
     if not result["cells"]:

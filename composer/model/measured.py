@@ -33,6 +33,8 @@ class MeasuredCell:
     seconds: float
     source: str
     kernels: dict[str, float] = field(default_factory=dict)  # role -> seconds (profiles only)
+    #: median NVML SM clock of the timed loop (benches that sampled it; None otherwise)
+    sm_clock_hz: float | None = None
 
 
 def _bench_cells(directory: Path, metric: str) -> list[MeasuredCell]:
@@ -48,15 +50,16 @@ def _bench_cells(directory: Path, metric: str) -> list[MeasuredCell]:
         if not stats or stats.get("median") is None:
             continue
         key = (str(summary["path"]), int(summary["order"]), options.get("sms"))
-        by_key.setdefault(key, []).append((options, float(stats["median"])))
+        clock = (summary.get("clocks") or {}).get("sm_clock_mhz_median")
+        by_key.setdefault(key, []).append((options, float(stats["median"]), None if clock is None else float(clock) * 1e6))
     cells = []
     for (path, order, sms), found in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or 0)):
         plain = [f for f in found if not f[0].get("graph")] or found
         if len(plain) > 1:
             raise ModelError(f"{file}: {path} p={order} was run with several options "
-                             f"({'; '.join(json.dumps(o, sort_keys=True) for o, _ in plain)}); "
+                             f"({'; '.join(json.dumps(o, sort_keys=True) for o, *_ in plain)}); "
                              "score one configuration per results directory")
-        cells.append(MeasuredCell(path, order, sms, plain[0][1], str(file)))
+        cells.append(MeasuredCell(path, order, sms, plain[0][1], str(file), sm_clock_hz=plain[0][2]))
     return cells
 
 
@@ -82,6 +85,23 @@ def _profile_cells(directory: Path) -> list[MeasuredCell]:
             kernels[role] = float(value) * 1e-9
         cells.append(MeasuredCell(path, order, sms.get((path, order)), sum(kernels.values()), str(file), kernels))
     return cells
+
+
+def per_cycle(cells: list[MeasuredCell], clock_hz: float) -> list[MeasuredCell]:
+    """Bench cells rescaled to ``clock_hz`` (the boost clock a prediction prices at): seconds x the
+    run's median SM clock / ``clock_hz``, i.e. its SM cycles at that clock. Why (session 20): under
+    the H200's power cap the bench ran FUSED_TC16's p = 767 twins at 1740-1815 MHz, 12-13 % slower
+    than their cycles, a miss of the clock and not of the transfer. Profile cells (ncu) and bench
+    cells without clock samples are refused: nothing says their clock."""
+    import dataclasses
+
+    out = []
+    for c in cells:
+        if c.sm_clock_hz is None:
+            raise ModelError(f"{c.source}: {c.path} p={c.order} has no SM clock samples to normalize by "
+                             "(a profile, or a bench without NVML)")
+        out.append(dataclasses.replace(c, seconds=c.seconds * c.sm_clock_hz / clock_hz))
+    return out
 
 
 def read_measured(directory: Path | str, metric: str = "device_per_call_s") -> list[MeasuredCell]:
