@@ -279,3 +279,36 @@ def test_per_cycle_scales_bench_times_by_their_clock(tmp_path):
     cells = {c.path: c.seconds for c in per_cycle(read_measured(bench), 1.98e9)}
     assert cells["FUSED_TC16"] == pytest.approx(65.3e-3 * 1740 / 1980)
     assert cells["FUSED_TC"] == pytest.approx(81.4e-3 * 1950 / 1980)
+
+
+def test_occupancy_padding_holds_a_kernel_to_its_cap(monkeypatch):
+    """The padding against an occupancy calculator stand-in (sm_90: 228 KiB per SM, 1 KiB reserved
+    per block): the padded kernel holds exactly the cap; one at or under the cap keeps its memory."""
+    import types
+
+    import composer.paths.fused as fused
+
+    monkeypatch.setattr(fused, "_prefer_shared_carveout", lambda kernel: None)
+
+    class FakeKernel:
+        name, static_smem = "k", 1024
+        device = types.SimpleNamespace(arch="sm_90")
+
+        def __init__(self) -> None:
+            self.max_dynamic = 48 * 1024
+
+        def set_max_dynamic_smem(self, nbytes: int) -> None:
+            self.max_dynamic = nbytes
+
+        def resident_blocks(self, threads: int, smem: int) -> int:
+            if smem > self.max_dynamic:
+                return 0
+            return min(4, (228 * 1024) // (smem + self.static_smem + 1024))  # registers cap it at 4
+
+    kernel = FakeKernel()
+    assert fused.occupancy_padding(kernel, 256, 20480, 4) == 20480  # holds 4 already
+    for cap in (1, 2, 3):
+        pad = fused.occupancy_padding(FakeKernel(), 256, 20480, cap)
+        probe = FakeKernel()
+        probe.set_max_dynamic_smem(pad)
+        assert pad > 20480 and probe.resident_blocks(256, pad) == cap

@@ -55,9 +55,10 @@ class KernelPrediction:
     seconds: float
     enumerated: dict[str, float] = field(default_factory=dict)  # Equation 8: shape -> seconds
     #: [calibration binary, target binary] resident warps per SM where the target holds fewer (the
-    #: transfer carries eta, so it does not price the latency the lost warps expose: flagged, not
-    #: corrected; session 20: FUSED_TC16's p = 255 twin, 130 registers against FUSED_TC's 128, one
-    #: 8-warp block per SM against two, ran 1.35x its prediction)
+    #: transfer carries eta, which does not see the latency the lost warps expose; session 20:
+    #: FUSED_TC16's p = 255 twin, 130 registers against FUSED_TC's 128, one 8-warp block per SM
+    #: against two, ran 1.35x its prediction). Always named in the notes; priced by
+    #: ``occupancy_factor`` only where the source has an occupancy axis and the same block
     fewer_warps: list[int] = field(default_factory=list)
     #: the source binary's own slowdown at the target's warps (its occupancy axis), applied to
     #: ``seconds``; 1.0 where not applied (no fewer warps, no axis, or another block shape)
