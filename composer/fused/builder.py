@@ -99,6 +99,12 @@ class KernelPlan(BoxGeometry):
     d_panel: int = 0  # d_stage = "smem": k-values per staged D panel (= nq: all of D); 0: D not staged
     q_tile: bool = False  # inline fluxes: q staged in its own tile for the interior traces
     flux_tiles: int = 0  # > 0: at most this many flux tiles resident (the later directions restaged)
+    x_traces: bool = False  # traces = "xfaces" in a kernel carrying x: q, u, v, w of its x-face nodes staged
+
+    @property
+    def x_trace_doubles(self) -> int:
+        """The x-face trace buffer ([field][side][line]: q, u, v, w on both x faces of the box)."""
+        return 8 * self.lines(0) if self.x_traces else 0
 
     @property
     def flux_tile_count(self) -> int:
@@ -137,12 +143,14 @@ class KernelPlan(BoxGeometry):
     @property
     def d_offset(self) -> int:
         """Shared-memory offset (doubles, 16-byte aligned) of the staged D, after tiles and faces."""
-        base = self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
+        base = (self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
+                + self.x_trace_doubles)
         return base + base % 2
 
     @property
     def smem_doubles(self) -> int:
-        base = self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
+        base = (self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
+                + self.x_trace_doubles)
         if not self.d_panel:
             return base
         return self.d_offset + self.d_bufs * self.nq * self.d_panel
@@ -294,7 +302,7 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
         ps = _stride(bj * rs, config.engine) if config.engine == "mma" else bj * rs
         name = f"{config.variant.lower()}_p{config.order}_k{index}_{k.dir_names}"
         plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0, q_tile=config.traces == "tiles",
-                          flux_tiles=config.flux_tiles)
+                          flux_tiles=config.flux_tiles, x_traces=config.traces == "xfaces" and 0 in k.dirs)
         plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan, limits)))
     return plans
 
@@ -369,7 +377,7 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         min_blocks=config.min_blocks, traces=config.traces, epb=config.elements_per_block,
         late_wgt=late_weights(config, plan), cluster=plan.kernel.cluster, trace_cluster=config.trace_cluster,
         pair_io=config.pair_io, l2_keep=config.l2_keep, pair_x=config.pair_io and config.engine == "mma" and plan.kernel.dirs[0] == 0,
-        split=-1 if plan.kernel.split is None else plan.kernel.split, **mma)
+        split=-1 if plan.kernel.split is None else plan.kernel.split, xtraces=plan.x_traces, **mma)
 
 
 def render_face(nq: int) -> str:

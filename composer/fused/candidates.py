@@ -235,6 +235,63 @@ def l2_keep_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]
     return [(label(cfg), cfg)] if _fits(cfg) else []
 
 
+def _xfaces_ok(config: FusedConfig) -> bool:
+    """Whether ``traces = "xfaces"`` applies: an inline box schedule of plain launches (no cluster,
+    no trace cluster) with a kernel that carries x."""
+    return (config.volume == "box" and config.flux == "inline" and config.trace_cluster == 1
+            and all(k.cluster == 1 for k in config.kernels) and any(0 in k.dirs for k in config.kernels))
+
+
+def xface_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The inline box schedule with ``traces = "xfaces"``: the interior traces of the x faces from a
+    small buffer the staging loop fills (instead of 8-byte gathers 64 bytes apart, a sector each; the
+    eight x-face gathers were 30 % of the p = 7 kernel's L2 sector requests, session 19 ncu)."""
+    base = _family_base(variant, order, "box")
+    if base is None or base.traces == "xfaces" or not _xfaces_ok(base):
+        return []
+    cfg = dataclasses.replace(base, traces="xfaces")
+    return [(label(cfg), cfg)] if _fits(cfg) else []
+
+
+#: Blocks per SM the budget family asks ptxas for (``min_blocks``; 0: the table's own, unbounded).
+BUDGET_BLOCKS = (0, 3, 4, 5, 6, 8)
+#: Orders the budget family varies (box schedules, whose registers and blocks per SM trade).
+BUDGET_UP_TO = 63
+
+
+def budget_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The box schedule's output tile and register budget together: its kernels at half the threads
+    with twice the tile (either axis) and at twice the threads with half of it (one-kernel tables),
+    each at every ``min_blocks`` of BUDGET_BLOCKS, with the table's traces and with ``"xfaces"``.
+
+    Why: the authors' p = 7 kernels (reports/p7_gap_study.md §5, tc_paper_survey §23) won 3.4 % (CUDA
+    cores) and 7.2 % (tensor cores) on GB200 with four outputs per thread on 128 threads and the
+    register budget of five or six blocks per SM, where eight blocks or no cap lost; our sweeps varied
+    threads and tiles but never the budget with them."""
+    base = _family_base(variant, order, "box")
+    if base is None or order > BUDGET_UP_TO or base.elements_per_block > 1 or base.trace_cluster > 1:
+        return []
+    shapes = [tuple((k.threads, k.tile) for k in base.kernels)]
+    if len(base.kernels) == 1:
+        (threads, (a, b)), = shapes[0]
+        shapes += [((threads // 2, (2 * a, b)),), ((threads // 2, (a, 2 * b)),)]
+        shapes += [((threads * 2, (a // 2, b)),)] if a % 2 == 0 else []
+        shapes += [((threads * 2, (a, b // 2)),)] if b % 2 == 0 else []
+    traces = [base.traces] + (["xfaces"] if base.traces != "xfaces" and _xfaces_ok(base) else [])
+    out, seen = [], {base}
+    for shape in shapes:
+        if any(t < 32 or t > 1024 for t, _ in shape):
+            continue
+        kernels = tuple(dataclasses.replace(k, threads=t, tile=tile) for k, (t, tile) in zip(base.kernels, shape))
+        for blocks in BUDGET_BLOCKS:
+            for trace in traces:
+                cfg = dataclasses.replace(base, kernels=kernels, min_blocks=blocks or base.min_blocks, traces=trace)
+                if cfg not in seen and _fits(cfg):
+                    seen.add(cfg)
+                    out.append((label(cfg), cfg))
+    return out
+
+
 #: Orders whose tensor-core schedules get the D-staging / occupancy candidates (the re-read of D
 #: per DMMA and one block per SM bind from p = 127 on; p = 63 is cheap to include).
 STAGED_FROM = 63
@@ -861,7 +918,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates,
             "flux_tiles": flux_tile_candidates, "pair_io": pair_io_candidates,
             "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates,
-            "box_shape": box_shape_candidates}
+            "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 

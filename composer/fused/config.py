@@ -27,6 +27,14 @@ global memory (one more box tile; the products q*vel are then formed in place);
 ``elements_per_block = N`` (whole-element boxes, D not staged) lets each block walk N consecutive
 elements, so that the exterior traces on the face shared with the element it just did come from
 L1 instead of L2 (the x-face gathers are much of the p = 7 kernel's L1 and L2 tag traffic).
+``traces = "xfaces"`` (with ``flux = "inline"``, box kernels) keeps the flux tiles as they are and
+writes only q, u, v, w of the box's x-face nodes into a small shared buffer while the box is staged
+(from the registers of the staging loads): the x-face fluxes read their interior traces there. Why:
+x-face nodes lie Nq doubles apart, so each of their 8-byte gathers costs a whole 32-byte L2 sector
+(ncu source counters, session 19: the eight x-face gathers, interior and exterior, are 30 % of the
+p = 7 kernel's L2 sector requests with the L2 at 96 %); the y and z faces' interior nodes are
+contiguous runs and stay gathered. ``"tiles"`` stages q and every velocity whole instead (one more
+box tile: 8 % slower at p = 7, session 19).
 
 ``volume = "stream"`` (tensor-core engine, ``flux = "array"``, one direction per kernel) selects
 the streamed volume kernel (``fused_stream.cu.j2``) instead of the box kernel: the box is then the
@@ -106,7 +114,7 @@ ALLOWED_MMA: dict[str, tuple[str, ...]] = {
 DIR_NAMES = "xyz"
 FLUX_MODES = ("inline", "array")
 D_STAGES = ("global", "smem")
-TRACE_SOURCES = ("global", "tiles")
+TRACE_SOURCES = ("global", "tiles", "xfaces")
 VOLUME_KINDS = ("box", "stream")
 A_OPERANDS = ("factors", "product")
 # volume = "stream": how a thread issues its panel copies: a loop striding by the block size, or
@@ -217,7 +225,7 @@ class FusedConfig:
     d_stage: str = "global"  # "smem": D staged in shared memory (tensor-core engine only)
     d_panel: int = 0  # k-values per staged D panel; 0: all of D when it fits, else the builder picks
     min_blocks: int = 0  # > 0: __launch_bounds__(THREADS, min_blocks)
-    traces: str = "global"  # "tiles": inline fluxes read interior traces from the staged box
+    traces: str = "global"  # "tiles" / "xfaces": inline fluxes read interior traces from the staged box
     elements_per_block: int = 1  # > 1: a block walks this many consecutive elements (whole-element box)
     volume: str = "box"  # "stream": the streamed volume kernel (box = output tile)
     k_panel: int = 0  # volume = "stream": contraction values per staged panel
@@ -479,8 +487,9 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     traces = table.get("traces", "global")
     if traces not in TRACE_SOURCES:
         raise _error(file, f"{prefix}.traces", f"expected one of {TRACE_SOURCES}, got {traces!r}")
-    if traces == "tiles" and flux != "inline":
-        raise _error(file, f"{prefix}.traces", 'interior traces from the tiles need flux = "inline"')
+    if traces in ("tiles", "xfaces") and flux != "inline":
+        raise _error(file, f"{prefix}.traces", f'interior traces from the staged box (traces = "{traces}") '
+                                               'need flux = "inline"')
     epb = table.get("elements_per_block", 1)
     if not isinstance(epb, int) or isinstance(epb, bool) or not 1 <= epb <= 64:
         raise _error(file, f"{prefix}.elements_per_block", f"expected an integer in [1, 64], got {epb!r}")
@@ -565,8 +574,9 @@ def _flux_tiles(table: Mapping[str, Any], kernels: tuple[KernelConfig, ...], vol
                      if widest > 2 else f"needs a kernel carrying three directions, got {value!r}")
     if volume != "box":
         raise _error(file, key, "applies to the box kernel (the streamed kernel carries one direction)")
-    if traces != "global":
-        raise _error(file, key, 'needs traces = "global": the interior traces would be read from a restaged tile')
+    if traces == "tiles":
+        raise _error(file, key, 'needs traces = "global" or "xfaces": the interior traces would be read from a '
+                                'restaged tile')
     if any(k.cluster > 1 for k in kernels):
         raise _error(file, key, "cannot be combined with a kernel's cluster (peers read every flux tile)")
     return value

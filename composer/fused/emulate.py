@@ -385,6 +385,42 @@ def trace_cluster_exterior(config: FusedConfig, plan: KernelPlan, fields: Mappin
     return out, peer
 
 
+def x_face_interior(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg.Mesh) -> dict[str, np.ndarray]:
+    """The interior traces of q, u, v, w at every x-face node ([e, side, b * Nq + a]) as a kernel with
+    ``traces = "xfaces"`` reads them (the template's formulas): each box's staging loop writes the
+    pair (k, j, i), (k, j, i + 1) with i = 0 into slot Dir<0>::line of the low side and with
+    i = BI - 2 the second node into the high side's; the face loop finds a face node's slot from
+    vmapM (the in-element offset mo: side mo % NQ != 0, line (mo / NQ2 - k0) * BJ + mo / NQ % NQ - j0).
+    A slot no staging loop wrote stays NaN, so a wrong formula cannot pass unnoticed."""
+    nq, ne = mesh.nq, mesh.num_elements
+    bk, bj, bi = plan.kernel.box
+    nl = bk * bj
+    assert bi == nq and 0 in plan.kernel.dirs, "an x-carrying kernel holds whole i lines"
+    flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in ("q", "u", "v", "w")}
+    vmap_m = mesh.face_maps[0].reshape(ne, 6, nq * nq)
+    out = {k: np.full((ne, 2, nq * nq), np.nan) for k in flat}
+    # the staging loop's pairs on each box's x faces: (k, j) over the box, i = 0 (low) and BI - 2 (high)
+    kk, jj = (a.ravel() for a in np.meshgrid(np.arange(bk), np.arange(bj), indexing="ij"))
+    for e in range(ne):
+        for box in range(plan.blocks_per_element):
+            k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
+            buffer = {k: np.full(2 * nl, np.nan) for k in flat}
+            for pair_i, high in ((0, False), (bi - 2, True)):
+                node = e * nq**3 + (k0 + kk) * nq * nq + (j0 + jj) * nq + i0 + pair_i + int(high)
+                slot = (nl if high else 0) + kk * bj + jj
+                for k in flat:
+                    buffer[k][slot] = flat[k][node]
+            # the face loop: line l of side s is face node (k0 + l / BJ) * NQ + (j0 + l % BJ) of face s
+            ll = np.arange(nl)
+            for side in (0, 1):
+                face = (k0 + ll // bj) * nq + (j0 + ll % bj)
+                mo = vmap_m[e, side, face] - e * nq**3
+                xs = np.where(mo % nq == 0, 0, nl) + (mo // (nq * nq) - k0) * bj + (mo // nq % nq - j0)
+                for k in flat:
+                    out[k][e, side, face] = buffer[k][xs]
+    return out
+
+
 def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object) -> np.ndarray:
     """dqdt as the fused kernels of ``config`` would compute it (volume layout [e, k, j, i])."""
     mesh = dg.Mesh(config.order, grid)
@@ -404,6 +440,22 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
                                        ext["q"], ext["u"] * nx + ext["v"] * ny + ext["w"] * nz, fields["F"])
             faces = [2 * d + side for d in plan.kernel.dirs for side in (0, 1)]
             fstar[:, faces] = flux[:, faces]
+        fstar = fstar.reshape(-1)
+    if config.traces == "xfaces":
+        # the x faces' interior traces from each x-carrying kernel's x-face buffer (the others gathered)
+        vmap_m, vmap_p = mesh.face_maps
+        shape = (mesh.num_elements, 6, nq * nq)
+        normal = [fields[k].reshape(shape)[:, :2] for k in ("nx", "ny", "nz")]
+        exterior = {k: np.ascontiguousarray(fields[k]).reshape(-1)[vmap_p].reshape(shape)[:, :2] for k in ("q", "u", "v", "w")}
+        fstar = fstar.reshape(shape).copy()
+        for plan in kernel_plans(config):
+            if not getattr(plan, "x_traces", False):
+                continue
+            inner = x_face_interior(plan, fields, mesh)
+            fstar[:, :2] = dg.reference.upwind(
+                inner["q"], inner["u"] * normal[0] + inner["v"] * normal[1] + inner["w"] * normal[2],
+                exterior["q"], exterior["u"] * normal[0] + exterior["v"] * normal[1] + exterior["w"] * normal[2],
+                fields["F"].reshape(shape)[:, :2])
         fstar = fstar.reshape(-1)
     dmat = dg.diff_matrix(config.order)
     dqdt = np.zeros(mesh.num_points)

@@ -31,6 +31,7 @@ from composer.fileio import atomic_write_text
 from composer.fused.builder import build
 from composer.fused.candidates import SWEPT, candidate_list, candidates, to_table
 from composer.fused.config import SUPPORTED_ORDERS, FusedConfig
+from composer.runtime.errors import CompileError
 from composer.runtime.manifest import BUILD_DIR_ENV
 from composer.runtime.nvrtc import nvrtc_version
 
@@ -117,7 +118,12 @@ def _check_one(job: tuple[str, int, str, str | None, int, int, bool]) -> dict:
     name, cfg = candidate_list(variant, order, subset, only)[n]
     if pin:  # the plan's tables name this NVRTC: the device takes its CUBINs from the carried cache
         cfg = dataclasses.replace(cfg, nvrtc="{}.{}".format(*nvrtc_version()))
-    built = build(cfg, DEFAULT_ARCH)  # the runtime NVRTC cache ($COMPOSER_CACHE_DIR) that run() reads
+    try:
+        built = build(cfg, DEFAULT_ARCH)  # the runtime NVRTC cache ($COMPOSER_CACHE_DIR) that run() reads
+    except CompileError as exc:  # one candidate NVRTC rejects is dropped with its first log line, not the check
+        first = next((line for line in exc.log.splitlines() if "error" in line), exc.log.strip()[:200])
+        return {"variant": variant, "order": order, "label": name, "ok": False, "kernels": [], "hot_loops": [],
+                "table": to_table(cfg), "error": f"{exc.program}: {first.strip()}"}
     ok, info, loops = True, [], []
     blocks = max(1, cfg.min_blocks)
     for b in built.kernels:

@@ -60,7 +60,13 @@ class CompileError(RunFailure, RuntimeError):
         text = f"NVRTC failed to compile {name!r} for {arch}:\n{log.rstrip()}"
         if excerpt:
             text += f"\n--- source ---\n{excerpt.rstrip()}"
+        self.excerpt = excerpt
         super().__init__(text)
+
+    def __reduce__(self) -> tuple:
+        # rebuilt from its own arguments: a compile error raised in a worker process (the sweep's
+        # parallel check) must cross the process boundary as itself, not as a broken pool
+        return (type(self), (self.program, self.arch, self.log, self.excerpt))
 
 
 class ManifestError(ComposerError, ValueError):
