@@ -1,12 +1,12 @@
 """``traces = "xfaces"`` and the ``budget`` candidate family (issue 16, p = 7 ... 63).
 
-xfaces: the box kernel's staging loop writes q, u, v, w of the box's x-face nodes into a small shared
-buffer; the x-face fluxes read their interior traces there (after the staging barrier) instead of
-gathering 8-byte values 64 bytes apart. CPU: the key's errors, the buffer's shared memory, the
-emulated buffer equals the gathered interior traces exactly (every box of an element, non-cubic
-grids), the emulated kernels equal the plain ones bit for bit and the reference within 1e-13, the
-rendered source reads no interior x trace from global memory, every candidate compiles without
-spills. budget: the authors' output-tile x register-budget axes, labels unique, tables round-trip.
+xfaces: the thread that stages a pair of points holding an x-face node forms that node's flux from
+the q and velocities it has just loaded (only the exterior trace gathered), instead of a second
+8-byte gather 64 bytes apart. CPU: the key's errors, the shared memory unchanged, every x-face slot
+formed exactly once and from its interior node (every box of an element, non-cubic grids), the
+emulated kernels equal the plain ones bit for bit and the reference within 1e-13, the rendered
+source forms the x faces in the staging loop, every candidate compiles without spills. budget: the
+authors' output-tile x register-budget axes, labels unique, tables round-trip.
 The GPU run of these tables is the sweep's validation (``composer sweep-fused run``)."""
 
 from __future__ import annotations
@@ -44,27 +44,29 @@ def test_xfaces_key_errors_name_the_key() -> None:
         parse_table("FUSED_TC", 7, dict(XYZ7, traces="xfaces", trace_cluster=2))
 
 
-def test_buffer_is_eight_doubles_per_x_line_only_where_x_is_carried() -> None:
+def test_shared_memory_is_unchanged_and_only_x_kernels_change() -> None:
     base, xf = fused_config("FUSED_TC", 31), _xfaces("FUSED_TC", 31)  # xy | z
     for plain, plan in zip(kernel_plans(base), kernel_plans(xf)):
-        carries_x = 0 in plan.kernel.dirs
-        assert plan.x_traces == carries_x
-        assert plan.smem_bytes - plain.smem_bytes == (8 * 8 * plan.lines(0) if carries_x else 0)
+        assert plan.x_traces == (0 in plan.kernel.dirs) and plan.smem_bytes == plain.smem_bytes
+        changed = render_volume(xf, plan) != render_volume(base, plain)
+        assert changed == plan.x_traces, plan.name
 
 
 @pytest.mark.parametrize("variant,order,grid", [("FUSED_TC", 7, (2, 3, 2)), ("FUSED", 7, (3, 1, 2)),
                                                 ("FUSED_TC16", 15, (1, 2, 1)), ("FUSED_TC", 31, (1, 1, 2)),
                                                 ("FUSED_TC16", 63, (1, 1, 1))])
-def test_buffer_holds_the_interior_traces(variant: str, order: int, grid: tuple) -> None:
-    """Every x-face node's slot, found through vmapM as the face loop finds it, holds what the staging
-    loop wrote for that node: the interior trace a gather would read (p = 31, 63: many boxes per element)."""
+def test_every_x_face_slot_is_formed_once_from_its_interior_node(variant: str, order: int, grid: tuple) -> None:
+    """The staging pairs cover every x-face slot of every element exactly once, and the pair's own
+    point is the slot's interior node (vmapM): what a gather would read (p = 31, 63: many boxes per
+    element)."""
     mesh = dg.Mesh(order, grid)
     fields = dg.make_fields(order, grid, varying=True)
     vmap_m = mesh.face_maps[0].reshape(mesh.num_elements, 6, -1)[:, :2]
     plans = [p for p in kernel_plans(_xfaces(variant, order)) if p.x_traces]
     assert plans
     for plan in plans:
-        inner = x_face_interior(plan, fields, mesh)
+        inner, formed = x_face_interior(plan, fields, mesh)
+        assert np.all(formed == 1), plan.name
         for name, values in inner.items():
             assert np.array_equal(values, fields[name].reshape(-1)[vmap_m]), (plan.name, name)
 
@@ -82,17 +84,17 @@ def test_emulated_xfaces_kernels_equal_the_plain_ones_and_the_reference(variant:
     assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
 
 
-def test_rendered_kernel_reads_no_interior_x_trace_from_global_memory() -> None:
+def test_rendered_kernel_forms_the_x_faces_in_the_staging_loop() -> None:
     config = parse_table("FUSED_TC", 7, dict(XYZ7, traces="xfaces"))
     source = render_volume(config, kernel_plans(config)[0])
     staging, rest = source.split("// 2. fstar", 1)
-    assert "XTRACE + xs] = high ? qv.y : qv.x" in staging
-    # y and z faces gather both traces; the x faces run after the staging barrier, from the buffer
-    assert rest.count("numerical_flux(idx") == 2
-    faces, contraction = rest.split("// 2b. fstar of the x faces", 1)
-    assert "__syncthreads();" in faces and "Contract<0>" in contraction
-    x_loop = contraction.split("// 3. Contractions", 1)[0]
-    assert "__ldg(q + pg)" in x_loop and "__ldg(q + m" not in x_loop and "smem[XTRACE + xs]" in x_loop
+    # the pair's own q and velocities, only the exterior trace gathered (the fallback for a mesh
+    # numbered otherwise gathers both)
+    assert "(i64)mg == g + side" in staging and "upwind_flux(side ? qv.y : qv.x" in staging
+    assert "smem[FACE0 + side * Dir<0>::NL + l]" in staging and staging.count("numerical_flux(idx") == 1
+    # the y and z faces as before; no x face after the staging loop
+    assert rest.split("__syncthreads();", 1)[0].count("numerical_flux(idx") == 2
+    assert "Dir<0>::NL; n += THREADS" not in rest
 
 
 def test_xface_family_skips_schedules_it_cannot_change() -> None:
@@ -150,3 +152,18 @@ def test_xfaces_kernels_match_reference_on_the_gpu(order: int) -> None:
             print(rec)
             assert "error" not in rec, rec
             assert rec["rel_err"] <= TOLERANCE, rec
+
+
+def test_weights_key_overrides_the_min_blocks_rule() -> None:
+    budget = dict(XYZ7, min_blocks=8)
+    late = parse_table("FUSED_TC", 7, budget)
+    early = parse_table("FUSED_TC", 7, dict(budget, weights="early"))
+    assert (late.weights, early.weights) == ("", "early")
+    assert "prefetch_metric" in render_volume(late, kernel_plans(late)[0])
+    assert "prefetch_metric" not in render_volume(early, kernel_plans(early)[0])
+    with pytest.raises(ConfigError, match="weights.*expected one of"):
+        parse_table("FUSED_TC", 7, dict(XYZ7, weights="middle"))
+    # the budget family keeps the table's weights under every cap it sets
+    for name, config in budget_candidates("FUSED_TC", 7):
+        if config.min_blocks >= 2:
+            assert config.weights == "early" and "Wearly" in name, name

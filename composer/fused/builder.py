@@ -99,12 +99,7 @@ class KernelPlan(BoxGeometry):
     d_panel: int = 0  # d_stage = "smem": k-values per staged D panel (= nq: all of D); 0: D not staged
     q_tile: bool = False  # inline fluxes: q staged in its own tile for the interior traces
     flux_tiles: int = 0  # > 0: at most this many flux tiles resident (the later directions restaged)
-    x_traces: bool = False  # traces = "xfaces" in a kernel carrying x: q, u, v, w of its x-face nodes staged
-
-    @property
-    def x_trace_doubles(self) -> int:
-        """The x-face trace buffer ([field][side][line]: q, u, v, w on both x faces of the box)."""
-        return 8 * self.lines(0) if self.x_traces else 0
+    x_traces: bool = False  # traces = "xfaces" in a kernel carrying x: its x-face fluxes formed while staging
 
     @property
     def flux_tile_count(self) -> int:
@@ -143,14 +138,12 @@ class KernelPlan(BoxGeometry):
     @property
     def d_offset(self) -> int:
         """Shared-memory offset (doubles, 16-byte aligned) of the staged D, after tiles and faces."""
-        base = (self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
-                + self.x_trace_doubles)
+        base = self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
         return base + base % 2
 
     @property
     def smem_doubles(self) -> int:
-        base = (self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
-                + self.x_trace_doubles)
+        base = self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
         if not self.d_panel:
             return base
         return self.d_offset + self.d_bufs * self.nq * self.d_panel
@@ -320,7 +313,10 @@ def face_kernel_name(nq: int) -> str:
 def late_weights(config: FusedConfig, plan: KernelPlan) -> bool:
     """Load the metric weights after the contraction (prefetched to L1 before it) instead of
     holding them in registers across it: under min_blocks >= 2, and for staged kernels capped at
-    128 registers (>= 512 threads). Never for a schedule without the new keys."""
+    128 registers (>= 512 threads). Never for a schedule without the new keys. A table's ``weights``
+    key overrides the rule."""
+    if config.weights:
+        return config.weights == "late"
     return config.min_blocks >= 2 or bool(plan.d_panel and plan.kernel.threads >= 512)
 
 

@@ -115,6 +115,7 @@ DIR_NAMES = "xyz"
 FLUX_MODES = ("inline", "array")
 D_STAGES = ("global", "smem")
 TRACE_SOURCES = ("global", "tiles", "xfaces")
+WEIGHT_LOADS = ("early", "late")
 VOLUME_KINDS = ("box", "stream")
 A_OPERANDS = ("factors", "product")
 # volume = "stream": how a thread issues its panel copies: a loop striding by the block size, or
@@ -264,6 +265,13 @@ class FusedConfig:
     #: p = 15 flux_tiles kernel moves 1643 MB of DRAM against 1397 for the four-tile one: a block
     #: lives about 30 us, in which the GPU streams more than the 50-MB L2, so the restage misses.
     l2_keep: bool = False
+    #: Box kernels: where the metric weights are loaded: "early" (before the contraction, held in
+    #: registers across it) or "late" (prefetched into L1 before it, loaded after it). "" (absent):
+    #: late under min_blocks >= 2 or a staged kernel of >= 512 threads, else early
+    #: (composer.fused.builder.late_weights). Why a key: session 21 call 1 measured the rule's late
+    #: loads at p = 7 on the shipped kernel's own 32 registers (min_blocks = 8) at +24 %, so a register
+    #: budget could not be tried without them.
+    weights: str = ""
 
     @property
     def nq(self) -> int:
@@ -438,7 +446,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep",
+                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights",
                             *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
@@ -549,9 +557,14 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         raise _error(file, f"{prefix}.l2_keep", f"expected true or false, got {l2_keep!r}")
     if l2_keep and not flux_tiles:
         raise _error(file, f"{prefix}.l2_keep", "keeps q in L2 for the restage: needs flux_tiles")
+    weights = table.get("weights", "")
+    if "weights" in table and weights not in WEIGHT_LOADS:
+        raise _error(file, f"{prefix}.weights", f"expected one of {WEIGHT_LOADS}, got {weights!r}")
+    if weights and volume != "box":
+        raise _error(file, f"{prefix}.weights", "applies to the box kernel")
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
-                         nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep)
+                         nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights))
     problem = trace_cluster_problem(config)
     if problem:
         raise _error(file, f"{prefix}.trace_cluster", problem)

@@ -385,40 +385,33 @@ def trace_cluster_exterior(config: FusedConfig, plan: KernelPlan, fields: Mappin
     return out, peer
 
 
-def x_face_interior(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg.Mesh) -> dict[str, np.ndarray]:
+def x_face_interior(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg.Mesh) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The interior traces of q, u, v, w at every x-face node ([e, side, b * Nq + a]) as a kernel with
-    ``traces = "xfaces"`` reads them (the template's formulas): each box's staging loop writes the
-    pair (k, j, i), (k, j, i + 1) with i = 0 into slot Dir<0>::line of the low side and with
-    i = BI - 2 the second node into the high side's; the face loop finds a face node's slot from
-    vmapM (the in-element offset mo: side mo % NQ != 0, line (mo / NQ2 - k0) * BJ + mo / NQ % NQ - j0).
-    A slot no staging loop wrote stays NaN, so a wrong formula cannot pass unnoticed."""
+    ``traces = "xfaces"`` takes them (the template's formulas): the staging loop's pair (k, j, i) with
+    i = 0 forms the low face's slot Dir<0>::line = k * BJ + j from its first point, with i = BI - 2 the
+    high face's from its second, when vmapM of that slot is that point (else both traces are
+    gathered); and how many times each slot was formed. A slot no pair forms stays NaN, so a wrong
+    formula cannot pass unnoticed."""
     nq, ne = mesh.nq, mesh.num_elements
     bk, bj, bi = plan.kernel.box
-    nl = bk * bj
     assert bi == nq and 0 in plan.kernel.dirs, "an x-carrying kernel holds whole i lines"
     flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in ("q", "u", "v", "w")}
     vmap_m = mesh.face_maps[0].reshape(ne, 6, nq * nq)
     out = {k: np.full((ne, 2, nq * nq), np.nan) for k in flat}
-    # the staging loop's pairs on each box's x faces: (k, j) over the box, i = 0 (low) and BI - 2 (high)
+    formed = np.zeros((ne, 2, nq * nq), dtype=int)
     kk, jj = (a.ravel() for a in np.meshgrid(np.arange(bk), np.arange(bj), indexing="ij"))
     for e in range(ne):
         for box in range(plan.blocks_per_element):
             k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
-            buffer = {k: np.full(2 * nl, np.nan) for k in flat}
-            for pair_i, high in ((0, False), (bi - 2, True)):
-                node = e * nq**3 + (k0 + kk) * nq * nq + (j0 + jj) * nq + i0 + pair_i + int(high)
-                slot = (nl if high else 0) + kk * bj + jj
+            for side, pair_i in ((0, 0), (1, bi - 2)):
+                g = e * nq**3 + (k0 + kk) * nq * nq + (j0 + jj) * nq + i0 + pair_i  # the pair's first point
+                line = kk * bj + jj
+                face = (k0 + line // bj) * nq + (j0 + line % bj)  # Dir<0>::face_off(l, k0, j0, i0)
+                own = vmap_m[e, side, face] == g + side
                 for k in flat:
-                    buffer[k][slot] = flat[k][node]
-            # the face loop: line l of side s is face node (k0 + l / BJ) * NQ + (j0 + l % BJ) of face s
-            ll = np.arange(nl)
-            for side in (0, 1):
-                face = (k0 + ll // bj) * nq + (j0 + ll % bj)
-                mo = vmap_m[e, side, face] - e * nq**3
-                xs = np.where(mo % nq == 0, 0, nl) + (mo // (nq * nq) - k0) * bj + (mo // nq % nq - j0)
-                for k in flat:
-                    out[k][e, side, face] = buffer[k][xs]
-    return out
+                    out[k][e, side, face] = np.where(own, flat[k][g + side], flat[k][vmap_m[e, side, face]])
+                np.add.at(formed[e, side], face, 1)
+    return out, formed
 
 
 def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object) -> np.ndarray:
@@ -451,7 +444,7 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
         for plan in kernel_plans(config):
             if not getattr(plan, "x_traces", False):
                 continue
-            inner = x_face_interior(plan, fields, mesh)
+            inner, _ = x_face_interior(plan, fields, mesh)
             fstar[:, :2] = dg.reference.upwind(
                 inner["q"], inner["u"] * normal[0] + inner["v"] * normal[1] + inner["w"] * normal[2],
                 exterior["q"], exterior["u"] * normal[0] + exterior["v"] * normal[1] + exterior["w"] * normal[2],
