@@ -12,6 +12,7 @@ The GPU run of these tables is the sweep's validation (``composer sweep-fused ru
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 
 import numpy as np
@@ -88,13 +89,42 @@ def test_rendered_kernel_forms_the_x_faces_in_the_staging_loop() -> None:
     config = parse_table("FUSED_TC", 7, dict(XYZ7, traces="xfaces"))
     source = render_volume(config, kernel_plans(config)[0])
     staging, rest = source.split("// 2. fstar", 1)
-    # the pair's own q and velocities, only the exterior trace gathered (the fallback for a mesh
-    # numbered otherwise gathers both)
-    assert "(i64)mg == g + side" in staging and "upwind_flux(side ? qv.y : qv.x" in staging
-    assert "smem[FACE0 + side * Dir<0>::NL + l]" in staging and staging.count("numerical_flux(idx") == 1
+    # the pair's own q and velocities (the first point on the low face, the second on the high one),
+    # only the exterior trace gathered, no vmapM read
+    branch = staging.split("if (p.i == 0 || p.i == BI - 2) {", 1)[1]
+    assert "const int side = p.i != 0;" in branch and "const int pg = __ldg(vmapP + idx);" in branch
+    assert re.search(r"upwind_flux\(\s*side \? qv\.y : qv\.x, side \? vv\[0\]\.y : vv\[0\]\.x, "
+                     r"side \? vv\[1\]\.y : vv\[1\]\.x, side \? vv\[2\]\.y : vv\[2\]\.x,", branch)
+    assert "smem[FACE0 + side * Dir<0>::NL + l]" in branch and "vmapM +" not in branch
+    assert "numerical_flux(idx" not in staging
     # the y and z faces as before; no x face after the staging loop
     assert rest.split("__syncthreads();", 1)[0].count("numerical_flux(idx") == 2
     assert "Dir<0>::NL; n += THREADS" not in rest
+
+
+def test_x_writes_its_own_face_region_when_it_is_not_the_first_direction() -> None:
+    table = {"flux": "inline", "mma": "8x8x4", "traces": "xfaces",
+             "kernels": [{"dirs": "yxz", "box": [8, 8, 8], "threads": 256, "tile": [1, 1]}]}
+    config = parse_table("FUSED_TC", 7, table)
+    source = render_volume(config, kernel_plans(config)[0])
+    assert "smem[FACE1 + side * Dir<0>::NL + l]" in source and "FACE0 + side * Dir<0>::NL" not in source
+    fields = dg.make_fields(7, (2, 1, 2), varying=True)
+    ref = dg.reference_tendency(fields, 7, (2, 1, 2))
+    out = emulate(config, fields, (2, 1, 2))
+    assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+def test_meshes_whose_x_face_maps_name_other_nodes_are_refused() -> None:
+    from composer.fused.traces import x_face_maps_problem
+
+    for order, grid in ((7, (2, 3, 1)), (31, (1, 2, 1))):
+        mesh = dg.Mesh(order, grid)
+        assert x_face_maps_problem(mesh.face_maps[0], mesh.nq) is None
+    mesh = dg.Mesh(7, (2, 1, 1))
+    swapped = mesh.face_maps[0].copy()
+    swapped[1, 0, 2, 3], swapped[1, 0, 3, 2] = swapped[1, 0, 3, 2], swapped[1, 0, 2, 3]  # a face numbered otherwise
+    problem = x_face_maps_problem(swapped, mesh.nq)
+    assert problem and "element 1, x face 0, node (3, 2)" in problem and "\n" not in problem
 
 
 def test_xface_family_skips_schedules_it_cannot_change() -> None:
@@ -141,7 +171,7 @@ def test_xfaces_kernels_match_reference_on_the_gpu(order: int) -> None:
 
     extra = {f"{v}@xfaces": (lambda o, v=v: _xfaces(v, o)) for v in VARIANTS
              if v != "FUSED_DFMA" and order in SUPPORTED_ORDERS[v] and xface_candidates(v, order)}
-    # the budget family's tables at the largest register cap and at 128 threads (p = 7)
+    # the budget family's last two tables (the tightest caps of its last shape)
     for v in ("FUSED", "FUSED_TC", "FUSED_TC16"):
         for name, config in budget_candidates(v, order)[-2:]:
             extra[f"{v}@{name}"] = lambda o, c=config: c
@@ -167,3 +197,120 @@ def test_weights_key_overrides_the_min_blocks_rule() -> None:
     for name, config in budget_candidates("FUSED_TC", 7):
         if config.min_blocks >= 2:
             assert config.weights == "early" and "Wearly" in name, name
+
+
+# x_pairs: two x-neighbour elements per block, the face they share exchanged in shared memory
+
+def test_x_pairs_key_errors_name_the_key() -> None:
+    paired = dict(XYZ7, traces="xfaces", x_pairs=True, kernels=[dict(XYZ7["kernels"][0], threads=512)])
+    config = parse_table("FUSED_TC", 7, paired)
+    assert config.x_pairs and kernel_plans(config)[0].element_threads == 256
+    with pytest.raises(ConfigError, match='x_pairs.*traces = "xfaces"'):
+        parse_table("FUSED_TC", 7, dict(paired, traces="global"))
+    with pytest.raises(ConfigError, match="x_pairs.*whole element"):
+        parse_table("FUSED_TC", 31, {"flux": "inline", "mma": "8x8x4", "traces": "xfaces", "x_pairs": True,
+                                     "kernels": [{"dirs": "xy", "box": [2, 32, 32], "threads": 256, "tile": [2, 2]},
+                                                 {"dirs": "z", "box": [32, 2, 32], "threads": 256, "tile": [2, 2]}]})
+    with pytest.raises(ConfigError, match="x_pairs.*even number of warps"):
+        parse_table("FUSED_TC", 7, dict(paired, kernels=[dict(XYZ7["kernels"][0], threads=96)]))
+    with pytest.raises(ConfigError, match="x_pairs.*true or false"):
+        parse_table("FUSED_TC", 7, dict(paired, x_pairs="yes"))
+
+
+def test_x_pairs_doubles_the_block_and_adds_the_shared_face() -> None:
+    single = parse_table("FUSED_TC", 7, dict(XYZ7, traces="xfaces"))
+    paired = parse_table("FUSED_TC", 7, dict(XYZ7, traces="xfaces", x_pairs=True,
+                                             kernels=[dict(XYZ7["kernels"][0], threads=512)]))
+    one, two = kernel_plans(single)[0], kernel_plans(paired)[0]
+    assert two.smem_doubles == 2 * one.smem_doubles + 8 * 64 and two.element_doubles == one.smem_doubles
+    source = render_volume(paired, two)
+    assert "__launch_bounds__(2 * THREADS)" in source and "constexpr int THREADS = 256;" in source
+    assert "const i64 e = (i64)blockIdx.x * 2 + half;" in source and "threadIdx.x % THREADS / 32" in source
+    staging, rest = source.split("// 2. fstar", 1)
+    assert "if (side != half) {" in staging and "xpair[(half * 4 + 0) * Dir<0>::NL + l] = side ? qv.y : qv.x;" in staging
+    shared = rest.split("// 2b. the shared face", 1)[1].split("// 3. Contractions", 1)[0]
+    assert "const int side = 1 - half, other = 1 - half;" in shared and "vmapP" not in shared
+    from composer.paths.fused import launch_grid
+    from composer.fused.builder import kernel_sources
+
+    assert launch_grid(kernel_sources(paired)[0], paired, 32768, 8, 132) == 16384
+
+
+@pytest.mark.parametrize("variant,order,grid", [("FUSED_TC", 7, (4, 1, 2)), ("FUSED", 7, (2, 3, 1)),
+                                                ("FUSED_TC16", 15, (2, 1, 1))])
+def test_pair_buffer_holds_both_traces_of_the_shared_face(variant: str, order: int, grid: tuple) -> None:
+    from composer.fused.candidates import x_pair_candidates
+    from composer.fused.emulate import x_pair_traces
+
+    config = x_pair_candidates(variant, order)[0][1]
+    mesh = dg.Mesh(order, grid)
+    fields = dg.make_fields(order, grid, varying=True)
+    inner, outer, written = x_pair_traces(kernel_plans(config)[0], fields, mesh)
+    assert np.all(written == 1)
+    vmap_m, vmap_p = (m.reshape(mesh.num_elements, 6, -1) for m in mesh.face_maps)
+    even = np.arange(mesh.num_elements) % 2 == 0
+    for name in inner:
+        flat = fields[name].reshape(-1)
+        for side, rows in ((1, even), (0, ~even)):
+            assert np.array_equal(inner[name][rows], flat[vmap_m[rows, side]]), name
+            assert np.array_equal(outer[name][rows], flat[vmap_p[rows, side]]), name
+    ref = dg.reference_tendency(fields, order, grid)
+    out = emulate(config, fields, grid)
+    assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+def test_meshes_that_do_not_pair_up_are_refused() -> None:
+    from composer.fused.traces import x_pairs_maps_problem
+
+    assert x_pairs_maps_problem(dg.Mesh(7, (2, 3, 1)).face_maps[1], 8) is None
+    odd = x_pairs_maps_problem(dg.Mesh(7, (3, 2, 1)).face_maps[1], 8)
+    assert odd and "x_pairs needs elements 2b and 2b + 1 to be x neighbours" in odd and "\n" not in odd
+    assert x_pairs_maps_problem(dg.Mesh(7, (1, 1, 3)).face_maps[1], 8) == "x_pairs needs an even number of elements, got 3"
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("variant", ["FUSED", "FUSED_TC", "FUSED_TC16"])
+def test_x_pair_candidates_compile(variant: str) -> None:
+    from composer.fused.candidates import x_pair_candidates
+
+    found = x_pair_candidates(variant, 7)
+    assert found
+    for name, config in found:
+        built = build(config, "sm_90").kernels[0]
+        sass = _sass(built)
+        print(f"{name}: {sass.registers} regs, {sass.spill_bytes} B local, {built.smem_bytes} B smem, {built.threads} threads")
+        assert built.threads == 2 * fused_config(variant, 7).kernels[0].threads
+        if config.min_blocks:
+            assert sass.registers * built.threads * config.min_blocks <= 65536, name
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("order,small", [(7, (4, 1, 2)), (15, (2, 2, 1))])
+def test_x_pairs_match_reference_on_the_gpu_and_refuse_odd_grids(order: int, small: tuple) -> None:
+    """Every x_pairs candidate against the reference (NaN-filled dqdt) on a small non-cubic grid of even
+    x extent and on the Table S29 grid; an odd x extent is refused in one line before any launch."""
+    from composer.fused.candidates import x_pair_candidates
+    from composer.fused.trial import TOLERANCE, run_case
+    from composer.paths.problem import DeviceProblem
+    from composer.paths.registry import path_class
+    from composer.runtime import default_device
+
+    from tests.test_fused_gpu import bench_grid
+
+    extra = {f"{v}@{name}": (lambda o, c=config: c) for v in ("FUSED", "FUSED_TC", "FUSED_TC16")
+             for name, config in x_pair_candidates(v, order)}
+    assert extra
+    device = default_device()
+    for grid in (small, bench_grid(order)):
+        for rec in run_case(order, grid, [], device, extra=extra):
+            print(rec)
+            assert "error" not in rec, rec
+            assert rec["rel_err"] <= TOLERANCE, rec
+    odd = (3, 2, 1)
+    problem = DeviceProblem.upload(dg.make_fields(order, odd, varying=True), order, odd, device)
+    try:
+        variant, config = next((k.split("@")[0], f(order)) for k, f in extra.items())
+        with pytest.raises(ConfigError, match="x_pairs needs elements 2b and 2b \\+ 1 to be x neighbours"):
+            path_class(variant)(problem, config=config)
+    finally:
+        problem.close()

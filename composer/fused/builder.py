@@ -19,7 +19,7 @@ import numpy as np
 from composer.arch.limits import DEFAULT_ARCH, ArchLimits, arch_limits
 from composer.errors import ComposerError
 from composer.fused.config import (DIR_NAMES, FusedConfig, KernelConfig, box_lines, cluster_problem,
-                                   trace_cluster_problem)
+                                   trace_cluster_problem, x_pairs_problem)
 from composer.fused.copies import d_trips, f_trips, panel_strides
 from composer.kernels.render import render
 from composer.runtime.nvrtc import CompiledKernel, compile_cuda
@@ -100,6 +100,20 @@ class KernelPlan(BoxGeometry):
     q_tile: bool = False  # inline fluxes: q staged in its own tile for the interior traces
     flux_tiles: int = 0  # > 0: at most this many flux tiles resident (the later directions restaged)
     x_traces: bool = False  # traces = "xfaces" in a kernel carrying x: its x-face fluxes formed while staging
+    x_pairs: bool = False  # two x-neighbour elements per block, half the threads each (config.x_pairs)
+
+    @property
+    def element_threads(self) -> int:
+        """Threads that work on one element: the block's, or half of them with x_pairs."""
+        return self.kernel.threads // 2 if self.x_pairs else self.kernel.threads
+
+    @property
+    def element_doubles(self) -> int:
+        """Shared memory of one element's tiles and faces (and staged D)."""
+        base = self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
+        if not self.d_panel:
+            return base
+        return self.d_offset + self.d_bufs * self.nq * self.d_panel
 
     @property
     def flux_tile_count(self) -> int:
@@ -143,10 +157,10 @@ class KernelPlan(BoxGeometry):
 
     @property
     def smem_doubles(self) -> int:
-        base = self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
-        if not self.d_panel:
-            return base
-        return self.d_offset + self.d_bufs * self.nq * self.d_panel
+        """The block's: one element's, or with x_pairs two and the shared face's q, u, v, w on both sides."""
+        if self.x_pairs:
+            return 2 * self.element_doubles + 8 * self.lines(0)
+        return self.element_doubles
 
     @property
     def smem_bytes(self) -> int:
@@ -267,6 +281,9 @@ def _check_launchable(config: FusedConfig, plan: KernelPlan | StreamPlan, limits
                               epb=config.elements_per_block, volume=config.volume)
     if problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name}: {problem[1]}")
+    pairs_problem = x_pairs_problem(config)
+    if pairs_problem:
+        raise ComposerError(f"path {config.variant} at order {config.order}: x_pairs {pairs_problem}")
     trace_problem = trace_cluster_problem(config)
     if trace_problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: trace_cluster {config.trace_cluster} "
@@ -295,7 +312,8 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
         ps = _stride(bj * rs, config.engine) if config.engine == "mma" else bj * rs
         name = f"{config.variant.lower()}_p{config.order}_k{index}_{k.dir_names}"
         plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0, q_tile=config.traces == "tiles",
-                          flux_tiles=config.flux_tiles, x_traces=config.traces == "xfaces" and 0 in k.dirs)
+                          flux_tiles=config.flux_tiles, x_traces=config.traces == "xfaces" and 0 in k.dirs,
+                          x_pairs=config.x_pairs)
         plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan, limits)))
     return plans
 
@@ -361,7 +379,7 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
     return render(
         "fused_volume.cu.j2", template_dir=TEMPLATE_DIR,
         name=plan.name, nq=plan.nq, box=list(plan.kernel.box), rs=plan.rs, ps=plan.ps,
-        threads=plan.kernel.threads, dirs=list(plan.kernel.dirs), dir_names=plan.kernel.dir_names,
+        threads=plan.element_threads, dirs=list(plan.kernel.dirs), dir_names=plan.kernel.dir_names,
         ndir=len(plan.kernel.dirs), ntiles=plan.ntiles, tile_doubles=plan.tile_doubles,
         slot=[plan.tile_slot(n) for n in range(len(plan.kernel.dirs))],
         restage=[plan.restaged(n) for n in range(len(plan.kernel.dirs))],
@@ -373,7 +391,8 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         min_blocks=config.min_blocks, traces=config.traces, epb=config.elements_per_block,
         late_wgt=late_weights(config, plan), cluster=plan.kernel.cluster, trace_cluster=config.trace_cluster,
         pair_io=config.pair_io, l2_keep=config.l2_keep, pair_x=config.pair_io and config.engine == "mma" and plan.kernel.dirs[0] == 0,
-        split=-1 if plan.kernel.split is None else plan.kernel.split, xtraces=plan.x_traces, **mma)
+        split=-1 if plan.kernel.split is None else plan.kernel.split, xtraces=plan.x_traces,
+        x_pairs=plan.x_pairs, element_doubles=plan.element_doubles, **mma)
 
 
 def render_face(nq: int) -> str:

@@ -75,18 +75,19 @@ def _fits(config: FusedConfig, arch: str = DEFAULT_ARCH) -> bool:
             return False
         if isinstance(plan, StreamPlan) and plan.product and (plan.lines(k.dirs[0]) * config.k_panel // 2) % k.threads:
             return False  # the F pairs of a panel split evenly over the threads (registers)
+        threads = getattr(plan, "element_threads", k.threads)  # x_pairs: half the block per element
         for d in k.dirs:
             nl, nq = plan.lines(d), plan.positions(d)
             if config.engine == "simt":
                 tl, ta = k.tile
-                if nl % tl or nq % ta or (nl // tl * (nq // ta)) % k.threads:
+                if nl % tl or nq % ta or (nl // tl * (nq // ta)) % threads:
                     return False
             else:
                 mm, mk = config.mma_shape.m, config.mma_shape.k
                 wm, wn = k.tile
                 if nl % (mm * wm) or nq % (8 * wn) or nq % mk:
                     return False
-                if (nl // (mm * wm) * (nq // (8 * wn))) % (k.threads // 32):
+                if (nl // (mm * wm) * (nq // (8 * wn))) % (threads // 32):
                     return False
                 if config.fragments == "paired" and (config.k_panel % 8 or (d != 0 and wm * mm // 8 % 2)):
                     return False  # paired loads: whole k-octets, and y/z rows that pair up
@@ -243,8 +244,8 @@ def _xfaces_ok(config: FusedConfig) -> bool:
 
 
 def xface_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
-    """The inline box schedule with ``traces = "xfaces"``: the interior traces of the x faces from a
-    small buffer the staging loop fills (instead of 8-byte gathers 64 bytes apart, a sector each; the
+    """The inline box schedule with ``traces = "xfaces"``: each x-face node's flux formed by the thread
+    that staged it, from its registers (instead of an 8-byte gather 64 bytes apart, a sector each; the
     eight x-face gathers were 30 % of the p = 7 kernel's L2 sector requests, session 19 ncu)."""
     base = _family_base(variant, order, "box")
     if base is None or base.traces == "xfaces" or not _xfaces_ok(base):
@@ -253,7 +254,28 @@ def xface_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     return [(label(cfg), cfg)] if _fits(cfg) else []
 
 
-#: Blocks per SM the budget family asks ptxas for (``min_blocks``; 0: the table's own, unbounded).
+def x_pair_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """A whole-element inline box schedule on ``traces = "xfaces"`` with ``x_pairs``: two x-neighbour
+    elements per block (twice the threads), the face they share exchanged in shared memory, at no cap
+    and at the caps of 2-4 blocks per SM (early weights): the pair doubles the registers a block needs
+    for the same warps per SM (FUSED_TC at p = 7: 54 registers uncapped, 32 with 8 B of spill at four)."""
+    base = _family_base(variant, order, "box")
+    if base is None or not _xfaces_ok(base) or base.elements_per_block > 1 or base.d_stage != "global":
+        return []
+    if any(k.box != (base.nq,) * 3 for k in base.kernels):
+        return []
+    kernels = tuple(dataclasses.replace(k, threads=2 * k.threads) for k in base.kernels)
+    out = []
+    for blocks in (0, 2, 3, 4):
+        cfg = dataclasses.replace(base, traces="xfaces", x_pairs=True, kernels=kernels,
+                                  min_blocks=blocks or base.min_blocks,
+                                  weights="early" if blocks and blocks != base.min_blocks else base.weights)
+        if all(k.threads <= arch_limits(DEFAULT_ARCH).max_threads_per_block for k in kernels) and _fits(cfg):
+            out.append((label(cfg), cfg))
+    return out
+
+
+#: Blocks per SM the budget family asks ptxas for (``min_blocks``; 0: the table's own, none or its own cap).
 BUDGET_BLOCKS = (0, 3, 4, 5, 6, 8)
 #: Orders the budget family varies (box schedules, whose registers and blocks per SM trade).
 BUDGET_UP_TO = 63
@@ -278,6 +300,11 @@ def budget_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
         shapes += [((threads * 2, (a // 2, b)),)] if a % 2 == 0 else []
         shapes += [((threads * 2, (a, b // 2)),)] if b % 2 == 0 else []
     traces = [base.traces] + (["xfaces"] if base.traces != "xfaces" and _xfaces_ok(base) else [])
+    # a cap keeps the weights where the table's kernels have them (the min_blocks rule would move them
+    # after the contraction: +24 % at p = 7 on the same registers, session 21 call 1); one table-wide key
+    # cannot keep kernels that differ, so such a table gets no new caps
+    rule = {late_weights(base, plan) for plan in kernel_plans(base)}
+    weights = base.weights or ("" if len(rule) > 1 else "late" if rule.pop() else "early")
     out, seen = [], {base}
     for shape in shapes:
         if any(t < 32 or t > 1024 for t, _ in shape):
@@ -287,12 +314,12 @@ def budget_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
             cap = min(arch_limits(DEFAULT_ARCH).registers_per_sm // (t * blocks) for t, _ in shape) if blocks else 255
             if base.mma == "16x8x8" and cap < 64:
                 continue  # ptxas: m16n8k8 f64 "cannot be compiled with specified register target constraints"
+            capped = blocks and blocks != base.min_blocks
+            if capped and not weights:
+                continue
             for trace in traces:
-                # a budget keeps the weights where the table had them (the min_blocks rule would move
-                # them after the contraction: +24 % at p = 7 on the same registers, session 21 call 1)
-                weights = base.weights or ("late" if late_weights(base, kernel_plans(base)[0]) else "early")
                 cfg = dataclasses.replace(base, kernels=kernels, min_blocks=blocks or base.min_blocks, traces=trace,
-                                          weights=weights if blocks and blocks != base.min_blocks else base.weights)
+                                          weights=weights if capped else base.weights)
                 if cfg not in seen and _fits(cfg):
                     seen.add(cfg)
                     out.append((label(cfg), cfg))
@@ -925,7 +952,8 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "cluster": cluster_candidates, "trace_cluster": trace_cluster_candidates,
             "flux_tiles": flux_tile_candidates, "pair_io": pair_io_candidates,
             "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates,
-            "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates}
+            "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
+            "x_pairs": x_pair_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -998,6 +1026,8 @@ def label(config: FusedConfig) -> str:
         extra += " keep"
     if config.weights:
         extra += f" W{config.weights}"
+    if config.x_pairs:
+        extra += " xpairs"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -1045,6 +1075,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append("l2_keep = true")
     if config.weights:
         lines.append(f'weights = "{config.weights}"')
+    if config.x_pairs:
+        lines.append("x_pairs = true")
     if config.nvrtc:
         lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":

@@ -27,14 +27,16 @@ global memory (one more box tile; the products q*vel are then formed in place);
 ``elements_per_block = N`` (whole-element boxes, D not staged) lets each block walk N consecutive
 elements, so that the exterior traces on the face shared with the element it just did come from
 L1 instead of L2 (the x-face gathers are much of the p = 7 kernel's L1 and L2 tag traffic).
-``traces = "xfaces"`` (with ``flux = "inline"``, box kernels) keeps the flux tiles as they are and
-writes only q, u, v, w of the box's x-face nodes into a small shared buffer while the box is staged
-(from the registers of the staging loads): the x-face fluxes read their interior traces there. Why:
-x-face nodes lie Nq doubles apart, so each of their 8-byte gathers costs a whole 32-byte L2 sector
-(ncu source counters, session 19: the eight x-face gathers, interior and exterior, are 30 % of the
-p = 7 kernel's L2 sector requests with the L2 at 96 %); the y and z faces' interior nodes are
-contiguous runs and stay gathered. ``"tiles"`` stages q and every velocity whole instead (one more
-box tile: 8 % slower at p = 7, session 19).
+``traces = "xfaces"`` (with ``flux = "inline"``, box kernels) keeps the flux tiles as they are: the
+thread that stages a pair of points holding an x-face node forms that node's flux from the q and
+velocities it has just loaded, gathering only the exterior trace (the path checks that the mesh's
+x-face maps name those nodes: composer.fused.traces). Why: x-face nodes lie Nq doubles apart, so
+each of their 8-byte gathers costs a whole 32-byte L2 sector (ncu source counters, session 19: the
+eight x-face gathers, interior and exterior, are 30 % of the p = 7 kernel's L2 sector requests with
+the L2 at 96 %); the y and z faces' interior nodes are contiguous runs and stay gathered. (Session
+21 call 1 measured a first form, the x-face nodes through a small shared buffer read after the
+staging barrier: a tie at p = 7, 7-32 % slower at p = 15-63.) ``"tiles"`` stages q and every velocity
+whole instead (one more box tile: 8 % slower at p = 7, session 19).
 
 ``volume = "stream"`` (tensor-core engine, ``flux = "array"``, one direction per kernel) selects
 the streamed volume kernel (``fused_stream.cu.j2``) instead of the box kernel: the box is then the
@@ -248,7 +250,7 @@ class FusedConfig:
     #: the tuned configuration. None: any. The path loads a `composer build` directory's kernels only
     #: from this compiler and notes a run that compiles them with another.
     nvrtc: str | None = None
-    #: > 0 (box kernels, traces = "global"): flux tiles a box kernel holds at once. A kernel carrying
+    #: > 0 (box kernels, traces = "global" or "xfaces"): flux tiles a box kernel holds at once. A kernel carrying
     #: more directions stages only the first ones; each later direction's fluxes go into the tile the
     #: previous direction frees after its contraction (q read again, from L2). Why: p = 15's xyz
     #: kernel holds four 41-KB tiles, one block (16 warps) per SM, latency bound; two tiles let two
@@ -272,6 +274,12 @@ class FusedConfig:
     #: loads at p = 7 on the shipped kernel's own 32 registers (min_blocks = 8) at +24 %, so a register
     #: budget could not be tried without them.
     weights: str = ""
+    #: True (whole-element box kernels with traces = "xfaces"): a block holds two x-neighbour elements
+    #: (2b, 2b + 1), half its threads each (``threads`` is the block's), and the face they share takes
+    #: both traces from shared memory; the other x faces as in "xfaces". Why: after "xfaces" the
+    #: x-face gathers left are the exterior ones, 8 bytes per 32-byte sector; a pair halves them. The
+    #: path checks that the mesh numbers x neighbours so (composer.fused.traces).
+    x_pairs: bool = False
 
     @property
     def nq(self) -> int:
@@ -433,8 +441,8 @@ def cluster_problem(k: KernelConfig, nq: int, *, mma: str | None, d_stage: str, 
     if d_panel and d_panel != nq and chunk % d_panel:
         return "cluster", f"d_panel {d_panel} must divide the chunk of {chunk} positions"
     if traces != "global":
-        return "cluster", ('a clustered kernel reads its traces from global memory (traces = "tiles" would need '
-                           "the peers' tiles)")
+        return "cluster", (f'a clustered kernel reads its traces from global memory (traces = "{traces}" would '
+                           "need the peers' tiles or the whole x lines)")
     if epb != 1:
         return "cluster", "a clustered kernel runs one element per block"
     return None
@@ -446,7 +454,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights",
+                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs",
                             *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
@@ -547,14 +555,10 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if nvrtc is not None and not (isinstance(nvrtc, str) and re.fullmatch(r"\d+\.\d+", nvrtc)):
         raise _error(file, f"{prefix}.nvrtc", f'expected an NVRTC version "MAJOR.MINOR" (e.g. "13.0"), got {nvrtc!r}')
     flux_tiles = _flux_tiles(table, kernels, str(volume), str(traces), prefix, file)
-    pair_io = table.get("pair_io", False)
-    if type(pair_io) is not bool:
-        raise _error(file, f"{prefix}.pair_io", f"expected true or false, got {pair_io!r}")
+    pair_io = _flag(table, "pair_io", prefix, file)
     if pair_io and volume != "box":
         raise _error(file, f"{prefix}.pair_io", "applies to the box kernel")
-    l2_keep = table.get("l2_keep", False)
-    if type(l2_keep) is not bool:
-        raise _error(file, f"{prefix}.l2_keep", f"expected true or false, got {l2_keep!r}")
+    l2_keep = _flag(table, "l2_keep", prefix, file)
     if l2_keep and not flux_tiles:
         raise _error(file, f"{prefix}.l2_keep", "keeps q in L2 for the restage: needs flux_tiles")
     weights = table.get("weights", "")
@@ -562,13 +566,26 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         raise _error(file, f"{prefix}.weights", f"expected one of {WEIGHT_LOADS}, got {weights!r}")
     if weights and volume != "box":
         raise _error(file, f"{prefix}.weights", "applies to the box kernel")
+    x_pairs = _flag(table, "x_pairs", prefix, file)
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
-                         nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights))
+                         nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
+                         x_pairs=x_pairs)
+    problem = x_pairs_problem(config)
+    if problem:
+        raise _error(file, f"{prefix}.x_pairs", problem)
     problem = trace_cluster_problem(config)
     if problem:
         raise _error(file, f"{prefix}.trace_cluster", problem)
     return config
+
+
+def _flag(table: Mapping[str, Any], key: str, prefix: str, file: str) -> bool:
+    """A true/false table key (absent: false)."""
+    value = table.get(key, False)
+    if type(value) is not bool:
+        raise _error(file, f"{prefix}.{key}", f"expected true or false, got {value!r}")
+    return value
 
 
 def _flux_tiles(table: Mapping[str, Any], kernels: tuple[KernelConfig, ...], volume: str, traces: str,
@@ -593,6 +610,24 @@ def _flux_tiles(table: Mapping[str, Any], kernels: tuple[KernelConfig, ...], vol
     if any(k.cluster > 1 for k in kernels):
         raise _error(file, key, "cannot be combined with a kernel's cluster (peers read every flux tile)")
     return value
+
+
+def x_pairs_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``x_pairs`` (None if nothing): two whole x-neighbour elements per
+    block of box kernels that form their x faces from the staged nodes, with D read through the cache."""
+    if not config.x_pairs:
+        return None
+    if config.volume != "box" or config.traces != "xfaces":
+        return 'needs the box kernel with traces = "xfaces"'
+    if any(k.box != (config.nq,) * 3 or k.cluster > 1 for k in config.kernels):
+        return f"needs every box to be the whole element [{config.nq}, {config.nq}, {config.nq}]"
+    if config.elements_per_block != 1 or config.trace_cluster != 1:
+        return "pairs elements itself: drop elements_per_block and trace_cluster"
+    if config.d_stage != "global":
+        return 'needs d_stage = "global"'
+    if any(k.threads % 64 for k in config.kernels):
+        return "needs an even number of warps per block (half per element)"
+    return None
 
 
 def trace_cluster_problem(config: FusedConfig) -> str | None:

@@ -53,7 +53,7 @@ def _contract_simt(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray,
     tl, ta = plan.kernel.tile
     nl = plan.lines(d)
     gl, ga = nl // tl, nq // ta
-    threads = plan.kernel.threads
+    threads = plan.element_threads
     iters = gl * ga // threads
     pts, vals = [], []
     tid = np.arange(threads)
@@ -119,7 +119,7 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
     mm, mk = mma_shape(shape).m, mma_shape(shape).k
     mi = mm // 8
     wm_n, wn_n = plan.kernel.tile
-    warps = plan.kernel.threads // 32
+    warps = plan.element_threads // 32
     ext = plan.positions(d)
     assert peers is not None or (ext == nq and aorg == 0), "a split direction reads its peers' tiles"
     tiles_l, tiles_a = plan.lines(d) // (mm * wm_n), ext // (8 * wn_n)
@@ -388,15 +388,15 @@ def trace_cluster_exterior(config: FusedConfig, plan: KernelPlan, fields: Mappin
 def x_face_interior(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg.Mesh) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The interior traces of q, u, v, w at every x-face node ([e, side, b * Nq + a]) as a kernel with
     ``traces = "xfaces"`` takes them (the template's formulas): the staging loop's pair (k, j, i) with
-    i = 0 forms the low face's slot Dir<0>::line = k * BJ + j from its first point, with i = BI - 2 the
-    high face's from its second, when vmapM of that slot is that point (else both traces are
-    gathered); and how many times each slot was formed. A slot no pair forms stays NaN, so a wrong
-    formula cannot pass unnoticed."""
+    i = 0 forms the low face's slot idx = side * NQ2 + Dir<0>::face_off(l) of line l = k * BJ + j from
+    the pair's first point g, with i = BI - 2 the high face's from its second, g + 1; and how many
+    times each slot was formed. vmapM is not read (the path checks the mesh first:
+    composer.fused.traces), so a wrong formula here shows as a wrong value, and a slot no pair forms
+    stays NaN."""
     nq, ne = mesh.nq, mesh.num_elements
     bk, bj, bi = plan.kernel.box
     assert bi == nq and 0 in plan.kernel.dirs, "an x-carrying kernel holds whole i lines"
     flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in ("q", "u", "v", "w")}
-    vmap_m = mesh.face_maps[0].reshape(ne, 6, nq * nq)
     out = {k: np.full((ne, 2, nq * nq), np.nan) for k in flat}
     formed = np.zeros((ne, 2, nq * nq), dtype=int)
     kk, jj = (a.ravel() for a in np.meshgrid(np.arange(bk), np.arange(bj), indexing="ij"))
@@ -407,11 +407,44 @@ def x_face_interior(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg
                 g = e * nq**3 + (k0 + kk) * nq * nq + (j0 + jj) * nq + i0 + pair_i  # the pair's first point
                 line = kk * bj + jj
                 face = (k0 + line // bj) * nq + (j0 + line % bj)  # Dir<0>::face_off(l, k0, j0, i0)
-                own = vmap_m[e, side, face] == g + side
                 for k in flat:
-                    out[k][e, side, face] = np.where(own, flat[k][g + side], flat[k][vmap_m[e, side, face]])
+                    out[k][e, side, face] = flat[k][g + side]
                 np.add.at(formed[e, side], face, 1)
     return out, formed
+
+
+def x_pair_traces(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg.Mesh
+                  ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+    """With ``x_pairs``: the interior and exterior traces of q, u, v, w at the shared x face of every
+    element ([e, b * Nq + a]; element 2b's high face, 2b + 1's low face) as the kernel takes them (the
+    template's formulas): the staging pair of half h whose x-face node is on side 1 - h writes that
+    node into xpair[h][field][line]; after the barrier, half h reads its own slot as the interior trace
+    and the other half's as the exterior one. vmapP is not read (the path checks the pairing first:
+    composer.fused.traces); a slot no pair writes stays NaN. Also how many times each was written."""
+    nq, ne = mesh.nq, mesh.num_elements
+    nl = nq * nq
+    flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in ("q", "u", "v", "w")}
+    inner = {k: np.full((ne, nl), np.nan) for k in flat}
+    outer = {k: np.full((ne, nl), np.nan) for k in flat}
+    written = np.zeros((ne, nl), dtype=int)
+    kk, jj = (a.ravel() for a in np.meshgrid(np.arange(nq), np.arange(nq), indexing="ij"))
+    line = kk * nq + jj  # Dir<0>::line of the whole-element box
+    for block in range(ne // 2):
+        xpair = {k: np.full((2, nl), np.nan) for k in flat}
+        for half in (0, 1):
+            e = 2 * block + half
+            side = 1 - half
+            g = e * nq**3 + kk * nq * nq + jj * nq + (nq - 2 if side else 0)  # the staging pair's first point
+            for k in flat:
+                xpair[k][half, line] = flat[k][g + side]
+            np.add.at(written[e], line, 1)
+        for half in (0, 1):
+            e = 2 * block + half
+            face = kk * nq + jj  # Dir<0>::face_off(l, 0, 0, 0) of line l = k * BJ + j
+            for k in flat:
+                inner[k][e, face] = xpair[k][half, line]
+                outer[k][e, face] = xpair[k][1 - half, line]
+    return inner, outer, written
 
 
 def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object) -> np.ndarray:
@@ -435,8 +468,11 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
             fstar[:, faces] = flux[:, faces]
         fstar = fstar.reshape(-1)
     if config.traces == "xfaces":
-        # the x faces' interior traces from each x-carrying kernel's x-face buffer (the others gathered)
+        # the x faces' interior traces from each x-carrying kernel's staging pairs (the others gathered)
+        from composer.fused.traces import x_face_maps_problem
+
         vmap_m, vmap_p = mesh.face_maps
+        assert x_face_maps_problem(vmap_m, nq) is None, "the path refuses xfaces on this mesh"
         shape = (mesh.num_elements, 6, nq * nq)
         normal = [fields[k].reshape(shape)[:, :2] for k in ("nx", "ny", "nz")]
         exterior = {k: np.ascontiguousarray(fields[k]).reshape(-1)[vmap_p].reshape(shape)[:, :2] for k in ("q", "u", "v", "w")}
@@ -445,9 +481,21 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
             if not getattr(plan, "x_traces", False):
                 continue
             inner, _ = x_face_interior(plan, fields, mesh)
+            outer = {k: v.copy() for k, v in exterior.items()}
+            if config.x_pairs:
+                # the shared face of each pair: both traces from the pair buffer
+                from composer.fused.traces import x_pairs_maps_problem
+
+                assert x_pairs_maps_problem(vmap_p, nq) is None, "the path refuses x_pairs on this mesh"
+                pair_in, pair_out, _ = x_pair_traces(plan, fields, mesh)
+                shared = np.arange(mesh.num_elements) % 2 == 0  # element 2b: side 1; 2b + 1: side 0
+                for k in inner:
+                    for side, rows in ((1, shared), (0, ~shared)):
+                        inner[k][rows, side] = pair_in[k][rows]
+                        outer[k][rows, side] = pair_out[k][rows]
             fstar[:, :2] = dg.reference.upwind(
                 inner["q"], inner["u"] * normal[0] + inner["v"] * normal[1] + inner["w"] * normal[2],
-                exterior["q"], exterior["u"] * normal[0] + exterior["v"] * normal[1] + exterior["w"] * normal[2],
+                outer["q"], outer["u"] * normal[0] + outer["v"] * normal[1] + outer["w"] * normal[2],
                 fields["F"].reshape(shape)[:, :2])
         fstar = fstar.reshape(-1)
     dmat = dg.diff_matrix(config.order)

@@ -17,13 +17,14 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from composer import counts
-from composer.errors import ComposerError
+from composer.errors import ComposerError, ConfigError
 from composer.arch.limits import arch_limits, resident_blocks
 from composer.arch.machines import Machine
 from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
 from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_origin, kernel_sources,
                                     prebuilt)
+from composer.fused.traces import x_face_maps_problem, x_pairs_maps_problem
 from composer.fused.config import ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, table_variant
 from composer.paths.base import Launcher, Path, PathOption, directory_option, positive_int_option
 from composer.paths.problem import DeviceProblem
@@ -58,6 +59,8 @@ def launch_grid(kernel: KernelSource, config: FusedConfig, num_elements: int, nq
     if kernel.blocks_per_element:
         if config.trace_cluster > 1:  # padded to whole clusters of elements (the extra blocks store nothing)
             return -(-num_elements // config.trace_cluster) * config.trace_cluster
+        if config.x_pairs:  # two x-neighbour elements per block (the path checked that they pair up)
+            return num_elements // 2
         return -(-num_elements // config.elements_per_block) * kernel.blocks_per_element
     work = num_elements * 6 * nq**2
     return max(1, min(-(-work // kernel.threads), sm_count * FACE_BLOCKS_PER_SM))
@@ -178,6 +181,13 @@ class FusedPathBase(Path):
         super().__init__(problem, **options)
         config: FusedConfig = self.options.get("config") or fused_config(self.variant, problem.order)
         self.config = config
+        if config.traces == "xfaces" and any(0 in k.dirs for k in config.kernels):
+            # the kernels form the x-face fluxes from the staged nodes and read no vmapM there
+            wrong = x_face_maps_problem(problem.mesh.face_maps[0], problem.nq)
+            if not wrong and config.x_pairs:  # and the paired elements' shared face from both halves
+                wrong = x_pairs_maps_problem(problem.mesh.face_maps[1], problem.nq)
+            if wrong:
+                raise ConfigError(f"{self.variant} p={problem.order}: {wrong}")
         # kernels cross-compiled by `composer build --paths ...` when the build directory holds all of
         # them from this very source; else NVRTC (disk-cached)
         build_dir = requested_build_dir(self.options.get("build_dir"))
