@@ -215,6 +215,10 @@ def test_x_pairs_key_errors_name_the_key() -> None:
         parse_table("FUSED_TC", 7, dict(paired, kernels=[dict(XYZ7["kernels"][0], threads=96)]))
     with pytest.raises(ConfigError, match="x_pairs.*true or false"):
         parse_table("FUSED_TC", 7, dict(paired, x_pairs="yes"))
+    with pytest.raises(ConfigError, match="x_pairs.*every kernel to carry x"):
+        parse_table("FUSED", 7, {"flux": "inline", "traces": "xfaces", "x_pairs": True,
+                                 "kernels": [{"dirs": "xy", "box": [8, 8, 8], "threads": 256, "tile": [1, 4]},
+                                             {"dirs": "z", "box": [8, 8, 8], "threads": 256, "tile": [1, 4]}]})
 
 
 def test_x_pairs_doubles_the_block_and_adds_the_shared_face() -> None:
@@ -229,11 +233,23 @@ def test_x_pairs_doubles_the_block_and_adds_the_shared_face() -> None:
     staging, rest = source.split("// 2. fstar", 1)
     assert "if (side != half) {" in staging and "xpair[(half * 4 + 0) * Dir<0>::NL + l] = side ? qv.y : qv.x;" in staging
     shared = rest.split("// 2b. the shared face", 1)[1].split("// 3. Contractions", 1)[0]
+    assert "for (int l = tid; l < Dir<0>::NL; l += THREADS) {" in shared
     assert "const int side = 1 - half, other = 1 - half;" in shared and "vmapP" not in shared
+    # this element's own face region, its own node as the interior trace, the other's as the exterior one
+    assert re.search(r"smem\[FACE0 \+ side \* Dir<0>::NL \+ l\] = upwind_flux\(\s*"
+                     r"xpair\[\(half \* 4 \+ 0\) \* Dir<0>::NL \+ l\], xpair\[\(half \* 4 \+ 1\) \* Dir<0>::NL \+ l\],\s*"
+                     r"xpair\[\(half \* 4 \+ 2\) \* Dir<0>::NL \+ l\], xpair\[\(half \* 4 \+ 3\) \* Dir<0>::NL \+ l\],\s*"
+                     r"xpair\[\(other \* 4 \+ 0\) \* Dir<0>::NL \+ l\], xpair\[\(other \* 4 \+ 1\) \* Dir<0>::NL \+ l\],\s*"
+                     r"xpair\[\(other \* 4 \+ 2\) \* Dir<0>::NL \+ l\], xpair\[\(other \* 4 \+ 3\) \* Dir<0>::NL \+ l\],\s*"
+                     r"__ldg\(nx \+ idx\), __ldg\(ny \+ idx\), __ldg\(nz \+ idx\), __ldg\(F \+ idx\)\);", shared)
+    for c, value in enumerate(("qv", "vv[0]", "vv[1]", "vv[2]")):  # the staging side: own node into own half
+        assert f"xpair[(half * 4 + {c}) * Dir<0>::NL + l] = side ? {value}.y : {value}.x;" in staging
     from composer.paths.fused import launch_grid
     from composer.fused.builder import kernel_sources
 
     assert launch_grid(kernel_sources(paired)[0], paired, 32768, 8, 132) == 16384
+    with pytest.raises(ValueError, match="x_pairs needs an even number of elements, got 7"):
+        launch_grid(kernel_sources(paired)[0], paired, 7, 8, 132)
 
 
 @pytest.mark.parametrize("variant,order,grid", [("FUSED_TC", 7, (4, 1, 2)), ("FUSED", 7, (2, 3, 1)),
@@ -245,10 +261,14 @@ def test_pair_buffer_holds_both_traces_of_the_shared_face(variant: str, order: i
     config = x_pair_candidates(variant, order)[0][1]
     mesh = dg.Mesh(order, grid)
     fields = dg.make_fields(order, grid, varying=True)
-    inner, outer, written = x_pair_traces(kernel_plans(config)[0], fields, mesh)
-    assert np.all(written == 1)
-    vmap_m, vmap_p = (m.reshape(mesh.num_elements, 6, -1) for m in mesh.face_maps)
+    plan = kernel_plans(config)[0]
+    inner, outer, written = x_pair_traces(plan, fields, mesh)
+    assert np.all(written == 1)  # the staging pairs of each half write each line of its shared face once
+    _, formed = x_face_interior(plan, fields, mesh)  # the outer faces once, the shared ones never there
     even = np.arange(mesh.num_elements) % 2 == 0
+    assert np.all(formed[even, 0] == 1) and np.all(formed[~even, 1] == 1)
+    assert np.all(formed[even, 1] == 0) and np.all(formed[~even, 0] == 0)
+    vmap_m, vmap_p = (m.reshape(mesh.num_elements, 6, -1) for m in mesh.face_maps)
     for name in inner:
         flat = fields[name].reshape(-1)
         for side, rows in ((1, even), (0, ~even)):

@@ -142,6 +142,8 @@ def _compile_fused(job: BuildJob, out: Path) -> dict:
         grid = f"cdiv(ne, {epb}) * {k.blocks_per_element}" if epb > 1 else f"ne * {k.blocks_per_element}"
         if config.trace_cluster > 1:  # whole clusters of elements (composer.paths.fused.launch_grid)
             grid = f"cdiv(ne, {config.trace_cluster}) * {config.trace_cluster}"
+        if config.x_pairs:  # two x-neighbour elements per block (the path refuses an odd count)
+            grid = "ne / 2"
     if source_sha(k.source) != job.spec["source_sha"]:
         raise BuildError(f"{job.name}: the schedule or template changed while building; run the build again")
     built = compile_cuda(k.source, f"{job.name}.cu", arch=job.arch, options=OPTIONS, entry_points=[job.name])

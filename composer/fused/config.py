@@ -621,6 +621,8 @@ def x_pairs_problem(config: FusedConfig) -> str | None:
         return 'needs the box kernel with traces = "xfaces"'
     if any(k.box != (config.nq,) * 3 or k.cluster > 1 for k in config.kernels):
         return f"needs every box to be the whole element [{config.nq}, {config.nq}, {config.nq}]"
+    if any(0 not in k.dirs for k in config.kernels):
+        return "needs every kernel to carry x (the pairs share an x face)"
     if config.elements_per_block != 1 or config.trace_cluster != 1:
         return "pairs elements itself: drop elements_per_block and trace_cluster"
     if config.d_stage != "global":

@@ -385,31 +385,53 @@ def trace_cluster_exterior(config: FusedConfig, plan: KernelPlan, fields: Mappin
     return out, peer
 
 
+def _staging_pairs(plan: KernelPlan) -> list[tuple[int, int, int]]:
+    """Box-local (k, j, i) of the first point of every pair the staging loop loads, in the template's
+    enumeration (thread tid takes n = 2 tid + 2 r THREADS; all threads together every even n)."""
+    bk, bj, bi = plan.kernel.box
+    threads = plan.element_threads
+    out = []
+    for tid in range(threads):
+        for n in range(2 * tid, bk * bj * bi, 2 * threads):
+            out.append((n // (bi * bj), n // bi % bj, n % bi))
+    return out
+
+
+def _x_face_pair(plan: KernelPlan, p: tuple[int, int, int]) -> tuple[int, int] | None:
+    """(side, line) of the x-face node a staging pair holds (the template's ``p.i == 0 || p.i ==
+    BI - 2`` branch: side = p.i != 0, line = Dir<0>::line(p) = p.k * BJ + p.j), or None."""
+    _, bj, bi = plan.kernel.box
+    k, j, i = p
+    if i not in (0, bi - 2):
+        return None
+    return int(i != 0), k * bj + j
+
+
 def x_face_interior(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg.Mesh) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The interior traces of q, u, v, w at every x-face node ([e, side, b * Nq + a]) as a kernel with
-    ``traces = "xfaces"`` takes them (the template's formulas): the staging loop's pair (k, j, i) with
-    i = 0 forms the low face's slot idx = side * NQ2 + Dir<0>::face_off(l) of line l = k * BJ + j from
-    the pair's first point g, with i = BI - 2 the high face's from its second, g + 1; and how many
-    times each slot was formed. vmapM is not read (the path checks the mesh first:
-    composer.fused.traces), so a wrong formula here shows as a wrong value, and a slot no pair forms
-    stays NaN."""
+    ``traces = "xfaces"`` takes them (the template's formulas): every staging pair holding an x-face
+    node (:func:`_x_face_pair`) forms slot idx = side * NQ2 + Dir<0>::face_off(l, k0, j0, i0) from
+    its point g + side; and how many times each slot was formed. vmapM is not read (the path checks
+    the mesh first: composer.fused.traces), so a wrong formula here shows as a wrong value, and a slot
+    no pair forms stays NaN. (With x_pairs the shared face's slots are formed by x_pair_traces.)"""
     nq, ne = mesh.nq, mesh.num_elements
     bk, bj, bi = plan.kernel.box
     assert bi == nq and 0 in plan.kernel.dirs, "an x-carrying kernel holds whole i lines"
     flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in ("q", "u", "v", "w")}
     out = {k: np.full((ne, 2, nq * nq), np.nan) for k in flat}
     formed = np.zeros((ne, 2, nq * nq), dtype=int)
-    kk, jj = (a.ravel() for a in np.meshgrid(np.arange(bk), np.arange(bj), indexing="ij"))
+    pairs = [(p, x) for p in _staging_pairs(plan) if (x := _x_face_pair(plan, p)) is not None]
     for e in range(ne):
         for box in range(plan.blocks_per_element):
             k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
-            for side, pair_i in ((0, 0), (1, bi - 2)):
-                g = e * nq**3 + (k0 + kk) * nq * nq + (j0 + jj) * nq + i0 + pair_i  # the pair's first point
-                line = kk * bj + jj
+            for (k, j, i), (side, line) in pairs:
+                if plan.x_pairs and side != e % 2:
+                    continue  # the shared face: its node goes to the pair buffer (x_pair_traces)
+                g = e * nq**3 + (k0 + k) * nq * nq + (j0 + j) * nq + i0 + i
                 face = (k0 + line // bj) * nq + (j0 + line % bj)  # Dir<0>::face_off(l, k0, j0, i0)
-                for k in flat:
-                    out[k][e, side, face] = flat[k][g + side]
-                np.add.at(formed[e, side], face, 1)
+                for name in flat:
+                    out[name][e, side, face] = flat[name][g + side]
+                formed[e, side, face] += 1
     return out, formed
 
 
@@ -417,33 +439,39 @@ def x_pair_traces(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg.M
                   ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
     """With ``x_pairs``: the interior and exterior traces of q, u, v, w at the shared x face of every
     element ([e, b * Nq + a]; element 2b's high face, 2b + 1's low face) as the kernel takes them (the
-    template's formulas): the staging pair of half h whose x-face node is on side 1 - h writes that
-    node into xpair[h][field][line]; after the barrier, half h reads its own slot as the interior trace
-    and the other half's as the exterior one. vmapP is not read (the path checks the pairing first:
-    composer.fused.traces); a slot no pair writes stays NaN. Also how many times each was written."""
+    template's formulas): a staging pair of half h (element 2b + h) whose x-face node has side != h
+    writes the node g + side into xpair[h][field][line]; after the barrier, thread tid of half h forms
+    lines l = tid, tid + THREADS, ... of its face side 1 - h from xpair[h] (interior) and
+    xpair[1 - h] (exterior). vmapP is not read (the path checks the pairing first:
+    composer.fused.traces); a slot no pair writes stays NaN. Also how many times each line was
+    written to the buffer."""
     nq, ne = mesh.nq, mesh.num_elements
+    _, bj, _ = plan.kernel.box
     nl = nq * nq
     flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in ("q", "u", "v", "w")}
     inner = {k: np.full((ne, nl), np.nan) for k in flat}
     outer = {k: np.full((ne, nl), np.nan) for k in flat}
     written = np.zeros((ne, nl), dtype=int)
-    kk, jj = (a.ravel() for a in np.meshgrid(np.arange(nq), np.arange(nq), indexing="ij"))
-    line = kk * nq + jj  # Dir<0>::line of the whole-element box
+    pairs = [(p, x) for p in _staging_pairs(plan) if (x := _x_face_pair(plan, p)) is not None]
     for block in range(ne // 2):
         xpair = {k: np.full((2, nl), np.nan) for k in flat}
         for half in (0, 1):
             e = 2 * block + half
-            side = 1 - half
-            g = e * nq**3 + kk * nq * nq + jj * nq + (nq - 2 if side else 0)  # the staging pair's first point
-            for k in flat:
-                xpair[k][half, line] = flat[k][g + side]
-            np.add.at(written[e], line, 1)
+            for (k, j, i), (side, line) in pairs:
+                if side == half:
+                    continue  # an outer face: formed in the staging loop (x_face_interior)
+                g = e * nq**3 + k * nq * nq + j * nq + i
+                for name in flat:
+                    xpair[name][half, line] = flat[name][g + side]
+                written[e, line] += 1
         for half in (0, 1):
-            e = 2 * block + half
-            face = kk * nq + jj  # Dir<0>::face_off(l, 0, 0, 0) of line l = k * BJ + j
-            for k in flat:
-                inner[k][e, face] = xpair[k][half, line]
-                outer[k][e, face] = xpair[k][1 - half, line]
+            e, other = 2 * block + half, 1 - half
+            for tid in range(plan.element_threads):
+                for line in range(tid, nl, plan.element_threads):
+                    face = (line // bj) * nq + line % bj  # Dir<0>::face_off(l, 0, 0, 0)
+                    for name in flat:
+                        inner[name][e, face] = xpair[name][half, line]
+                        outer[name][e, face] = xpair[name][other, line]
     return inner, outer, written
 
 

@@ -60,6 +60,8 @@ def launch_grid(kernel: KernelSource, config: FusedConfig, num_elements: int, nq
         if config.trace_cluster > 1:  # padded to whole clusters of elements (the extra blocks store nothing)
             return -(-num_elements // config.trace_cluster) * config.trace_cluster
         if config.x_pairs:  # two x-neighbour elements per block (the path checked that they pair up)
+            if num_elements % 2:
+                raise ValueError(f"{kernel.name}: x_pairs needs an even number of elements, got {num_elements}")
             return num_elements // 2
         return -(-num_elements // config.elements_per_block) * kernel.blocks_per_element
     work = num_elements * 6 * nq**2
