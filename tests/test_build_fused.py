@@ -150,3 +150,27 @@ def test_prebuilt_fused_kernels_validate_on_gpu(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("COMPOSER_BUILD_DIR", str(tmp_path))
     for rec in run_case(255, (1, 1, 1), ["FUSED_TC16", "FUSED_DFMA"], device):
         assert rec.get("passed") and rec["rel_err"] <= TOLERANCE, rec
+
+
+@needs_nvrtc
+def test_an_x_pairs_table_builds_with_a_grid_of_half_the_elements(tmp_path, monkeypatch) -> None:
+    """A schedule on x_pairs (two x-neighbour elements per block): the manifest launches ne / 2 blocks of
+    the table's threads, and an odd element count is a grid-rule error, not a silently dropped element."""
+    from composer.runtime.gridexpr import GridRuleError
+
+    override = tmp_path / "schedules"
+    shutil.copytree(SCHEDULES, override, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    text = (override / "p0007.toml").read_text()
+    start = text.index("[paths.FUSED_TC]")
+    table = text[start:].replace("threads = 256", "threads = 512", 1).replace(
+        "pair_io = true", 'pair_io = true\ntraces = "xfaces"\nx_pairs = true', 1)
+    (override / "p0007.toml").write_text(text[:start] + table)
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(override))
+    config = fused_config("FUSED_TC", 7)
+    assert config.x_pairs and config.kernels[0].threads == 512
+    build(plan("sm_90", "8x8x4", [7], ["FUSED_TC"]), tmp_path / "build")
+    entry = next(e for e in read_manifest(tmp_path / "build" / "manifest.json") if e.config["job"] == "fused_tc_p7_k0_xyz")
+    assert entry.block == (512, 1, 1) and entry.dynamic_smem == kernel_plans(config)[0].smem_bytes
+    assert entry.grid(ne=32768, sms=132)[0] == 16384
+    with pytest.raises(GridRuleError, match="not an integer"):
+        entry.grid(ne=7, sms=132)
