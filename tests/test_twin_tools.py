@@ -62,3 +62,29 @@ def test_shape_twins_writes_loadable_schedules(tmp_path, monkeypatch, capsys):
     written = (out / "p0063.toml").read_text()
     assert written.split("[paths.FUSED_TC16]")[0] == shipped.split("[paths.FUSED_TC16]")[0]
     assert written.split("[paths.GEMM_FUSED]")[1] == shipped.split("[paths.GEMM_FUSED]")[1]
+
+
+def test_candidate_schedules_runs_one_named_candidate_as_the_schedule(tmp_path, monkeypatch, capsys) -> None:
+    """tools/candidate_schedules.py: the one candidate whose label matches becomes the order's table
+    (the other tables and orders as shipped); zero or several matches are one line and exit 2."""
+    from composer.fused.candidates import candidate_list
+
+    tool = _tool("candidate_schedules")
+    out = tmp_path / "sched"
+    expected = candidate_list("FUSED_TC", 7, "xfaces", "Mxfaces pio$")[1][1]
+    shipped = (fused_config("FUSED_TC16", 7), fused_config("FUSED_TC", 15))
+    assert tool.main(["--order", "7", "--variant", "FUSED_TC", "--subset", "xfaces", "--only", "Mxfaces pio$",
+                      "--out", str(out)]) == 0
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(out))
+    assert fused_config("FUSED_TC", 7) == expected and expected.traces == "xfaces"
+    assert (fused_config("FUSED_TC16", 7), fused_config("FUSED_TC", 15)) == shipped
+    assert sorted(p.name for p in out.glob("p*.toml")) == sorted(p.name for p in (ROOT / "schedules").glob("p*.toml"))
+    monkeypatch.delenv("COMPOSER_SCHEDULES")
+    capsys.readouterr()
+    assert tool.main(["--order", "7", "--variant", "FUSED_TC", "--subset", "budget", "--only", "mb",
+                      "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --only 'mb' matches ") and err.count("\n") == 1
+    assert tool.main(["--order", "7", "--variant", "FUSED_TC", "--subset", "xfaces", "--only", "nothing",
+                      "--out", str(tmp_path / "y")]) == 2
+    assert "matches 0 candidates" in capsys.readouterr().err

@@ -10,7 +10,9 @@
 # at those orders (3 rounds), the GPU tests of the new keys (small non-cubic and S29 grids, odd x extents refused) and
 # of the tables then in use, the DMMA latency loops (tools/dmma_pipe.py, issue 15), ncu of FUSED_TC p = 7 on xfaces,
 # and of the applied tables at p = 7, 15 if any.
-# Carry: .whl .cache/commit .cache/nvrtc_pin2 .cache/xf_sched (the schedules with FUSED_TC p = 7 on xfaces).
+# Carry: .whl .cache/commit .cache/nvrtc_pin2 .cache/xf_sched (the schedules with FUSED_TC p = 7 on xfaces:
+# `python3 tools/candidate_schedules.py --order 7 --variant FUSED_TC --subset xfaces --only 'Mxfaces pio$' --pin-nvrtc
+# --out .cache/xf_sched`; its CUBIN is in the plan's cache).
 set -o pipefail
 source tools/device_prelude.sh
 export COMPOSER_CACHE_DIR=$PWD/.cache/nvrtc_pin2
