@@ -76,3 +76,21 @@ def fsync_dir(directory: Path) -> None:
 
 
 __all__ = ["atomic_write", "atomic_write_bytes", "atomic_write_text", "fsync_dir"]
+
+
+def emit_json(document: Any, out: str | os.PathLike[str] | None = None) -> None:
+    """Print ``document`` as indented JSON on stdout and, with ``out``, write it there atomically
+    (the measuring tools' output: a reader that closes the pipe early, ``| head``, ends the print
+    quietly instead of raising)."""
+    import json
+    import sys
+
+    text = json.dumps(document, indent=2)
+    if out:
+        atomic_write_text(Path(out), text + "\n")
+    try:
+        print(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's flush at exit must not fail again

@@ -44,13 +44,25 @@ def test_summary_reads_latency_interval_and_the_chains_it_takes() -> None:
     assert summary["8x8x4"]["latency_cycles"] == 32.0 and summary["8x8x4"]["interval_cycles"] == 4.0
 
 
-def test_tool_rejects_bad_input_in_one_line(capsys) -> None:
+def _tool():
     import importlib.util
     from pathlib import Path
 
     spec = importlib.util.spec_from_file_location("dmma_pipe_tool", Path(__file__).parents[1] / "tools" / "dmma_pipe.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
+    return tool
+
+
+def test_tool_summary_is_one_line_per_shape_and_flags_shared_sms() -> None:
+    points = [LoopPoint("8x8x4", 1, 1, 32.0, 132, 132), LoopPoint("8x8x4", 4, 4, 4.0, 132, 131)]
+    lines = _tool().summary_lines(summarize(points), points)
+    assert lines[1].split() == ["8x8x4", "32.0", "4.0", "8.0"]
+    assert lines[-1].startswith("warning: 1 points ran blocks on shared SMs")
+
+
+def test_tool_rejects_bad_input_in_one_line(capsys) -> None:
+    tool = _tool()
     with pytest.raises(SystemExit):
         tool.main(["--shapes", "8x8x3"])
     assert "unknown MMA shape '8x8x3'" in capsys.readouterr().err

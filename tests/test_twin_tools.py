@@ -88,3 +88,11 @@ def test_candidate_schedules_runs_one_named_candidate_as_the_schedule(tmp_path, 
     assert tool.main(["--order", "7", "--variant", "FUSED_TC", "--subset", "xfaces", "--only", "nothing",
                       "--out", str(tmp_path / "y")]) == 2
     assert "matches 0 candidates" in capsys.readouterr().err
+    assert tool.main(["--order", "7", "--variant", "FUSED_TC", "--subset", "nope", "--only", "x",
+                      "--out", str(tmp_path / "z")]) == 2
+    assert capsys.readouterr().err.startswith("error: unknown subset 'nope'; known: all, ")
+    assert tool.main(["--order", "7", "--variant", "FUSED_TC", "--subset", "xfaces", "--only", "Mxfaces pio$",
+                      "--out", str(tmp_path / "j"), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["label"] == "FUSED_TC@8x8x4 box[8, 8, 8] t256 tile[1, 1] Mxfaces pio"
+    assert 'traces = "xfaces"' in printed["table"] and printed["file"].endswith("p0007.toml")

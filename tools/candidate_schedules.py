@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shutil
+import json
+import re
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from composer.config.schedule_files import copy_schedules, schedule_file_name  # noqa: E402
 from composer.errors import ComposerError  # noqa: E402
-from composer.fused.candidates import SUBSETS, candidate_list, to_table  # noqa: E402
+from composer.fused.candidates import SUBSETS, candidate_list, check_subset, to_table  # noqa: E402
 from composer.fused.sweep import write_table  # noqa: E402
 
 
@@ -35,10 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", required=True, help="regular expression one candidate's label matches")
     parser.add_argument("--pin-nvrtc", action="store_true", help="name this machine's NVRTC in the table")
     parser.add_argument("--out", type=Path, required=True, help="schedules directory to write")
+    parser.add_argument("--json", action="store_true", help="print the written table as JSON")
     args = parser.parse_args(argv)
     try:
+        check_subset(args.subset)
         found = candidate_list(args.variant, args.order, args.subset, args.only)[1:]  # without "base"
-    except (ComposerError, KeyError, ValueError) as exc:
+    except (ComposerError, re.error) as exc:  # an unknown variant, order or family, a bad expression
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if len(found) != 1:
@@ -51,12 +55,14 @@ def main(argv: list[str] | None = None) -> int:
         from composer.runtime.nvrtc import nvrtc_version
 
         config = dataclasses.replace(config, nvrtc="{}.{}".format(*nvrtc_version()))
-    args.out.mkdir(parents=True, exist_ok=True)
-    for file in sorted((ROOT / "schedules").glob("p*.toml")):
-        shutil.copy(file, args.out / file.name)
-    write_table(args.out / f"p{args.order:04d}.toml", to_table(config),
-                note=f"candidate {name!r} of family {args.subset} (tools/candidate_schedules.py)")
-    print(f"p = {args.order} {args.variant}: {name}")
+    copy_schedules(args.out)
+    target = args.out / schedule_file_name(args.order)
+    write_table(target, to_table(config), note=f"candidate {name!r} of family {args.subset} (tools/candidate_schedules.py)")
+    if args.json:
+        print(json.dumps({"order": args.order, "variant": args.variant, "label": name, "file": str(target),
+                          "table": to_table(config)}, indent=2))
+    else:
+        print(f"p = {args.order} {args.variant}: {name} ({target})")
     return 0
 
 

@@ -12,7 +12,6 @@ buffers are copied back and forth many times per launch, ``composer.bench.bandwi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from composer.bench.bandwidth import copy_bandwidth, kernel_copy_bandwidth  # noqa: E402
 from composer.cli.arguments import csv_list, positive_int  # noqa: E402
 from composer.errors import ComposerError  # noqa: E402
-from composer.fileio import atomic_write_text  # noqa: E402
+from composer.fileio import emit_json  # noqa: E402
 from composer.runtime import Device  # noqa: E402
 from composer.runtime.green import open_device  # noqa: E402
 
@@ -56,10 +55,7 @@ def _measure() -> int:
         print(f"{sms} SMs: {by_sms[str(sms)]['median_Bps'] / 1e12:.3f} TB/s", file=sys.stderr)
     if by_sms:
         report["kernel_copy_by_sms"] = by_sms
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        atomic_write_text(Path(args.out), text + "\n")
+    emit_json(report, args.out)
     return 0
 
 

@@ -14,13 +14,13 @@ source binaries only in the MMA shape. Prints the twinned orders (and those with
 from __future__ import annotations
 
 import argparse
-import shutil
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from composer.config.schedule_files import copy_schedules  # noqa: E402
 from composer.fused.candidates import _fits, shape_twin, to_table  # noqa: E402
 from composer.fused.config import ALLOWED_MMA, fused_config  # noqa: E402
 from composer.fused.sweep import write_table  # noqa: E402
@@ -34,9 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.mma not in ALLOWED_MMA["FUSED_TC16"]:
         parser.error(f"--mma {args.mma}: FUSED_TC16 runs {' or '.join(ALLOWED_MMA['FUSED_TC16'])}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    for file in sorted((ROOT / "schedules").glob("p*.toml")):
-        shutil.copy(file, args.out / file.name)
+    copy_schedules(args.out)
     for order in (int(o) for o in args.orders.split(",")):
         twin = shape_twin(fused_config("FUSED_TC", order), args.mma)
         if twin is None:

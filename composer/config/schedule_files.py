@@ -128,3 +128,17 @@ def writable_schedule_file(order: int, directory: str | os.PathLike[str] | None 
             f"as a whole (docs/schedules.md).\n")
     atomic_write_bytes(target, (note + read_text(current.entry, current.display)).encode("utf-8"))
     return target
+
+
+def copy_schedules(out: Path) -> list[Path]:
+    """Write every schedule file the loader uses now (:func:`schedule_files`: the user directory's
+    where it has one, else the packaged one) into ``out``, as a starting point for a schedules
+    directory with a few tables changed (tools/shape_twins.py, tools/candidate_schedules.py), which
+    ``$COMPOSER_SCHEDULES`` then points at. Returns the written files."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for order, found in sorted(schedule_files().items()):
+        target = out / schedule_file_name(order)
+        target.write_bytes(found.entry.read_bytes())
+        written.append(target)
+    return written
