@@ -19,7 +19,7 @@ from composer.epilogues.numpy_eval import emulate_epilogue  # noqa: E402
 from composer.epilogues.tree import from_dict  # noqa: E402
 from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig, kernel_problem  # noqa: E402
 from composer.gemm.roles import emulate, gemm_spec  # noqa: E402
-from composer.kernels.support import SIGNATURES  # noqa: E402
+from composer.kernels.support import PRODUCT_ARGS, PRODUCTS_SIGNATURE, SIGNATURES  # noqa: E402
 from composer.paths.problem import DeviceProblem  # noqa: E402
 from composer.paths.registry import path_class  # noqa: E402
 
@@ -53,6 +53,7 @@ def runtime(monkeypatch):
     import composer.paths.base as base
     import composer.paths.gemm_cute as gemm_cute
     import composer.paths.library as library
+    import composer.paths.overlap as overlap
     import composer.paths.problem as problem
 
     memory, log = Memory(), []
@@ -72,6 +73,9 @@ def runtime(monkeypatch):
         def poison(self, stream) -> None:
             memory.arrays[self.ptr][:] = np.nan
 
+        def zero(self, stream=None) -> None:
+            memory.arrays[self.ptr][:] = 0.0
+
         def free(self) -> None:
             pass
 
@@ -81,8 +85,8 @@ def runtime(monkeypatch):
     class Stream:
         handle = 0
 
-        def __init__(self, device=None) -> None:
-            pass
+        def __init__(self, device=None, priority: int = 0) -> None:
+            self.priority = priority
 
         def wait(self, event) -> None:
             pass
@@ -166,12 +170,36 @@ def runtime(monkeypatch):
         def load(cls, nq, device):
             return type("Loaded", (), {f: SupportKernel(f, runtime_mesh[0]) for f in SIGNATURES})()
 
+    class ProductsKernel:
+        """A volume_products kernel: the products it names, logged with its SM limit; the counters
+        must be zero at every launch (the kernel's last block resets them)."""
+
+        def __init__(self, products: str, mesh: dg.Mesh) -> None:
+            self.products, self.mesh = products, mesh
+            self.name, self.block, self.device = f"volume_products_{products}_nq{mesh.nq}", (256, 1, 1), Device()
+
+        def launch(self, grid, block, args, smem, stream) -> None:
+            a = dict(zip((p.name for p in PRODUCTS_SIGNATURE), args))
+            log.append(f"{self.name}@{a['sm_limit']}")
+            if a["sm_limit"]:
+                assert not memory.at(a["work"], 2).any(), "the counters were not zero"
+            vol = self.mesh.num_points
+            for role in self.products:
+                vel, out = PRODUCT_ARGS[role]
+                memory.at(a[out], vol)[:] = memory.at(a["q"], vol) * memory.at(a[vel], vol)
+            for role in "xyz":
+                if role not in self.products:
+                    assert a[PRODUCT_ARGS[role][1]] == 0, f"{self.name} got a {role} output"
+
     runtime_mesh: list[dg.Mesh] = []
     monkeypatch.setattr(problem, "DeviceBuffer", Buffer)
     monkeypatch.setattr(base, "Stream", Stream)
     monkeypatch.setattr(base, "Event", Event)
     monkeypatch.setattr(gemm_cute, "Module", Module)
     monkeypatch.setattr(library, "SupportKernels", SupportKernels)
+    monkeypatch.setattr(overlap, "load_products_kernel", lambda products, nq, device: ProductsKernel(products,
+                                                                                                     runtime_mesh[0]))
+    monkeypatch.setattr(base, "highest_priority", lambda device=None: -5)
 
     def upload(fields, order, grid) -> DeviceProblem:
         mesh = dg.Mesh(order, grid)
@@ -210,6 +238,36 @@ def test_gemm_fused_launches_compute_the_reference(runtime, build_dir, order, ca
     assert ("volume_flux" in log) == (flux == "array") and "separable_lift" not in log
     assert all(name.endswith("_qv_0") for name in gemms) == (flux == "mainloop")
     assert all(name.endswith("_qs_0") for name in gemms) == (flux == "staged")
+
+
+@pytest.mark.parametrize("order", sorted(ORDERS))
+@pytest.mark.parametrize("carrier,fold,first", [("y", False, None), ("y", False, "x"), ("x", False, None),
+                                                ("z", False, "y"), ("z", True, None)])
+def test_the_overlapped_flux_computes_the_reference(runtime, build_dir, order, carrier, fold, first):
+    """overlap_sms: the first GEMM's product alone on every SM, the other two confined to the partition, on a
+    priority stream; the same dqdt as the reference, the single volume_flux kernel not launched."""
+    memory, log, upload = runtime
+    grid = ORDERS[order]
+    fields = dg.make_fields(order, grid, varying=True)
+    pb = upload(fields, order, grid)
+    options = {"overlap_sms": 44, **({"overlap_first": first} if first else {})}
+    path = path_class("GEMM_FUSED")(pb, build_dir=build_dir, carrier=carrier, fold=fold, flux="array", **options)
+    path.launch(pb.ptr("q"), pb.dqdt.ptr)
+    got = memory.arrays[pb.dqdt.ptr].reshape(pb.mesh.volume_shape)
+    ref = dg.reference_tendency(fields, order, grid)
+    assert np.max(np.abs(got - ref)) / np.max(np.abs(ref)) <= 1e-13
+    expect_first = first or ("x" if fold else next(r for r in "zxy" if r != carrier))
+    rest = "".join(r for r in "xyz" if r != expect_first)
+    products = [n for n in log if n.startswith("volume_products")]
+    assert products == [f"volume_products_{expect_first}_nq{order + 1}@0", f"volume_products_{rest}_nq{order + 1}@44"]
+    assert "volume_flux" not in log
+    confined = path.plan.stream_of[f"volume_flux_{rest}"]
+    assert path.plan.priority_streams == (confined,) and path.side_streams[confined - 1].priority == -5
+    assert all(s.priority == 0 for i, s in enumerate(path.side_streams, 1) if i != confined)
+    # a second call: the counters are zero again (the fake kernel checks), the same result
+    memory.arrays[pb.dqdt.ptr][:] = np.nan
+    path.launch(pb.ptr("q"), pb.dqdt.ptr)
+    assert np.array_equal(memory.arrays[pb.dqdt.ptr].reshape(pb.mesh.volume_shape), got)
 
 
 @pytest.fixture(scope="module")

@@ -147,5 +147,110 @@ def launch_rk3_stage(kernel: Kernel, q0: Any, q_stage: Any, dqdt: Any, q_out: An
     _launch(kernel, "rk3_stage", (q0, q_stage, dqdt, q_out, a, b, dt, ne), ne, stream)
 
 
+# --- the volume fluxes split for overlap (composer.paths.overlap) ----------------------------------
+
+#: Signature of every volume_products kernel: the unused product pointers may be 0.
+PRODUCTS_SIGNATURE: tuple[Param, ...] = params("q:ptr u:ptr v:ptr w:ptr qu:ptr qv:ptr qw:ptr ne:i64 sm_limit:i32 "
+                                               "work:ptr seen:ptr")
+#: The velocity and the output of each product.
+PRODUCT_ARGS = {"x": ("u", "qu"), "y": ("v", "qv"), "z": ("w", "qw")}
+#: Pairs of doubles one block takes per chunk in the SM-confined form (16 per thread at 256 threads).
+CHUNK_PAIRS = 4096
+#: Blocks the SM-confined form launches per SM of the device: enough that, while a GEMM's blocks
+#: leave slots, the blocks landing on the partition's SMs fill them (those landing elsewhere leave).
+PRODUCT_BLOCKS_PER_SM = BLOCKS_PER_SM
+#: Bytes of the SM-confined form's counters (chunks handed out, blocks finished).
+PRODUCT_WORK_BYTES = 16
+
+
+def product_roles(products: str) -> str:
+    """``products`` as the canonical role string (a non-empty subset of "xyz" in that order)."""
+    roles = "".join(r for r in "xyz" if r in str(products))
+    if not roles or len(roles) != len(str(products)) or len(set(str(products))) != len(str(products)):
+        raise ValueError(f"products must be a non-empty subset of 'xyz' without repeats, got {products!r}")
+    return roles
+
+
+def products_symbol(products: str, nq: int) -> str:
+    """Entry-point name of a volume_products kernel, e.g. ``volume_products_xy_nq512``."""
+    return f"volume_products_{product_roles(products)}_nq{int(nq)}"
+
+
+def products_source(products: str, nq: int, block: int = DEFAULT_BLOCK) -> str:
+    """Rendered CUDA C++ of the kernel forming the fluxes of ``products`` (a subset of "xyz")."""
+    roles = product_roles(products)
+    if nq < 2:
+        raise ValueError(f"nq must be >= 2, got {nq}")
+    if not 32 <= block <= 1024 or block % 32:
+        raise ValueError(f"block must be a multiple of 32 in [32, 1024], got {block}")
+    return render("volume_products.cu.j2", family="volume_products", nq=int(nq), block=int(block),
+                  name=products_symbol(roles, nq), products=list(roles), chunk_pairs=CHUNK_PAIRS,
+                  vel={r: PRODUCT_ARGS[r][0] for r in roles}, out={r: PRODUCT_ARGS[r][1] for r in roles})
+
+
+def compile_products(products: str, nq: int, arch: str = DEFAULT_ARCH, block: int = DEFAULT_BLOCK,
+                     cache_dir: Path | None = None) -> CompiledKernel:
+    """NVRTC-compile one volume_products kernel to a CUBIN (no GPU needed)."""
+    name = products_symbol(products, nq)
+    return compile_cuda(products_source(products, nq, block), f"{name}.cu", arch=arch, cache_dir=cache_dir,
+                        entry_points=[name])
+
+
+def load_products_kernel(products: str, nq: int, device: Device | None = None, block: int = DEFAULT_BLOCK,
+                         cache_dir: Path | None = None) -> Kernel:
+    """Compile for the device's arch, load, and return the volume_products Kernel."""
+    dev = ensure_context(device)
+    built = compile_products(products, nq, dev.arch, block, cache_dir)
+    module = Module.from_cubin(built.cubin, dev)
+    return module.get_kernel(built.symbol(products_symbol(products, nq)), PRODUCTS_SIGNATURE, block)
+
+
+def products_grid(nq: int, ne: int, block: int, sm_count: int | None, sm_limit: int) -> int:
+    """Blocks of a volume_products launch: the grid-stride shape of volume_flux, or in the
+    SM-confined form (``sm_limit > 0``) ``PRODUCT_BLOCKS_PER_SM`` per SM of the whole device."""
+    if sm_limit > 0:
+        return max(1, int(sm_count or 1) * PRODUCT_BLOCKS_PER_SM)
+    return launch_shape("volume_flux", nq, ne, block, sm_count)[0]
+
+
+def launch_volume_products(kernel: Kernel, products: str, q: Any, velocity: dict[str, Any], out: dict[str, Any],
+                           ne: int, sm_limit: int = 0, work: Any = 0, seen: Any = 0, stream: Any = None) -> None:
+    """``out[r] = q * velocity[r]`` for each role of ``products``; ``sm_limit > 0`` keeps the work on
+    the SMs with %smid below it (``work``: a zeroed PRODUCT_WORK_BYTES counter buffer)."""
+    roles = product_roles(products)
+    expected = products_symbol(roles, 0)[:-1]
+    if not kernel.name.startswith(expected) or not kernel.name[len(expected):].isdigit():
+        raise LaunchError(f"expected a {expected}* kernel, got {kernel.name!r}")
+    if int(ne) < 0:
+        raise LaunchError(f"ne must be >= 0, got {ne}")
+    if sm_limit < 0:
+        raise LaunchError(f"sm_limit must be >= 0, got {sm_limit}")
+    if sm_limit > 0 and not _address(work):
+        raise LaunchError("the SM-confined volume_products needs its counter buffer (work)")
+    if set(velocity) != set(roles) or set(out) != set(roles):
+        raise LaunchError(f"volume_products_{roles}: velocities and outputs for {', '.join(roles)} expected, "
+                          f"got {sorted(velocity)} and {sorted(out)}")
+    if int(ne) == 0:
+        return
+    pointers = [q, *velocity.values(), *out.values()]
+    misaligned = [i for i, ptr in enumerate(pointers) if _address(ptr) % 16]
+    if misaligned:
+        raise LaunchError("volume_products moves 16-byte pairs: every array pointer must be 16-byte aligned")
+    slots = {"u": 0, "v": 0, "w": 0, "qu": 0, "qv": 0, "qw": 0}
+    for r in roles:
+        vel, prod = PRODUCT_ARGS[r]
+        slots[vel], slots[prod] = velocity[r], out[r]
+    nq = int(kernel.name.rsplit("_nq", 1)[1])
+    block = kernel.block[0] if kernel.block else DEFAULT_BLOCK
+    grid = products_grid(nq, int(ne), block, kernel.device.sm_count, int(sm_limit))
+    kernel.launch(grid, block, (q, slots["u"], slots["v"], slots["w"], slots["qu"], slots["qv"], slots["qw"], ne,
+                                int(sm_limit), work, seen), 0, stream)
+
+
+def _address(value: Any) -> int:
+    """The device address of a pointer argument (an int, or a buffer with ``ptr``)."""
+    return int(getattr(value, "ptr", value) or 0)
+
+
 RK3_STAGES = SSP_RK3_STAGES
 """(a, b) of the three SSP-RK3 stages for launch_rk3_stage (the reference integrator's own)."""

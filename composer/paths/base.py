@@ -31,6 +31,7 @@ from composer.sched.node_times import measured_weights
 from composer.paths.problem import DeviceProblem
 from composer.paths.program import PROBLEM_INPUTS
 from composer.runtime import Event, Stream
+from composer.runtime.stream import highest_priority
 from composer.sched import KernelNode, LaunchPlan, build_graph, plan, run_plan
 
 #: A launch callable of a bound call: enqueues one kernel on the stream the plan gives it.
@@ -260,7 +261,10 @@ class Path(ABC):
         pb = self.problem
         machine = cost_machine(pb.device.arch, pb.device.sm_count, getattr(pb.device, "total_memory", 0))
         self.plan = self.launch_plan(pb.order, pb.num_elements, machine, **self.options)
-        self.side_streams = [Stream(pb.device) for _ in range(self.plan.streams - 1)]
+        # confined kernels (sm_limit) run on the plan's priority streams, at the highest priority
+        top = highest_priority(pb.device) if self.plan.priority_streams else 0
+        self.side_streams = [Stream(pb.device, priority=top if s in self.plan.priority_streams else 0)
+                             for s in range(1, self.plan.streams)]
         # synchronization only: the fork and done events are never timed
         self.events = {name: Event(pb.device, timing=False) for name in self.plan.events}
 

@@ -139,8 +139,10 @@ class GemmCutePath(LibraryPath):
             tiles = {}
         shown = ";".join(f"{r}:" + ",".join(f"{k}={v}" for k, v in sorted(dict(t).items()))
                          for r, t in sorted(tiles.items()) if library.get(r) == "cute")
-        return f"mma={mma} library=" + ",".join(f"{r}:{library[r]}" for r in ROLES) + (f" tiles={shown}" if shown else "")
+        return (f"mma={mma} library=" + ",".join(f"{r}:{library[r]}" for r in ROLES) + (f" tiles={shown}" if shown else "")
+                + cls.overlap_tag(order, options))
     options = MappingProxyType({
+        **LibraryPath.options,
         "mma": PathOption(mma_option, f"the GEMMs' MMA shape (default: the schedule's, else {DEFAULT_MMA})"),
         "library": PathOption(library_option, "who runs each role's GEMM: LIB or ROLE=LIB[,ROLE=LIB...] "
                                               "with LIB cute or cublas (default: the schedule's, else cute)"),

@@ -37,6 +37,10 @@ from composer.gemm.roles import ROLES
 from composer.paths.base import Launcher, PathOption
 from composer.paths.gemm_cute import GemmCutePath, entry_gemm_config, find_gemm_entry
 from composer.paths.library import unfused_workspace
+from composer.paths.overlap import OVERLAP_OPTIONS
+
+#: The overlap's option keys (GEMM_FUSED's own settings ignore them).
+OVERLAP_KEYS = frozenset(OVERLAP_OPTIONS)
 from composer.paths.program import face_bytes, roof_seconds, volume_bytes
 from composer.runtime.manifest import KernelEntry
 from composer.sched import KernelNode
@@ -147,7 +151,21 @@ class GemmFusedPath(GemmCutePath):
         s = settings_for(order, options)
         kernels = ",".join(f"{r}:{g.config.tag}" for r, g in sorted(s.gemms().items()) if s.library[r] == "cute")
         return (f"mma={s.mma} library=" + ",".join(f"{r}:{s.library[r]}" for r in ROLES)
-                + f" carrier={s.carrier} fold={'on' if s.fold else 'off'} flux={s.flux} kernels={kernels}")
+                + f" carrier={s.carrier} fold={'on' if s.fold else 'off'} flux={s.flux} kernels={kernels}"
+                + cls.overlap_tag(order, options))
+
+    @classmethod
+    def overlap_roles(cls, order: int, options: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
+        """The carrier runs last, so its product never goes first; with the fold x is first in the
+        chain (x -> y -> z). The flux formed in the mainloop has no volume flux to overlap."""
+        settings = settings_for(order, {k: v for k, v in options.items() if k not in OVERLAP_KEYS})
+        if settings.forms_flux and options.get("overlap_sms"):
+            raise ComposerError(f"path GEMM_FUSED at p={order}: option overlap_sms needs flux = array "
+                                f"(flux = {settings.flux} forms the products in the GEMMs)")
+        plan = settings.plan
+        if plan.fold:
+            return ("x",), "x"
+        return tuple(r for r in ROLES if r != plan.carrier), None
 
     @classmethod
     def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
@@ -169,7 +187,8 @@ class GemmFusedPath(GemmCutePath):
         settings = settings_for(order, options)
         plan, in_mainloop = settings.plan, settings.forms_flux
         vol, face = volume_bytes(nq, ne), face_bytes(nq, ne)
-        volume_flux, surface_flux = cls.flux_nodes(nq, ne, machine)
+        _, surface_flux = cls.flux_nodes(nq, ne, machine)
+        fluxes = [] if in_mainloop else cls.volume_flux_nodes(nq, ne, machine, options)
         gemm_flop = 2 * nq * ne * nq**3
 
         def gemm(role: str) -> KernelNode:
@@ -181,7 +200,7 @@ class GemmFusedPath(GemmCutePath):
                               cost=roof_seconds(machine, gemm_flop, nbytes))
 
         *others, carrier = plan.roles
-        return [*([] if in_mainloop else [volume_flux]), *(gemm(r) for r in others), surface_flux, gemm(carrier)]
+        return [*fluxes, *(gemm(r) for r in others), surface_flux, gemm(carrier)]
 
     # --- a device instance --------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ streams. Subclasses choose who runs each GEMM.
 from __future__ import annotations
 
 from abc import abstractmethod
+from types import MappingProxyType
 from typing import Any
 
 from collections.abc import Mapping
@@ -18,8 +19,9 @@ from composer import counts
 from composer.arch.machines import Machine
 from composer.gemm.roles import ROLES, GemmSpec, gemm_spec
 from composer.kernels.support import (DEFAULT_BLOCK, SupportKernels, launch_separable_lift, launch_shape,
-                                      launch_surface_flux, launch_volume_flux)
-from composer.paths.base import Launcher, Path
+                                      launch_surface_flux, launch_volume_flux, products_grid)
+from composer.paths.base import Launcher, Path, PathOption
+from composer.paths.overlap import OVERLAP_OPTIONS, Overlap, OverlapKernels, flux_nodes as overlap_flux_nodes, overlap_of
 from composer.paths.problem import DeviceProblem
 from composer.paths.program import FACE_FLUX_READS, OUTPUT, face_bytes, face_flux_cost, roof_seconds, volume_bytes
 from composer.runtime import Stream
@@ -42,6 +44,44 @@ class LibraryPath(Path):
 
     family = "library"
     build_kinds = frozenset({"support"})
+    options = MappingProxyType({key: PathOption(parse, doc) for key, (parse, doc) in OVERLAP_OPTIONS.items()})
+
+    @classmethod
+    def overlap_roles(cls, order: int, options: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
+        """The roles whose GEMM may run first under the overlap, and the one the data flow fixes
+        (None: any). Every GEMM of the unfused paths reads only its own flux."""
+        return ROLES, None
+
+    @classmethod
+    def overlap_settings(cls, order: int, sm_count: int, options: Mapping[str, Any]) -> Overlap | None:
+        """The flux overlap the options ask for (``composer.paths.overlap``), None when off."""
+        allowed, fixed = cls.overlap_roles(order, options)
+        return overlap_of(options, sm_count, cls.name, allowed, fixed)
+
+    @classmethod
+    def volume_flux_nodes(cls, nq: int, ne: int, machine: Machine, options: Mapping[str, Any]) -> list[KernelNode]:
+        """The volume flux as one kernel, or split for the overlap: the first GEMM's product alone,
+        then the other two confined beside that GEMM."""
+        overlap = cls.overlap_settings(nq - 1, machine.sm_count, options)
+        if overlap is None:
+            return [cls.flux_nodes(nq, ne, machine)[0]]
+        return list(overlap_flux_nodes(overlap, nq, ne, machine))
+
+    @classmethod
+    def plan_settings(cls, order: int, **options: Any) -> str:
+        """The overlap where it is on (its nodes differ)."""
+        return cls.overlap_tag(order, options)
+
+    @classmethod
+    def overlap_tag(cls, order: int, options: Mapping[str, Any]) -> str:
+        """`` overlap=SMS:FIRST`` (leading space) when the overlap is on, else ``""``; the tag does
+        not depend on the machine (its SM count is checked where the plan is built)."""
+        sms = options.get("overlap_sms") or 0
+        if not sms:
+            return ""
+        allowed, fixed = cls.overlap_roles(order, options)
+        overlap = overlap_of(options, sms + 1, cls.name, allowed, fixed)
+        return f" {overlap.tag}" if overlap else ""
 
     @classmethod
     def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
@@ -65,7 +105,8 @@ class LibraryPath(Path):
     def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
         nq, ne = order + 1, num_elements
         vol, face = volume_bytes(nq, ne), face_bytes(nq, ne)
-        volume_flux, surface_flux = cls.flux_nodes(nq, ne, machine)
+        _, surface_flux = cls.flux_nodes(nq, ne, machine)
+        fluxes = cls.volume_flux_nodes(nq, ne, machine, options)
         grid, block = launch_shape("separable_lift", nq, ne, DEFAULT_BLOCK, machine.sm_count)
         gemm_flop = 2 * nq * ne * nq**3
         # The face flux first: it shares no array with the volume flux, so the order changes no
@@ -74,7 +115,7 @@ class LibraryPath(Path):
         # volume flux first; the plan with this order is not measured yet).
         return [
             surface_flux,
-            volume_flux,
+            *fluxes,
             *(KernelNode(f"gemm_{r}", "gemm", ("D", f"flux_{r}"), (f"d{r}",),
                          cost=roof_seconds(machine, gemm_flop, 2 * vol)) for r in ROLES),
             KernelNode("lift", "lift", ("dx", "dy", "dz", "Ex", "Ey", "Ez", "fstar"), (OUTPUT,),
@@ -89,6 +130,9 @@ class LibraryPath(Path):
         self.allocate_gemm_operands()
         self.allocate_gemm_outputs()
         self.fstar = pb.allocate(f"{self.name}.fstar", 8 * pb.num_elements * 6 * pb.nq**2)
+        self.overlap = self.overlap_settings(pb.order, pb.device.sm_count, self.options)
+        self.overlap_kernels = (OverlapKernels(self.overlap, pb.nq, pb.device, pb.allocate)
+                                if self.overlap is not None else None)
         self.schedule()
         self.gemm_streams = {r: self.streams[self.plan.stream_of[f"gemm_{r}"]] for r in ROLES}
         self.setup_gemms()
@@ -117,18 +161,36 @@ class LibraryPath(Path):
                                    pb.device.sm_count)[0]
                 for node, family, kernel in (("volume_flux", "volume_flux", self.support.volume_flux),
                                              ("surface_flux", "surface_flux", self.support.surface_flux),
-                                             ("lift", "separable_lift", self.support.separable_lift))}
+                                             ("lift", "separable_lift", self.support.separable_lift))
+                if node != "volume_flux" or self.overlap_kernels is None} | self.overlap_kernel_map(
+            lambda k, sms: products_grid(pb.nq, pb.num_elements, k.block[0], pb.device.sm_count, sms))
 
     def resident_blocks(self) -> dict[str, int]:
-        return {node: kernel.resident_blocks(kernel.block[0] if kernel.block else DEFAULT_BLOCK, 0)
-                for node, kernel in (("volume_flux", self.support.volume_flux), ("surface_flux", self.support.surface_flux),
-                                     ("lift", self.support.separable_lift))}
+        resident = {node: kernel.resident_blocks(kernel.block[0] if kernel.block else DEFAULT_BLOCK, 0)
+                    for node, kernel in (("volume_flux", self.support.volume_flux),
+                                         ("surface_flux", self.support.surface_flux),
+                                         ("lift", self.support.separable_lift))}
+        return {**resident, **self.overlap_kernel_map(lambda k, _: k.resident_blocks(k.block[0], 0))}
+
+    def overlap_kernel_map(self, value: Any) -> dict[str, int]:
+        """``value(kernel, sm_limit)`` of each overlap product kernel by node name ({} without the
+        overlap); the single volume_flux node is then not launched (``launch_blocks`` drops it)."""
+        ok = self.overlap_kernels
+        if ok is None:
+            return {}
+        ov = ok.overlap
+        return {f"volume_flux_{ov.first}": value(ok.first, 0), f"volume_flux_{ov.rest}": value(ok.rest, ov.sms)}
 
     def flux_launches(self, q_ptr: int) -> dict[str, Launcher]:
         """The volume flux and the face flux of a call reading ``q_ptr``."""
         pb, ne = self.problem, self.problem.num_elements
         u, v, w = pb.ptr("u"), pb.ptr("v"), pb.ptr("w")
+        volume: dict[str, Launcher] = {}
+        if self.overlap_kernels is not None and self.flux:
+            volume = self.overlap_kernels.launches(q_ptr, {"x": u, "y": v, "z": w},
+                                                   {r: self.flux[r].ptr for r in ROLES}, ne)
         return {
+            **volume,
             "volume_flux": lambda s: launch_volume_flux(
                 self.support.volume_flux, q_ptr, u, v, w, self.flux["x"].ptr, self.flux["y"].ptr,
                 self.flux["z"].ptr, ne, s),

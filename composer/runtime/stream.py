@@ -53,6 +53,14 @@ class Stream:
                 self.close()
 
 
+def highest_priority(device: Device | None = None) -> int:
+    """The highest stream priority the current context offers (the most negative number;
+    cuCtxGetStreamPriorityRange: 0 is the default and the lowest)."""
+    dev = ensure_context(device)
+    _least, greatest = check(dev._drv.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
+    return int(greatest)
+
+
 def _ready(drv: Any, result: tuple, api: str) -> bool:
     (status,) = result
     if status == drv.CUresult.CUDA_ERROR_NOT_READY:

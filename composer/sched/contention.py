@@ -12,6 +12,9 @@ kernel occupies. This is a processor-sharing model of that, under these assumpti
   overlap). Above 1 the SMs are shared in proportion to demand, so every running kernel
   progresses at rate ``1 / sum(f)``: the machine does the same SM-time of work per unit time, so
   two machine-filling kernels take the sum of their times, as if serialized.
+- A kernel confined to part of the SMs (``KernelNode.sm_limit``) holds ``sm_limit / sm_count``
+  of the machine while it runs, at full speed (its time is its time on that partition); the
+  others share what is left.
 - Kernels start when the plan's stream rules allow (stream order, event waits), as in the ideal
   replay. Not modelled: launch latency, the idle SMs in a kernel's last partial wave (which a
   concurrent kernel could fill: real overlap can save more) and shared L2 or DRAM bandwidth (two
@@ -53,9 +56,11 @@ def contended_timeline(plan: LaunchPlan, times: Mapping[str, float], sm_count: i
     share: dict[str, float] = {}
     for n in deps:
         size = grid.get(n, plan.node(n).blocks)
-        if size is None:
+        if size is None and plan.node(n).sm_limit is None:
             raise DataFlowError(f"node {n!r}: no grid size given for the contention estimate")
-        share[n] = demand(size, (blocks_per_sm or {}).get(n, 1), sm_count)
+        limit = plan.node(n).sm_limit
+        share[n] = (min(1.0, limit / sm_count) if limit is not None
+                    else demand(size, (blocks_per_sm or {}).get(n, 1), sm_count))
     remaining = {n: float(times[n]) for n in deps}
     start: dict[str, float] = {}
     end: dict[str, float] = {}
@@ -66,14 +71,20 @@ def contended_timeline(plan: LaunchPlan, times: Mapping[str, float], sm_count: i
             if n not in start and deps[n] <= end.keys():
                 start[n] = now
                 running.add(n)
-        rate = 1.0 / max(1.0, sum(share[n] for n in running))
-        step = min(remaining[n] for n in running) / rate
+        reserved = min(1.0, sum(share[n] for n in running if plan.node(n).sm_limit is not None))
+        others = sum(share[n] for n in running if plan.node(n).sm_limit is None)
+        # the unconfined kernels share the SMs the confined ones leave (at least a sliver, so that a
+        # partition of the whole machine still lets time advance)
+        free = max(1.0 - reserved, 1e-9)
+        rate = {n: 1.0 if plan.node(n).sm_limit is not None else min(1.0, free / max(others, free))
+                for n in running}
+        step = min(remaining[n] / rate[n] for n in running)
         now += step
         for n in sorted(running):
-            if remaining[n] / rate <= step * (1 + _REL_TOL):
+            if remaining[n] / rate[n] <= step * (1 + _REL_TOL):
                 end[n] = now
                 running.discard(n)
             else:
-                remaining[n] -= rate * step
+                remaining[n] -= rate[n] * step
     call_time = max((end[n] for n in tail), default=0.0)
     return Timeline(start=start, end=end, call_time=call_time)

@@ -11,7 +11,13 @@ program would run them in:
   overwrites;
 - write-after-write (``waw``): a kernel writing ``a`` follows the last earlier writer of ``a``.
 
-No edge is ever written by hand, so every edge names the array(s) that force it. A read of an
+One more kind orders kernels that share no array: a ``resource`` a kernel declares (``res``): a
+kernel follows the last earlier kernel naming the same resource. Two kernels that each stream
+DRAM at its full rate gain nothing from running together, and when the second is meant to run
+beside a GEMM (the flux overlapped with the GEMMs, ``composer.paths.overlap``) it must not start
+beside the first instead.
+
+No edge is ever written by hand, so every edge names the array(s) or the resource that force it. A read of an
 array that no earlier kernel wrote is either a declared input (``q``, the metric, ``D``, ...) or
 a mistake, reported with the node and the array. Edges point forward in program order, so a graph
 from :func:`build_graph` is acyclic; :func:`check_acyclic` guards graphs built or edited by hand.
@@ -28,7 +34,7 @@ import networkx as nx
 
 from composer.errors import ComposerError
 
-RAW, WAR, WAW = "raw", "war", "waw"
+RAW, WAR, WAW, RES = "raw", "war", "waw", "res"
 
 
 class DataFlowError(ComposerError):
@@ -45,7 +51,11 @@ class KernelNode:
     ``launch(stream)`` enqueues the kernel on a runtime-like stream; ``None`` makes a planning-only
     node (the CLI's ``composer graph``, the tests). ``grid``/``block`` are the launch dimensions
     (used by the contention estimate), ``cost`` a relative duration hint for the critical path and
-    the stream assignment (default 1 per kernel).
+    the stream assignment (default 1 per kernel). ``resource`` orders this kernel after the last
+    earlier kernel naming the same resource (hazard ``res``). ``sm_limit`` says that the kernel
+    confines itself to that many SMs (its blocks on other SMs leave at once), so that it runs
+    beside another kernel instead of before or after it: the plan gives it a side stream of its
+    own at the highest priority, and the contention estimate reserves those SMs for it.
     """
 
     name: str
@@ -56,10 +66,15 @@ class KernelNode:
     grid: Dims | None = None
     block: Dims | None = None
     cost: float | None = None
+    resource: str | None = None
+    sm_limit: int | None = None
 
     def __post_init__(self) -> None:
         if not self.name:
             raise DataFlowError("a kernel node needs a non-empty name")
+        if self.sm_limit is not None and (isinstance(self.sm_limit, bool) or not isinstance(self.sm_limit, int)
+                                          or self.sm_limit < 1):
+            raise DataFlowError(f"node {self.name!r}: sm_limit must be a positive integer, got {self.sm_limit!r}")
         object.__setattr__(self, "reads", tuple(self.reads))
         object.__setattr__(self, "writes", tuple(self.writes))
         if self.cost is not None and not self.cost >= 0:
@@ -78,13 +93,15 @@ def build_graph(nodes: Iterable[KernelNode], inputs: Iterable[str] = ()) -> nx.D
 
     Graph nodes are the kernel names, with attributes ``node`` (the KernelNode) and ``order`` (the
     position in program order). Each edge carries ``hazards``: a sorted tuple of ``(kind, array)``
-    pairs, kind one of ``raw``/``war``/``waw``. ``inputs`` are the arrays valid before the first
-    kernel; any other array must be written before it is read.
+    pairs, kind one of ``raw``/``war``/``waw``/``res`` (for ``res`` the second item is the resource).
+    ``inputs`` are the arrays valid before the first kernel; any other array must be written before
+    it is read.
     """
     graph = nx.DiGraph()
     declared_inputs = frozenset(inputs)
     last_writer: dict[str, str] = {}
     readers: dict[str, list[str]] = {}  # readers of each array's current value
+    last_user: dict[str, str] = {}  # the last kernel naming each resource
 
     def hazard(src: str, dst: str, kind: str, array: str) -> None:
         if src == dst:
@@ -97,6 +114,10 @@ def build_graph(nodes: Iterable[KernelNode], inputs: Iterable[str] = ()) -> nx.D
         if node.name in graph:
             raise DataFlowError(f"two kernel nodes are named {node.name!r}")
         graph.add_node(node.name, node=node, order=order)
+        if node.resource is not None:
+            if node.resource in last_user:
+                hazard(last_user[node.resource], node.name, RES, node.resource)
+            last_user[node.resource] = node.name
         for array in dict.fromkeys(node.reads):
             if array in last_writer:
                 hazard(last_writer[array], node.name, RAW, array)

@@ -15,6 +15,11 @@ record on the producer's stream and a wait on the consumer's. The plan is built 
 4. Events: a wait for each cross-stream edge of the reduction, unless the consumer's stream is
    already known (through stream order and earlier waits, tracked as vector clocks) to follow the
    producer; one record per producer that some wait needs.
+   A kernel confined to part of the SMs (``KernelNode.sm_limit``) is meant to run beside the
+   others, so it never takes the main stream and shares its side stream only with other
+   confined kernels; those streams are the plan's ``priority_streams``, created at the highest
+   priority, so that as the concurrent GEMM's blocks finish, the confined kernel's pending
+   blocks are dispatched first and settle on its SMs.
 5. Fork and join: every side stream first waits on an event recorded on the main stream at the
    start (so it follows whatever was enqueued on the main stream before the call, and joins a
    stream capture), and the main stream finally waits for the last kernel of every side stream it
@@ -86,6 +91,7 @@ class LaunchPlan:
     streams: int
     events: tuple[str, ...]
     critical_path: tuple[str, ...]
+    priority_streams: tuple[int, ...] = ()
 
     @property
     def issue_order(self) -> tuple[str, ...]:
@@ -135,6 +141,12 @@ def transitive_reduction(graph: nx.DiGraph) -> nx.DiGraph:
     return reduced
 
 
+def confined(graph: nx.DiGraph, name: str) -> bool:
+    """Whether kernel ``name`` confines itself to part of the SMs (``KernelNode.sm_limit``)."""
+    node = graph.nodes[name].get("node")
+    return node is not None and node.sm_limit is not None
+
+
 def _assign(reduced: nx.DiGraph, max_streams: int, weights: Mapping[str, float],
             on_main: set[str]) -> tuple[list[str], dict[str, int]]:
     """The list schedule of step 3: the issue order and the stream of each kernel."""
@@ -145,6 +157,7 @@ def _assign(reduced: nx.DiGraph, max_streams: int, weights: Mapping[str, float],
     side_in_use = 0
     issue: list[str] = []
     stream_of: dict[str, int] = {}
+    kinds: dict[int, bool] = {}  # side stream -> whether it runs confined kernels
     while len(issue) < len(order):
         best: tuple[tuple[float, int], str, int] | None = None
         for n in order:
@@ -156,6 +169,9 @@ def _assign(reduced: nx.DiGraph, max_streams: int, weights: Mapping[str, float],
                 candidates = [MAIN]
             else:
                 candidates = list(range(1, min(side_in_use + 1, max_streams - 1) + 1))
+                # confined kernels and the others never share a side stream (step 3)
+                mine = [s for s in candidates if s > side_in_use or kinds.get(s) == confined(reduced, n)]
+                candidates = mine or candidates
             stream = min(candidates, key=lambda s: (max(ready, free[s]), last[s] not in preds, s > side_in_use, s))
             key = (max(ready, free[stream]), order[n])
             if best is None or key < best[0]:
@@ -167,6 +183,8 @@ def _assign(reduced: nx.DiGraph, max_streams: int, weights: Mapping[str, float],
         finish[n] = free[stream] = start + weights[n]
         last[stream] = n
         side_in_use = max(side_in_use, stream)
+        if stream != MAIN:
+            kinds.setdefault(stream, confined(reduced, n))
     return issue, stream_of
 
 
@@ -223,8 +241,13 @@ def plan(graph: nx.DiGraph, max_streams: int, weights: Mapping[str, float] | Non
     reduced = transitive_reduction(graph)
     w = node_weights(graph, weights)
     path = critical_path(reduced, w)
-    issue, stream_of = _assign(reduced, max_streams, w, set(path))
+    on_main = {n for n in path if not confined(reduced, n)}
+    if max_streams == 1 and any(confined(reduced, n) for n in reduced):
+        raise DataFlowError("a kernel confined to part of the SMs (sm_limit) needs a side stream: "
+                            "max_streams must be at least 2")
+    issue, stream_of = _assign(reduced, max_streams, w, on_main)
     streams = max(stream_of.values(), default=0) + 1
     steps, events = _steps(reduced, issue, stream_of, streams)
+    priority = tuple(sorted({s for n, s in stream_of.items() if s != MAIN and confined(reduced, n)}))
     return LaunchPlan(graph=graph, reduced=reduced, steps=tuple(steps), stream_of=stream_of, streams=streams,
-                      events=tuple(events), critical_path=tuple(path))
+                      events=tuple(events), critical_path=tuple(path), priority_streams=priority)

@@ -1,0 +1,148 @@
+"""The volume flux overlapped with the library paths' GEMMs: a DRAM-bound kernel beside compute-bound ones.
+
+Why: at p >= 511 the library paths run one DRAM-bound kernel (the volume flux: 1850 µs of GEMM_FUSED's
+10909 at p = 511, DRAM 84 %) before GEMMs that draw 0.9-2.2 TB/s of the 4.24 (ncu, session 10/15),
+each filling the machine, so nothing overlaps and the scheduler measured 0.4-0.6 % of overlap there
+(results.md section 8). A streaming kernel needs few SMs for most of the bandwidth (a copy inside a
+green context: 3.84 TB/s on 132 SMs, 3.73 on 52, 3.14 on 34; session 8 call 4), while a GEMM's time
+scales with its SMs. So the flux is split by direction:
+
+- the first GEMM's product (``volume_flux_<r>``, q * vel_r) runs alone on every SM;
+- the other two (``volume_flux_<rest>``) run beside that GEMM, confined to ``overlap_sms`` SMs by
+  ``%smid`` (``composer/kernels/templates/volume_products.cu.j2``): their blocks on other SMs leave
+  at once, so the GEMM's blocks take those SMs, and when the products are done the GEMM's blocks
+  refill the partition. No green context: the partition is dynamic and needs no second context.
+
+The data flow does the rest (``composer.sched``): the first GEMM reads only its own flux, so it
+starts after the first product; the two products share the resource ``dram`` with the first, so
+they follow it instead of competing with it; the confined kernel gets a side stream of the highest
+priority (``KernelNode.sm_limit``). The products are those of volume_flux bit for bit.
+
+Which product goes first (``overlap_first``): the GEMM that draws the least DRAM beside the confined
+products (cuBLAS's z GEMM: 0.92 TB/s at p = 511, against 2.17 for x), unless the data flow fixes it
+(GEMM_FUSED with the fold: x is first in the chain; a carrier is always last).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+from composer.arch.machines import Machine
+from composer.errors import ComposerError
+from composer.gemm.roles import ROLES
+from composer.kernels.support import (DEFAULT_BLOCK, PRODUCT_ARGS, PRODUCT_WORK_BYTES, launch_shape,
+                                      launch_volume_products, load_products_kernel)
+from composer.paths.program import roof_seconds, volume_bytes
+from composer.sched import KernelNode
+
+#: The resource the flux kernels share (``KernelNode.resource``): they follow one another.
+DRAM = "dram"
+#: The preference for the first product where the data flow leaves it open.
+FIRST_PREFERENCE = ("z", "x", "y")
+#: Below about this many SMs a streaming kernel's bandwidth falls with its SMs (the copy curve above:
+#: 3.73 TB/s on 52 SMs, 3.14 on 34): the confined kernel's cost hint scales by KNEE_SMS / sms below it.
+KNEE_SMS = 48
+#: The velocity array of each role (the problem's names).
+VELOCITY = {role: vel for role, (vel, _) in PRODUCT_ARGS.items()}
+
+
+def sms_option(value: int | str) -> int:
+    """SMs of the partition the overlapped products run on (0: no overlap)."""
+    number = int(value)
+    if number < 0:
+        raise ValueError(f"expected a non-negative number of SMs, got {value!r}")
+    return number
+
+
+def first_option(value: str) -> str:
+    role = str(value).strip().lower()
+    if role not in ROLES:
+        raise ValueError(f"expected one of {', '.join(ROLES)}, got {value!r}")
+    return role
+
+
+#: The options every library path reads for the overlap.
+OVERLAP_OPTIONS: Mapping[str, Any] = MappingProxyType({
+    "overlap_sms": (sms_option, "run two of the three volume-flux products beside the first GEMM, confined to "
+                                "this many SMs (its blocks take the rest); 0: one volume_flux kernel before "
+                                "the GEMMs, as the paper (default 0)"),
+    "overlap_first": (first_option, "with overlap_sms: the GEMM whose product runs first, alone (default: "
+                                    "z, the GEMM drawing the least DRAM, unless the data flow fixes it)"),
+})
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """The overlapped flux of one path instance: ``first`` alone, then ``rest`` on ``sms`` SMs."""
+
+    sms: int
+    first: str
+
+    @property
+    def rest(self) -> str:
+        return "".join(r for r in ROLES if r != self.first)
+
+    @property
+    def tag(self) -> str:
+        """How plan settings and node times name it."""
+        return f"overlap={self.sms}:{self.first}"
+
+
+def overlap_of(options: Mapping[str, Any], sm_count: int, path: str, allowed_first: tuple[str, ...] = ROLES,
+               fixed_first: str | None = None) -> Overlap | None:
+    """The overlap the parsed ``options`` ask for (None: off), checked against the machine's
+    ``sm_count`` and the roles that may go first (``allowed_first``; ``fixed_first`` when the data
+    flow leaves one choice)."""
+    sms = options.get("overlap_sms") or 0
+    first = options.get("overlap_first")
+    if not sms:
+        if first is not None:
+            raise ComposerError(f"path {path}: option overlap_first needs overlap_sms (the partition's SMs)")
+        return None
+    if sms >= sm_count:
+        raise ComposerError(f"path {path}: option overlap_sms={sms}: the partition must leave SMs to the GEMM; "
+                            f"the device has {sm_count}")
+    if first is None:
+        first = fixed_first or next(r for r in FIRST_PREFERENCE if r in allowed_first)
+    elif first not in allowed_first:
+        raise ComposerError(f"path {path}: option overlap_first={first}: its GEMM cannot run first here "
+                            f"(the first GEMM may be {', '.join(allowed_first)})")
+    return Overlap(int(sms), first)
+
+
+def flux_nodes(overlap: Overlap, nq: int, ne: int, machine: Machine) -> tuple[KernelNode, KernelNode]:
+    """The first product alone and the other two confined, with the arrays each touches."""
+    vol = volume_bytes(nq, ne)
+    grid, block = launch_shape("volume_flux", nq, ne, DEFAULT_BLOCK, machine.sm_count)
+    first, rest = overlap.first, overlap.rest
+    slow = max(1.0, KNEE_SMS / overlap.sms)
+    return (KernelNode(f"volume_flux_{first}", "volume_flux", ("q", VELOCITY[first]), (f"flux_{first}",),
+                       cost=roof_seconds(machine, nbytes=3 * vol), grid=grid, block=block, resource=DRAM),
+            KernelNode(f"volume_flux_{rest}", "volume_flux", ("q", *(VELOCITY[r] for r in rest)),
+                       tuple(f"flux_{r}" for r in rest), cost=slow * roof_seconds(machine, nbytes=5 * vol),
+                       block=block, resource=DRAM, sm_limit=overlap.sms))
+
+
+class OverlapKernels:
+    """The two product kernels of an instance and the counters of the confined one."""
+
+    def __init__(self, overlap: Overlap, nq: int, device: Any, allocate: Any) -> None:
+        self.overlap = overlap
+        self.first = load_products_kernel(overlap.first, nq, device)
+        self.rest = load_products_kernel(overlap.rest, nq, device)
+        self.work = allocate("overlap.work", PRODUCT_WORK_BYTES)
+        self.work.zero()
+
+    def launches(self, q_ptr: int, velocity: Mapping[str, int], flux: Mapping[str, int], ne: int) -> dict[str, Any]:
+        """The two launches of a call reading ``q_ptr``, by node name."""
+        first, rest, sms = self.overlap.first, self.overlap.rest, self.overlap.sms
+        return {
+            f"volume_flux_{first}": lambda s: launch_volume_products(
+                self.first, first, q_ptr, {first: velocity[first]}, {first: flux[first]}, ne, stream=s),
+            f"volume_flux_{rest}": lambda s: launch_volume_products(
+                self.rest, rest, q_ptr, {r: velocity[r] for r in rest}, {r: flux[r] for r in rest}, ne,
+                sm_limit=sms, work=self.work.ptr, stream=s),
+        }
