@@ -200,6 +200,7 @@ def runtime(monkeypatch):
     monkeypatch.setattr(overlap, "load_products_kernel", lambda products, nq, device: ProductsKernel(products,
                                                                                                      runtime_mesh[0]))
     monkeypatch.setattr(base, "highest_priority", lambda device=None: -5)
+    monkeypatch.setattr(overlap, "active_sm_ids", lambda device=None: list(range(0, 2 * 132, 2)))  # sparse ids
 
     def upload(fields, order, grid) -> DeviceProblem:
         mesh = dg.Mesh(order, grid)
@@ -259,7 +260,8 @@ def test_the_overlapped_flux_computes_the_reference(runtime, build_dir, order, c
     expect_first = first or ("x" if fold else next(r for r in "zxy" if r != carrier))
     rest = "".join(r for r in "xyz" if r != expect_first)
     products = [n for n in log if n.startswith("volume_products")]
-    assert products == [f"volume_products_{expect_first}_nq{order + 1}@0", f"volume_products_{rest}_nq{order + 1}@44"]
+    # 44 SMs of the sparse ids 0, 2, 4, ...: the bound is one past the 44th id, 86
+    assert products == [f"volume_products_{expect_first}_nq{order + 1}@0", f"volume_products_{rest}_nq{order + 1}@87"]
     assert "volume_flux" not in log
     confined = path.plan.stream_of[f"volume_flux_{rest}"]
     assert path.plan.priority_streams == (confined,) and path.side_streams[confined - 1].priority == -5

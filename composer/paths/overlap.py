@@ -36,6 +36,7 @@ from composer.gemm.roles import ROLES
 from composer.kernels.support import (DEFAULT_BLOCK, PRODUCT_ARGS, PRODUCT_WORK_BYTES, launch_shape,
                                       launch_volume_products, load_products_kernel)
 from composer.paths.program import roof_seconds, volume_bytes
+from composer.runtime.smid import active_sm_ids
 from composer.sched import KernelNode
 
 #: The resource the flux kernels share (``KernelNode.resource``): they follow one another.
@@ -126,23 +127,37 @@ def flux_nodes(overlap: Overlap, nq: int, ne: int, machine: Machine) -> tuple[Ke
                        block=block, resource=DRAM, sm_limit=overlap.sms))
 
 
+def partition_threshold(sm_ids: list[int], sms: int) -> int:
+    """The ``%smid`` bound that keeps exactly ``sms`` of the SMs ``sm_ids`` (the ids a probe kernel ran
+    on): the ids need not be 0 .. N-1 (on sm_90 ``%smid`` reads the virtual SM id, and PTX does not
+    promise contiguous numbering), so the bound is one past the ``sms``-th smallest id."""
+    ids = sorted(set(int(i) for i in sm_ids))
+    if not 1 <= sms < len(ids):
+        raise ComposerError(f"overlap_sms={sms}: the probe saw {len(ids)} SMs; the partition must leave SMs "
+                            f"to the GEMM")
+    return ids[sms - 1] + 1
+
+
 class OverlapKernels:
-    """The two product kernels of an instance and the counters of the confined one."""
+    """The two product kernels of an instance, the counters of the confined one and its ``%smid``
+    bound (read from the SMs a probe kernel runs on, ``composer.runtime.smid``)."""
 
     def __init__(self, overlap: Overlap, nq: int, device: Any, allocate: Any) -> None:
         self.overlap = overlap
         self.first = load_products_kernel(overlap.first, nq, device)
         self.rest = load_products_kernel(overlap.rest, nq, device)
+        self.sm_ids = active_sm_ids(device=device)
+        self.sm_limit = partition_threshold(self.sm_ids, overlap.sms)
         self.work = allocate("overlap.work", PRODUCT_WORK_BYTES)
         self.work.zero()
 
     def launches(self, q_ptr: int, velocity: Mapping[str, int], flux: Mapping[str, int], ne: int) -> dict[str, Any]:
         """The two launches of a call reading ``q_ptr``, by node name."""
-        first, rest, sms = self.overlap.first, self.overlap.rest, self.overlap.sms
+        first, rest = self.overlap.first, self.overlap.rest
         return {
             f"volume_flux_{first}": lambda s: launch_volume_products(
                 self.first, first, q_ptr, {first: velocity[first]}, {first: flux[first]}, ne, stream=s),
             f"volume_flux_{rest}": lambda s: launch_volume_products(
                 self.rest, rest, q_ptr, {r: velocity[r] for r in rest}, {r: flux[r] for r in rest}, ne,
-                sm_limit=sms, work=self.work.ptr, stream=s),
+                sm_limit=self.sm_limit, work=self.work.ptr, stream=s),
         }

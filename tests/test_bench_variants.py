@@ -1,0 +1,44 @@
+"""composer.bench.variants with fake GPU steps: parsing, validation before timing, interleaving, ratios."""
+
+from __future__ import annotations
+
+import pytest
+
+from composer.bench.variants import parse_variant, run_variants, summary, table_lines
+from composer.errors import ComposerError
+
+
+def test_variants_parse_with_their_paths_options():
+    v = parse_variant("gemm_fused:overlap_sms=44,overlap_first=z")
+    assert (v.path, dict(v.options), v.label) == ("GEMM_FUSED", {"overlap_sms": "44", "overlap_first": "z"},
+                                                  "GEMM_FUSED:overlap_sms=44,overlap_first=z")
+    assert parse_variant("GEMM").label == "GEMM"
+    for bad, message in (("GEMM:mma=8x8x4", "has no option 'mma'"), ("GEMM:overlap_sms", "is not KEY=VALUE"),
+                         (":x=1", "expected PATH"), ("NOPE", "unknown path")):
+        with pytest.raises(ComposerError, match=message):
+            parse_variant(bad)
+
+
+def test_a_variant_that_fails_validation_is_never_timed_and_ratios_use_the_first():
+    variants = [parse_variant(t) for t in ("GEMM", "GEMM:overlap_sms=44", "GEMM:overlap_sms=8")]
+    times = {"GEMM": 10e-3, "GEMM:overlap_sms=44": 9e-3}
+    order: list[str] = []
+
+    def measure(v):
+        order.append(v.label)
+        return times[v.label]
+
+    results = run_variants(variants, lambda v: (v.label != "GEMM:overlap_sms=8", "1e-14"), measure, 3)
+    assert "GEMM:overlap_sms=8" not in order and len(order) == 6
+    assert order[:2] != order[2:4]  # the order rotates between rounds
+    doc = summary(results, {"order": 511})
+    rows = {r["variant"]: r for r in doc["variants"]}
+    assert rows["GEMM"]["ratio"] == 1.0 and rows["GEMM:overlap_sms=44"]["ratio"] == pytest.approx(0.9)
+    assert rows["GEMM:overlap_sms=8"]["median_us"] is None and not rows["GEMM:overlap_sms=8"]["validated"]
+    assert doc["order"] == 511 and len(table_lines(doc)) == 3 and "not timed" in table_lines(doc)[2]
+
+
+def test_the_same_variant_twice_is_refused():
+    v = parse_variant("GEMM")
+    with pytest.raises(ComposerError, match="named twice: GEMM"):
+        run_variants([v, v], lambda _: (True, ""), lambda _: 1.0, 1)

@@ -1,0 +1,125 @@
+"""Time option variants of the paths against each other in one interleaved run (GPU)
+(composer.bench.variants): each variant validated on the point-varying input first, then timed on
+one resident benchmark problem, device µs per tendency call, with the SM clock sampled (NVML).
+
+    python3 tools/variants_bench.py --order 511 --variant GEMM --variant GEMM:overlap_sms=44 \\
+        --variant GEMM_FUSED --variant GEMM_FUSED:overlap_sms=44 [--rounds 5] [--calls 5] [--out F] [--json]
+
+A variant is PATH or PATH:KEY=VALUE[,KEY=VALUE...] (the keys of ``--option PATH.KEY=VALUE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from composer.bench.variants import Variant, parse_variant, run_variants, summary, table_lines  # noqa: E402
+from composer.cli.arguments import positive_int  # noqa: E402
+from composer.errors import ComposerError  # noqa: E402
+from composer.fileio import atomic_write_text, emit_json  # noqa: E402
+
+
+def gpu_steps(order: int, calls: int) -> tuple[Any, Any, Any]:
+    """(validate, measure, close) on the GPU, as the carrier sweep's: validation on the schedule's
+    validation grid, timing on its benchmark grid (uploaded once, after every validation)."""
+    from composer import dg
+    from composer.api import tendency
+    from composer.config.schedules import load_schedule
+    from composer.paths.problem import DeviceProblem
+    from composer.paths.registry import path_class
+    from composer.paths.timer import seconds_per_call
+    from composer.runtime import Event
+    from composer.runtime.device import ensure_context
+    from composer.validation import field_check
+
+    schedule = load_schedule(order)
+    device = ensure_context(None)
+    start, end = Event(device), Event(device)
+    checked: dict[str, Any] = {}
+    resident: dict[str, Any] = {}
+
+    def validate(variant: Variant) -> tuple[bool, str]:
+        vgrid = schedule.validation.grid
+        if not checked:
+            checked["fields"] = dg.make_fields(order, vgrid, varying=True)
+            checked["reference"] = dg.reference_tendency(checked["fields"], order, vgrid)
+
+        def run_path(fields, o, g):
+            return tendency(fields, o, g, path=variant.path, device=device, **variant.options)
+        try:
+            check = field_check(run_path, order, vgrid, schedule.validation.tolerance,
+                                reference=checked["reference"], fields=checked["fields"])
+        except ComposerError as exc:
+            return False, f"error: {exc}"
+        return check.passed, check.criterion().measured
+
+    def measure(variant: Variant) -> float:
+        if "problem" not in resident:
+            checked.clear()
+            grid = schedule.benchmark.grid
+            resident["problem"] = DeviceProblem.upload(dg.make_fields(order, grid), order, grid, device)
+        problem = resident["problem"]
+        cls = path_class(variant.path)
+        path = cls(problem, **cls.parse_options(variant.options))
+        try:
+            return seconds_per_call(path, start, end, calls)
+        finally:
+            problem.stream.synchronize()
+            path.close()
+
+    def close() -> None:
+        if "problem" in resident:
+            resident.pop("problem").close()
+
+    return validate, measure, close
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--order", type=positive_int, required=True)
+    parser.add_argument("--variant", action="append", required=True,
+                        help="PATH or PATH:KEY=VALUE[,KEY=VALUE...], repeatable; the first is the ratios' base")
+    parser.add_argument("--rounds", type=positive_int, default=5)
+    parser.add_argument("--calls", type=positive_int, default=5, help="timed tendency calls per sample")
+    parser.add_argument("--out", help="also write the JSON here (atomically)")
+    parser.add_argument("--json", action="store_true", help="print the JSON instead of one line per variant")
+    args = parser.parse_args(argv)
+    try:
+        variants = [parse_variant(text) for text in args.variant]
+        from composer.bench.nvml import ClockSampler
+
+        validate, measure, close = gpu_steps(args.order, args.calls)
+        sampler = ClockSampler()
+        try:
+            sampler.start()
+            results = run_variants(variants, validate, measure, args.rounds)
+        finally:
+            sampler.stop()
+            close()
+        clocks = sampler.summary()
+        result = summary(results, {"order": args.order, "rounds": args.rounds, "calls": args.calls,
+                                   "clocks": clocks.to_dict() if hasattr(clocks, "to_dict") else vars(clocks)})
+    except ComposerError as exc:
+        print(f"variants_bench: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        emit_json(result, args.out)
+        return 0
+    if args.out:
+        atomic_write_text(Path(args.out), json.dumps(result, indent=2) + "\n")
+    try:
+        for line in table_lines(result):
+            print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:  # | head closed the pipe: the file is written, stop quietly
+        sys.stderr.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
