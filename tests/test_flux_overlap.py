@@ -145,14 +145,15 @@ def test_a_confined_kernel_gets_its_own_priority_stream_never_the_main_one():
     assert launch.stream_of["first"] == 0 and launch.stream_of["gemm_x"] == 0
 
 
-def test_a_confined_kernel_cannot_run_on_one_stream():
-    with pytest.raises(DataFlowError, match="max_streams must be at least 2"):
-        plan(build_graph(overlap_program(), INPUTS), 1)
+def test_the_serial_plan_runs_a_confined_kernel_alone_on_the_main_stream():
+    """What composer.sched.measure times as its node time: the kernel alone on its partition."""
+    serial = plan(build_graph(overlap_program(), INPUTS), 1)
+    assert set(serial.stream_of.values()) == {0} and serial.priority_streams == ()
     with pytest.raises(DataFlowError, match="sm_limit must be a positive integer"):
         KernelNode("k", "x", sm_limit=0)
 
 
-@pytest.mark.parametrize("max_streams", (2, 3, 8))
+@pytest.mark.parametrize("max_streams", (1, 2, 3, 8))
 def test_the_overlap_plan_keeps_every_hazard_under_random_durations(max_streams):
     launch = plan(build_graph(overlap_program(), INPUTS), max_streams)
     rng = random.Random(max_streams)

@@ -19,11 +19,11 @@ from typing import Any
 from composer import counts
 from composer.arch.machines import DEFAULT_MACHINE, get_machine
 from composer.cli import output
-from composer.cli.arguments import csv_list, parse_grid, positive_int
+from composer.cli.arguments import csv_list, options_by_path, parse_grid, path_option, positive_int
 from composer.config.schedules import load_schedule
 from composer.errors import ComposerError
 from composer.fileio import atomic_write_text
-from composer.paths.registry import path_class
+from composer.paths.registry import path_class, requested_path_options
 from composer.sched import describe, to_dot
 
 
@@ -60,6 +60,9 @@ def register(subparsers: Any) -> None:
                         "schedules directory, where later launch plans of this GPU take them as weights")
     parser.add_argument("--hints", action="store_true",
                         help="plan from the roofline cost hints, not from recorded node times")
+    parser.add_argument("--option", dest="options", action="append", type=path_option, default=None,
+                        metavar="PATH.KEY=VALUE", help="a path option, repeatable (e.g. GEMM_FUSED.overlap_sms=44: "
+                        "the volume flux beside the first GEMM)")
     parser.set_defaults(func=run)
 
 
@@ -86,8 +89,9 @@ def run(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"max_streams": args.max_streams} if args.max_streams else {}
     if args.hints:
         options["node_us"] = "hints"
-    reports = (_measure(classes, args.order, grid, options, args.repeats) if args.measure
-               else _plan_only(classes, args.order, grid, options, get_machine(args.machine)))
+    per_path = requested_path_options(options_by_path(args.options), args.path)
+    reports = (_measure(classes, args.order, grid, options, args.repeats, per_path) if args.measure
+               else _plan_only(classes, args.order, grid, options, get_machine(args.machine), per_path))
     if args.dot is not None:
         for report in reports:
             target = _dot_file(args.dot, report["path"], len(reports) > 1)
@@ -123,17 +127,19 @@ def _report(name: str, plan: Any) -> dict[str, Any]:
     return {"path": name, **describe(plan), "_dot": to_dot(plan, title=name)}
 
 
-def _plan_only(classes: list, order: int, grid: counts.Grid, options: dict, machine: Any) -> list[dict[str, Any]]:
+def _plan_only(classes: list, order: int, grid: counts.Grid, options: dict, machine: Any,
+               per_path: dict | None = None) -> list[dict[str, Any]]:
     reports = []
     for cls in classes:
-        parsed = cls.parse_options(options)
+        parsed = cls.parse_options({**options, **(per_path or {}).get(cls.name, {})})
         plan = cls.launch_plan(order, counts.num_elements(grid), machine, **parsed)
         reports.append({**_report(cls.name, plan), "machine": machine.name,
                         "settings": cls.plan_settings(order, **parsed)})
     return reports
 
 
-def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeats: int) -> list[dict[str, Any]]:
+def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeats: int,
+             per_path: dict | None = None) -> list[dict[str, Any]]:
     from composer import dg
     from composer.bench.nvml import ClockSampler
     from composer.bench.provenance import collect_provenance
@@ -152,7 +158,7 @@ def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeat
         progress = output.console(stderr=True)
         for i, cls in enumerate(classes, 1):
             progress.print(f"[{i}/{len(classes)}] {cls.name} p={order}: building, then {repeats} timed repetitions")
-            impl = cls(problem, **options)
+            impl = cls(problem, **{**options, **(per_path or {}).get(cls.name, {})})
             try:
                 with ClockSampler(device.ordinal) as clocks:  # clocks with every figure (power cap)
                     clocks.start()
@@ -183,6 +189,9 @@ def _print(report: dict[str, Any]) -> None:
     con.print(nodes)
     con.print("edges: " + (", ".join(f"{a} -> {b}" for a, b in report["edges"]) or "none"))
     con.print("critical path: " + " -> ".join(report["critical_path"]))
+    confined = [f"{n['name']} ({n['sm_limit']} SMs, stream {n['stream']})" for n in report["nodes"] if "sm_limit" in n]
+    if confined:
+        con.print("confined to part of the SMs, on priority streams: " + ", ".join(confined))
     m = report.get("measure")
     if not m:
         return

@@ -19,7 +19,9 @@ record on the producer's stream and a wait on the consumer's. The plan is built 
    others, so it never takes the main stream and shares its side stream only with other
    confined kernels; those streams are the plan's ``priority_streams``, created at the highest
    priority, so that as the concurrent GEMM's blocks finish, the confined kernel's pending
-   blocks are dispatched first and settle on its SMs.
+   blocks are dispatched first and settle on its SMs. With ``max_streams=1`` (the serial program)
+   it runs on the main stream like every kernel, alone on its partition: what
+   ``composer.sched.measure`` times as its node time, the input the contention estimate expects.
 5. Fork and join: every side stream first waits on an event recorded on the main stream at the
    start (so it follows whatever was enqueued on the main stream before the call, and joins a
    stream capture), and the main stream finally waits for the last kernel of every side stream it
@@ -242,12 +244,9 @@ def plan(graph: nx.DiGraph, max_streams: int, weights: Mapping[str, float] | Non
     w = node_weights(graph, weights)
     path = critical_path(reduced, w)
     on_main = {n for n in path if not confined(reduced, n)}
-    if max_streams == 1 and any(confined(reduced, n) for n in reduced):
-        raise DataFlowError("a kernel confined to part of the SMs (sm_limit) needs a side stream: "
-                            "max_streams must be at least 2")
     issue, stream_of = _assign(reduced, max_streams, w, on_main)
     streams = max(stream_of.values(), default=0) + 1
     steps, events = _steps(reduced, issue, stream_of, streams)
-    priority = tuple(sorted({s for n, s in stream_of.items() if s != MAIN and confined(reduced, n)}))
+    priority = tuple(sorted({s for n, s in stream_of.items() if s != MAIN and confined(reduced, n)}))  # none serially
     return LaunchPlan(graph=graph, reduced=reduced, steps=tuple(steps), stream_of=stream_of, streams=streams,
                       events=tuple(events), critical_path=tuple(path), priority_streams=priority)

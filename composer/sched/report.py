@@ -18,12 +18,16 @@ def describe(plan: LaunchPlan) -> dict[str, Any]:
     """``nodes`` (name, role, reads, writes, stream, in issue order), ``edges`` (the reduced DAG's
     ``[first, second]`` pairs), ``hazards`` (every hazard edge with its kinds and arrays), ``streams``
     (count), ``events`` (name, the stream recording it, the streams waiting on it), ``critical_path``
-    and ``steps`` (issue order)."""
+    ``steps`` (issue order) and ``priority_streams`` (the streams of the kernels confined to part of
+    the SMs, created at the highest priority); a confined node carries its ``sm_limit``, a node that
+    names a resource its ``resource``."""
     nodes = []
     for name in plan.issue_order:
         k = plan.node(name)
         nodes.append({"name": name, "role": k.role, "reads": list(k.reads), "writes": list(k.writes),
-                      "stream": plan.stream_of[name]})
+                      "stream": plan.stream_of[name],
+                      **({"sm_limit": k.sm_limit} if k.sm_limit is not None else {}),
+                      **({"resource": k.resource} if k.resource is not None else {})})
     events: dict[str, dict[str, Any]] = {}
     steps: list[dict[str, Any]] = []
     for step in plan.steps:
@@ -43,6 +47,7 @@ def describe(plan: LaunchPlan) -> dict[str, Any]:
         "streams": plan.streams,
         "events": list(events.values()),
         "critical_path": list(plan.critical_path),
+        "priority_streams": list(plan.priority_streams),
         "steps": steps,
     }
 
