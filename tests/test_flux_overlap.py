@@ -225,3 +225,49 @@ def test_the_partition_bound_counts_the_ids_the_probe_saw():
 def test_a_negative_partition_is_refused_at_parse_time():
     with pytest.raises(ComposerError, match="overlap_sms=-2"):
         path_class("GEMM").parse_options({"overlap_sms": -2})
+
+
+# --- the prospective estimate --------------------------------------------------------------------
+
+def test_bandwidth_is_interpolated_on_the_copy_curve():
+    from composer.paths.overlap import bandwidth_at
+
+    curve = {132: 3.84e12, 52: 3.73e12, 34: 3.14e12, 16: 1.55e12}
+    assert bandwidth_at(curve, 34) == 3.14e12 and bandwidth_at(curve, 200) == 3.84e12
+    assert bandwidth_at(curve, 43) == pytest.approx((3.14e12 + 3.73e12) / 2)
+    assert bandwidth_at(curve, 8) == pytest.approx(1.55e12 / 2)
+    with pytest.raises(ComposerError, match="no points"):
+        bandwidth_at({}, 8)
+
+
+def test_the_confined_products_take_what_dram_leaves_beside_the_gemm():
+    from composer.paths.overlap import confined_seconds
+
+    curve = {132: 3.84e12, 16: 1.55e12}
+    # the partition's own rate binds: 1.55 TB/s on 16 SMs, the GEMM beside leaves 4.0 - 1.0 * 116/132
+    assert confined_seconds(1.55e12, 16, 132, curve, 4.0e12, 1.0e12) == pytest.approx(1.0)
+    # what DRAM leaves binds: 4.0 - 2.64 * 66/132 = 2.68 TB/s < the curve's 3.2 at 66 SMs
+    assert confined_seconds(2.68e12, 66, 132, {132: 3.84e12, 66: 3.2e12}, 4.0e12, 2.64e12) == pytest.approx(1.0)
+    with pytest.raises(ComposerError, match="no DRAM bandwidth left"):
+        confined_seconds(1.0, 66, 132, curve, 1.0e12, 4.0e12)
+
+
+def test_the_prediction_tool_splits_the_profiled_flux_and_prices_the_partition(tmp_path):
+    import json
+
+    from tools.overlap_predict import main
+
+    out = tmp_path / "p.json"
+    assert main(["--path", "GEMM_FUSED", "--order", "511", "--profile",
+                 "docs/data/h200_s10/call1/prof/gf511win/profile.json", "--curve",
+                 "docs/data/h200_s8/call4/bw/bandwidth_sms.json", "--sms", "32,56", "--gemm", "gemm_x=tilesize64x128",
+                 "--gemm", "gemm_z=tilesize128x64", "--gemm", "gemm_y=carry", "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    rows = {r["sms"]: r for r in doc["predictions"]}
+    assert rows[32]["first_us"] == pytest.approx(3 / 7 * doc["node_us"]["volume_flux"])
+    assert rows[32]["beside"] == "gemm_z" and rows[32]["confined"] == "volume_flux_xy"
+    # the confined products are slower on fewer SMs; the GEMM beside them keeps more
+    assert rows[32]["confined_us"] > rows[56]["confined_us"]
+    assert main(["--path", "GEMM_FUSED", "--order", "511", "--profile",
+                 "docs/data/h200_s10/call1/prof/gf511win/profile.json", "--curve",
+                 "docs/data/h200_s8/call4/bw/bandwidth_sms.json", "--sms", "32"]) == 2  # a GEMM kernel unnamed

@@ -161,3 +161,32 @@ class OverlapKernels:
                 self.rest, rest, q_ptr, {r: velocity[r] for r in rest}, {r: flux[r] for r in rest}, ne,
                 sm_limit=self.sm_limit, work=self.work.ptr, stream=s),
         }
+
+
+# --- the prospective estimate (tools/overlap_predict.py) ---------------------------------------------
+
+def bandwidth_at(curve: Mapping[int, float], sms: int) -> float:
+    """A streaming kernel's bandwidth on ``sms`` SMs, linear between the measured points of ``curve``
+    (SMs -> bytes/s: the copy inside green contexts, ``tools/measure_bandwidth.py --sms``), flat
+    beyond its ends."""
+    points = sorted((int(s), float(b)) for s, b in curve.items())
+    if not points:
+        raise ComposerError("the bandwidth curve has no points")
+    if sms <= points[0][0]:
+        return points[0][1] * sms / points[0][0]  # below the smallest partition: in proportion to the SMs
+    for (s0, b0), (s1, b1) in zip(points, points[1:]):
+        if s0 <= sms <= s1:
+            return b0 + (b1 - b0) * (sms - s0) / (s1 - s0)
+    return points[-1][1]
+
+
+def confined_seconds(nbytes: float, sms: int, sm_count: int, curve: Mapping[int, float], hbm_Bps: float,
+                     beside_Bps: float) -> float:
+    """The confined products' time on ``sms`` SMs: their bytes at the lesser of the partition's
+    streaming bandwidth and what DRAM has left beside the GEMM on the other SMs (its measured DRAM
+    rate on the whole machine, ``beside_Bps``, in proportion to the SMs it keeps)."""
+    left = hbm_Bps - beside_Bps * (sm_count - sms) / sm_count
+    rate = min(bandwidth_at(curve, sms), left)
+    if not rate > 0:
+        raise ComposerError(f"no DRAM bandwidth left for the confined products on {sms} SMs")
+    return nbytes / rate
