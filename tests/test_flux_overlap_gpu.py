@@ -2,8 +2,9 @@
 
 - every product subset, in both forms, gives q * vel bit for bit, twice in a row (the confined
   form's last block resets its counters: a second launch with stale counters would skip the work);
-- the confined form works only on the SMs below its ``%smid`` bound, exactly ``sms`` of them once
-  the grid has blocks for all (the blocks landing elsewhere leave);
+- the confined form works only on the SMs below its ``%smid`` bound, at most ``sms`` of them (the
+  blocks landing elsewhere leave), and its last block finds no chunk left (the fallback that keeps
+  the result right when no block stays on the partition is not what did the work);
 - GEMM and GEMM_FUSED with ``overlap_sms`` against the NumPy reference on the point-varying input
   (max|diff| / max|ref| <= 1e-12) on a small non-cubic grid and at p = 511's Table S29 size.
 
@@ -62,8 +63,11 @@ def test_products_are_exact_and_stay_on_their_sms(device, products, sms):
             got = outs[r].to_numpy((n,), np.float64)
             assert np.array_equal(got, q * vel[r]), f"{products} {r} launch {repeat}"
         assert not work.to_numpy((2,), np.uint64).any(), "the counters were not reset"
-        used = np.flatnonzero(seen.to_numpy((SMID_SLOTS,), np.uint32))
+        marks = seen.to_numpy((SMID_SLOTS,), np.uint32)
+        used = np.flatnonzero(marks)
         if sms:
+            # 1: an SM of the partition that worked; 2: the last block's leftovers (the partition failed)
+            assert set(np.unique(marks[used])) == {1}, marks[used]
             assert used.size and used.max() < bound and used.size <= sms, used
     for buf in [*bufs.values(), *outs.values(), work, seen]:
         buf.free()
