@@ -57,7 +57,7 @@ BAD_TABLES = {
         "paths.GEMM_CUTE.library.w: unknown key (allowed here: x, y, z)"),
     "unknown GEMM_CUTE key": (
         _edited(P511, GEMM_CUTE_LIBRARY, GEMM_CUTE_LIBRARY + "\ncarrier = 1"),
-        "paths.GEMM_CUTE.carrier: unknown key (allowed here: library, mma, tiles)"),
+        "paths.GEMM_CUTE.carrier: unknown key (allowed here: library, mma, overlap_first, overlap_sms, tiles)"),
     "unknown tile key": (
         _edited(P511, "stages = 3\n", "stages = 3\nbz = 4\n"),
         "paths.GEMM_CUTE.tiles.x.bz: unknown key (allowed here: bk, bm, bn, fragment_pipeline, stages, swap, warps_m, warps_n)"),
@@ -106,10 +106,41 @@ BAD_TABLES = {
     "fused table at an order the variant does not implement": (
         P511 + '\n[paths.FUSED]\nflux = "array"\n',
         "paths.FUSED: path FUSED does not implement order 511; it supports [7, 15, 31, 63, 127, 255]"),
+    "an overlap partition that is not a number of SMs": (
+        _edited(P511, 'carrier = "y"\nfold = false', 'carrier = "y"\noverlap_sms = -4\nfold = false'),
+        "paths.GEMM_FUSED.overlap_sms: expected a non-negative integer, got -4"),
+    "the overlap's first product without a partition": (
+        _edited(P511, GEMM_CUTE_LIBRARY, GEMM_CUTE_LIBRARY + '\noverlap_first = "z"'),
+        "paths.GEMM_CUTE.overlap_first: needs overlap_sms (the partition's SMs)"),
+    "the carrier's product first": (
+        _edited(P511, 'carrier = "y"\nfold = false', 'carrier = "y"\noverlap_sms = 32\noverlap_first = "y"\nfold = false'),
+        "paths.GEMM_FUSED.overlap_first: y's GEMM cannot run first here (y carries: it runs last)"),
+    "the overlap with the flux formed in the GEMMs": (
+        _edited(P511, 'flux = "array"\nmma = "16x8x8"\ncarrier_tile', 'flux = "mainloop"\noverlap_sms = 32\nmma = "16x8x8"\ncarrier_tile'),
+        "paths.GEMM_FUSED.overlap_sms: needs flux = array (flux = mainloop forms the products in the GEMMs)"),
     "a path that is not a table": (
         P511.replace("[paths.FUSED_DFMA]\nschedule_of", "[paths]\nEINSUM = 3\n[paths.FUSED_DFMA]\nschedule_of"),
         "paths.EINSUM: expected a table, got 3"),
 }
+
+
+def test_the_schedules_overlap_is_the_paths_default_and_an_option_turns_it_off(tmp_path: Path, monkeypatch) -> None:
+    from composer.arch.machines import load_machines
+    from composer.paths.registry import path_class
+
+    (tmp_path / "p0511.toml").write_text(_edited(P511, 'carrier = "y"\nfold = false',
+                                                 'carrier = "y"\noverlap_sms = 32\nfold = false'))
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(tmp_path))
+    load_schedule.cache_clear() if hasattr(load_schedule, "cache_clear") else None
+    cls, h200 = path_class("GEMM_FUSED"), load_machines()["h200"]
+    on = cls.launch_plan(511, 1, h200, **cls.parse_options({}))
+    assert on.node("volume_flux_xy").sm_limit == 32 and cls.plan_settings(511).endswith("overlap=32:z")
+    off = cls.launch_plan(511, 1, h200, **cls.parse_options({"overlap_sms": 0}))
+    assert "volume_flux" in off.issue_order and "overlap" not in cls.plan_settings(511, overlap_sms=0)
+    wider = cls.launch_plan(511, 1, h200, **cls.parse_options({"overlap_sms": 44}))
+    assert wider.node("volume_flux_xy").sm_limit == 44
+    gemm = path_class("GEMM")  # GEMM's table takes no settings: the paper's single volume flux
+    assert "volume_flux" in gemm.launch_plan(511, 1, h200, **gemm.parse_options({})).issue_order
 
 
 @pytest.mark.parametrize("case", sorted(BAD_TABLES))

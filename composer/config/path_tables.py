@@ -68,12 +68,32 @@ def _fused(table: Table, context: PathContext) -> None:
         raise table.error("", str(exc)) from None
 
 
-def _gemm_cute(table: Table, context: PathContext) -> None:
-    """``mma`` (an MMA shape of ``composer.arch.mma``, spelled ``16x8x4``), ``library`` (role ->
-    library) and ``tiles`` (per-role overrides of the kernel tile, optionally per MMA shape:
-    ``tiles.<role>`` or ``tiles.<shape>.<role>``, as ``composer build`` reads them)."""
+#: The overlapped flux's keys (composer.paths.overlap), shared by GEMM_CUTE's and GEMM_FUSED's tables.
+OVERLAP_KEYS = ("overlap_sms", "overlap_first")
+
+
+def _overlap(table: Table, allowed_first: tuple[str, ...] | None = None, why: str = "") -> None:
+    """``overlap_sms`` (SMs of the partition the two confined products run on beside the first
+    GEMM; 0: off) and ``overlap_first`` (the role whose product runs first, alone; only with
+    ``overlap_sms``; one of ``allowed_first`` where the data flow restricts it)."""
     from composer.gemm.roles import ROLES
 
+    sms = table.optional("overlap_sms", non_negative_int)
+    first = table.optional("overlap_first", one_of(ROLES))
+    if first is not None and not sms:
+        raise table.error("overlap_first", "needs overlap_sms (the partition's SMs)")
+    if first is not None and allowed_first is not None and first not in allowed_first:
+        raise table.error("overlap_first", f"{first}'s GEMM cannot run first here ({why})")
+
+
+def _gemm_cute(table: Table, context: PathContext) -> None:
+    """``mma`` (an MMA shape of ``composer.arch.mma``, spelled ``16x8x4``), ``library`` (role ->
+    library), ``tiles`` (per-role overrides of the kernel tile, optionally per MMA shape:
+    ``tiles.<role>`` or ``tiles.<shape>.<role>``, as ``composer build`` reads them) and the
+    overlapped flux's ``overlap_sms`` / ``overlap_first``."""
+    from composer.gemm.roles import ROLES
+
+    _overlap(table)
     mma = table.optional("mma", one_of(SHAPES))
     _check_library(table)
     tiles = table.optional_table("tiles")
@@ -138,6 +158,8 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
     table.optional("carrier", one_of(ROLES))
     table.optional("fold", boolean)
     table.optional("store_group", positive_int)
+    for key in OVERLAP_KEYS:  # checked once the settings are resolved, below
+        table.optional(key, lambda value: value)
     table.optional("flux", one_of(FLUX_SOURCES))
     mma = table.optional("mma", one_of(SHAPES))
     _check_library(table)
@@ -154,6 +176,11 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
         settings = fused_settings(context.order, context.paths)
     except FusedSettingsError as exc:
         raise table.error(exc.key, exc.message) from None
+    plan = settings.plan
+    if settings.forms_flux and table.data.get("overlap_sms"):
+        raise table.error("overlap_sms", f"needs flux = array (flux = {settings.flux} forms the products in the GEMMs)")
+    allowed = ("x",) if plan.fold else tuple(r for r in ROLES if r != plan.carrier)
+    _overlap(table, allowed, "the fold runs x first" if plan.fold else f"{plan.carrier} carries: it runs last")
     if mma is None and context.paths.get("GEMM_CUTE", {}).get("mma") is None:
         return
     try:

@@ -155,13 +155,22 @@ class GemmFusedPath(GemmCutePath):
                 + cls.overlap_tag(order, options))
 
     @classmethod
+    def overlap_options(cls, order: int, options: Mapping[str, Any]) -> dict[str, Any]:
+        """The flux formed in the mainloop has no volume flux to overlap: the schedule's overlap keys
+        then do not apply (an option asking for the overlap is an error)."""
+        settings = settings_for(order, {k: v for k, v in options.items() if k not in OVERLAP_KEYS})
+        if settings.forms_flux:
+            if options.get("overlap_sms"):
+                raise ComposerError(f"path GEMM_FUSED at p={order}: option overlap_sms needs flux = array "
+                                    f"(flux = {settings.flux} forms the products in the GEMMs)")
+            return {}
+        return super().overlap_options(order, options)
+
+    @classmethod
     def overlap_roles(cls, order: int, options: Mapping[str, Any]) -> tuple[tuple[str, ...], str | None]:
         """The carrier runs last, so its product never goes first; with the fold x is first in the
-        chain (x -> y -> z). The flux formed in the mainloop has no volume flux to overlap."""
+        chain (x -> y -> z)."""
         settings = settings_for(order, {k: v for k, v in options.items() if k not in OVERLAP_KEYS})
-        if settings.forms_flux and options.get("overlap_sms"):
-            raise ComposerError(f"path GEMM_FUSED at p={order}: option overlap_sms needs flux = array "
-                                f"(flux = {settings.flux} forms the products in the GEMMs)")
         plan = settings.plan
         if plan.fold:
             return ("x",), "x"

@@ -20,6 +20,8 @@ from composer.arch.machines import Machine
 from composer.gemm.roles import ROLES, GemmSpec, gemm_spec
 from composer.kernels.support import (DEFAULT_BLOCK, SupportKernels, launch_separable_lift, launch_shape,
                                       launch_surface_flux, launch_volume_flux, products_grid)
+from composer.config.schedules import load_schedule
+from composer.errors import ComposerError
 from composer.paths.base import Launcher, Path, PathOption
 from composer.paths.overlap import OVERLAP_OPTIONS, Overlap, OverlapKernels, flux_nodes as overlap_flux_nodes, overlap_of
 from composer.paths.problem import DeviceProblem
@@ -53,10 +55,24 @@ class LibraryPath(Path):
         return ROLES, None
 
     @classmethod
+    def overlap_options(cls, order: int, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``overlap_sms`` and ``overlap_first`` as given, over the schedule's ``[paths.NAME]`` keys
+        (GEMM_CUTE's and GEMM_FUSED's tables; GEMM's has none). An ``overlap_sms`` given as 0 turns
+        the schedule's overlap off, its ``overlap_first`` with it."""
+        given = {k: options[k] for k in OVERLAP_OPTIONS if options.get(k) is not None}
+        if "overlap_sms" in given and not given["overlap_sms"]:
+            return given
+        try:
+            table = dict(load_schedule(order).paths.get(cls.name, {}))
+        except ComposerError:
+            table = {}
+        return {**{k: table[k] for k in OVERLAP_OPTIONS if k in table}, **given}
+
+    @classmethod
     def overlap_settings(cls, order: int, sm_count: int, options: Mapping[str, Any]) -> Overlap | None:
-        """The flux overlap the options ask for (``composer.paths.overlap``), None when off."""
+        """The flux overlap the options (or the schedule) ask for (``composer.paths.overlap``), None when off."""
         allowed, fixed = cls.overlap_roles(order, options)
-        return overlap_of(options, sm_count, cls.name, allowed, fixed)
+        return overlap_of(cls.overlap_options(order, options), sm_count, cls.name, allowed, fixed)
 
     @classmethod
     def volume_flux_nodes(cls, nq: int, ne: int, machine: Machine, options: Mapping[str, Any]) -> list[KernelNode]:
@@ -76,11 +92,12 @@ class LibraryPath(Path):
     def overlap_tag(cls, order: int, options: Mapping[str, Any]) -> str:
         """`` overlap=SMS:FIRST`` (leading space) when the overlap is on, else ``""``; the tag does
         not depend on the machine (its SM count is checked where the plan is built)."""
-        sms = options.get("overlap_sms") or 0
+        resolved = cls.overlap_options(order, options)
+        sms = resolved.get("overlap_sms") or 0
         if not sms:
             return ""
         allowed, fixed = cls.overlap_roles(order, options)
-        overlap = overlap_of(options, sms + 1, cls.name, allowed, fixed)
+        overlap = overlap_of(resolved, sms + 1, cls.name, allowed, fixed)
         return f" {overlap.tag}" if overlap else ""
 
     @classmethod
