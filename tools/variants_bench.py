@@ -25,58 +25,11 @@ from composer.fileio import atomic_write_text, emit_json  # noqa: E402
 
 
 def gpu_steps(order: int, calls: int) -> tuple[Any, Any, Any]:
-    """(validate, measure, close) on the GPU, as the carrier sweep's: validation on the schedule's
-    validation grid, timing on its benchmark grid (uploaded once, after every validation)."""
-    from composer import dg
-    from composer.api import tendency
-    from composer.config.schedules import load_schedule
-    from composer.paths.problem import DeviceProblem
-    from composer.paths.registry import path_class
-    from composer.paths.timer import seconds_per_call
-    from composer.runtime import Event
-    from composer.runtime.device import ensure_context
-    from composer.validation import field_check
+    """(validate, measure, close) on the GPU (``composer.bench.resident``), as the carrier sweep's;
+    a variant the path refuses fails its validation (it is not timed) instead of stopping the run."""
+    from composer.bench.resident import resident_steps
 
-    schedule = load_schedule(order)
-    device = ensure_context(None)
-    start, end = Event(device), Event(device)
-    checked: dict[str, Any] = {}
-    resident: dict[str, Any] = {}
-
-    def validate(variant: Variant) -> tuple[bool, str]:
-        vgrid = schedule.validation.grid
-        if not checked:
-            checked["fields"] = dg.make_fields(order, vgrid, varying=True)
-            checked["reference"] = dg.reference_tendency(checked["fields"], order, vgrid)
-
-        def run_path(fields, o, g):
-            return tendency(fields, o, g, path=variant.path, device=device, **variant.options)
-        try:
-            check = field_check(run_path, order, vgrid, schedule.validation.tolerance,
-                                reference=checked["reference"], fields=checked["fields"])
-        except ComposerError as exc:
-            return False, f"error: {exc}"
-        return check.passed, check.criterion().measured
-
-    def measure(variant: Variant) -> float:
-        if "problem" not in resident:
-            checked.clear()
-            grid = schedule.benchmark.grid
-            resident["problem"] = DeviceProblem.upload(dg.make_fields(order, grid), order, grid, device)
-        problem = resident["problem"]
-        cls = path_class(variant.path)
-        path = cls(problem, **cls.parse_options(variant.options))
-        try:
-            return seconds_per_call(path, start, end, calls)
-        finally:
-            problem.stream.synchronize()
-            path.close()
-
-    def close() -> None:
-        if "problem" in resident:
-            resident.pop("problem").close()
-
-    return validate, measure, close
+    return resident_steps(order, calls, lambda variant: (variant.path, dict(variant.options)), errors_fail=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -61,57 +61,13 @@ def register(subparsers: Any) -> None:
 
 
 def gpu_steps(order: int, build_dir: str, calls: int) -> tuple[Callable, Callable, Callable[[], None]]:
-    """(validate, measure, close) on the GPU: validation on the schedule's validation grid with
-    its tolerance, timing on the benchmark grid (events around ``calls`` launches after a warm-up)."""
-    from composer import dg
-    from composer.api import tendency
-    from composer.config.schedules import load_schedule
-    from composer.paths.gemm_fused import GemmFusedPath
-    from composer.paths.problem import DeviceProblem
-    from composer.paths.timer import seconds_per_call
-    from composer.runtime import Event
-    from composer.runtime.device import ensure_context
-    from composer.validation import field_check
+    """(validate, measure, close) on the GPU (``composer.bench.resident``): validation on the
+    schedule's validation grid with its tolerance, timing on the benchmark grid (events around
+    ``calls`` launches after a warm-up), GEMM_FUSED with each candidate's options."""
+    from composer.bench.resident import resident_steps
 
-    schedule = load_schedule(order)
-    device = ensure_context(None)
-    grid = schedule.benchmark.grid
-    # the benchmark problem is uploaded when the first candidate is timed, after every validation
-    # (the sweep validates all first): at p = 1023 the two do not fit side by side
-    resident: dict[str, Any] = {}
-    start, end = Event(device), Event(device)
-
-    checked: dict[str, Any] = {}  # the validation input and its reference, made once for every candidate
-
-    def validate(candidate: Candidate) -> tuple[bool, str]:
-        def run_path(fields, o, g):
-            return tendency(fields, o, g, path="GEMM_FUSED", device=device, build_dir=build_dir,
-                            **candidate.options())
-        vgrid = schedule.validation.grid
-        if not checked:
-            checked["fields"] = dg.make_fields(order, vgrid, varying=True)
-            checked["reference"] = dg.reference_tendency(checked["fields"], order, vgrid)
-        check = field_check(run_path, order, vgrid, schedule.validation.tolerance,
-                            reference=checked["reference"], fields=checked["fields"])
-        return check.passed, check.criterion().measured
-
-    def measure(candidate: Candidate) -> float:
-        if "problem" not in resident:
-            checked.clear()  # the validation input and reference are no longer needed on the host
-            resident["problem"] = DeviceProblem.upload(dg.make_fields(order, grid), order, grid, device)
-        problem = resident["problem"]
-        path = GemmFusedPath(problem, build_dir=build_dir, **candidate.options())
-        try:
-            return seconds_per_call(path, start, end, calls)
-        finally:
-            problem.stream.synchronize()
-            path.close()
-
-    def close() -> None:
-        if "problem" in resident:
-            resident.pop("problem").close()
-
-    return validate, measure, close
+    return resident_steps(order, calls, lambda candidate: ("GEMM_FUSED", {"build_dir": build_dir,
+                                                                         **candidate.options()}))
 
 
 def selected(cands: list[Candidate], only: list[str], paths: Any, order: int,

@@ -37,7 +37,7 @@ from composer.gemm.roles import ROLES
 from composer.paths.base import Launcher, PathOption
 from composer.paths.gemm_cute import GemmCutePath, entry_gemm_config, find_gemm_entry
 from composer.paths.library import unfused_workspace
-from composer.paths.overlap import OVERLAP_OPTIONS
+from composer.paths.overlap import OVERLAP_OPTIONS, VELOCITY, role_option as carrier_option
 
 #: The overlap's option keys (GEMM_FUSED's own settings ignore them).
 OVERLAP_KEYS = frozenset(OVERLAP_OPTIONS)
@@ -46,8 +46,6 @@ from composer.runtime.manifest import KernelEntry
 from composer.sched import KernelNode
 
 
-#: The velocity each GEMM's flux multiplies q by.
-VELOCITY = {"x": "u", "y": "v", "z": "w"}
 
 
 def flux_option(value: str) -> str:
@@ -55,13 +53,6 @@ def flux_option(value: str) -> str:
     if source not in FLUX_SOURCES:
         raise ValueError(f"expected one of {', '.join(FLUX_SOURCES)}, got {value!r}")
     return source
-
-
-def carrier_option(value: str) -> str:
-    role = str(value).strip().lower()
-    if role not in ROLES:
-        raise ValueError(f"expected one of {', '.join(ROLES)}, got {value!r}")
-    return role
 
 
 #: Tile keys that are booleans (the rest are integers).

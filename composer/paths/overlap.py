@@ -58,7 +58,8 @@ def sms_option(value: int | str) -> int:
     return number
 
 
-def first_option(value: str) -> str:
+def role_option(value: str) -> str:
+    """A GEMM role given as an option (x, y or z; GEMM_FUSED's carrier, the overlap's first product)."""
     role = str(value).strip().lower()
     if role not in ROLES:
         raise ValueError(f"expected one of {', '.join(ROLES)}, got {value!r}")
@@ -70,7 +71,7 @@ OVERLAP_OPTIONS: Mapping[str, Any] = MappingProxyType({
     "overlap_sms": (sms_option, "run two of the three volume-flux products beside the first GEMM, confined to "
                                 "this many SMs (its blocks take the rest); 0: one volume_flux kernel before "
                                 "the GEMMs, as the paper (default 0)"),
-    "overlap_first": (first_option, "with overlap_sms: the GEMM whose product runs first, alone (default: "
+    "overlap_first": (role_option, "with overlap_sms: the GEMM whose product runs first, alone (default: "
                                     "z, the GEMM drawing the least DRAM, unless the data flow fixes it)"),
 })
 
