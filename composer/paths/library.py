@@ -148,7 +148,7 @@ class LibraryPath(Path):
         self.allocate_gemm_outputs()
         self.fstar = pb.allocate(f"{self.name}.fstar", 8 * pb.num_elements * 6 * pb.nq**2)
         self.overlap = self.overlap_settings(pb.order, pb.device.sm_count, self.options)
-        self.overlap_kernels = (OverlapKernels(self.overlap, pb.nq, pb.device, pb.allocate)
+        self.overlap_kernels = (OverlapKernels(self.overlap, pb.nq, pb.device, pb.allocate, self.name)
                                 if self.overlap is not None else None)
         self.schedule()
         self.gemm_streams = {r: self.streams[self.plan.stream_of[f"gemm_{r}"]] for r in ROLES}

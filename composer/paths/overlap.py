@@ -143,13 +143,13 @@ class OverlapKernels:
     """The two product kernels of an instance, the counters of the confined one and its ``%smid``
     bound (read from the SMs a probe kernel runs on, ``composer.runtime.smid``)."""
 
-    def __init__(self, overlap: Overlap, nq: int, device: Any, allocate: Any) -> None:
+    def __init__(self, overlap: Overlap, nq: int, device: Any, allocate: Any, owner: str = "overlap") -> None:
         self.overlap = overlap
         self.first = load_products_kernel(overlap.first, nq, device)
         self.rest = load_products_kernel(overlap.rest, nq, device)
         self.sm_ids = active_sm_ids(device=device)
         self.sm_limit = partition_threshold(self.sm_ids, overlap.sms)
-        self.work = allocate("overlap.work", PRODUCT_WORK_BYTES)
+        self.work = allocate(f"{owner}.overlap_work", PRODUCT_WORK_BYTES)  # named per path, as its arrays
         self.work.zero()
 
     def launches(self, q_ptr: int, velocity: Mapping[str, int], flux: Mapping[str, int], ne: int) -> dict[str, Any]:
