@@ -42,3 +42,45 @@ def test_the_same_variant_twice_is_refused():
     v = parse_variant("GEMM")
     with pytest.raises(ComposerError, match="named twice: GEMM"):
         run_variants([v, v], lambda _: (True, ""), lambda _: 1.0, 1)
+
+
+def test_a_fallback_is_kept_with_its_samples_and_named_in_the_table():
+    variants = [parse_variant("GEMM"), parse_variant("GEMM:overlap_sms=44")]
+    results = run_variants(variants, lambda v: (True, "1e-15"), lambda v: 1e-3, rounds=2)
+    diagnostics = {"GEMM:overlap_sms=44": [{"overlap_leftover_chunks": 0}, {"overlap_leftover_chunks": 7}]}
+    result = summary(results, diagnostics=diagnostics)
+    rows = {r["variant"]: r for r in result["variants"]}
+    assert "diagnostics" not in rows["GEMM"]
+    assert [d["overlap_leftover_chunks"] for d in rows["GEMM:overlap_sms=44"]["diagnostics"]] == [0, 7]
+    lines = table_lines(result)
+    assert "FALLBACK" not in lines[0] and "FALLBACK: 7 chunks" in lines[1]
+
+
+def test_the_tool_rewrites_its_partial_file_after_every_sample(tmp_path):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("variants_bench", Path(__file__).parents[1] / "tools" / "variants_bench.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    out = tmp_path / "v.json"
+    record = tool.PartialRecord(str(out), 511)
+    variant = parse_variant("GEMM:overlap_sms=32")
+
+    class Path_:
+        def diagnostics(self):
+            return {"overlap_leftover_chunks": 0}
+
+    def measure(v):
+        record.inspect(v, Path_())
+        return 2e-3
+
+    timed = record.timed(measure)
+    assert timed(variant) == 2e-3
+    first = json.loads(out.read_text())
+    assert first["partial"] and first["samples_us"] == {variant.label: [2000.0]}
+    timed(variant)
+    second = json.loads(out.read_text())
+    assert second["samples_us"][variant.label] == [2000.0, 2000.0]
+    assert len(second["diagnostics"][variant.label]) == 2

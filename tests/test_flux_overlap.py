@@ -63,7 +63,11 @@ def test_sass_reads_the_sm_id_and_resets_its_counters(tmp_path):
     path.write_bytes(support.compile_products("xy", 512, "sm_90", cache_dir=tmp_path).cubin)
     sass = subprocess.run([tool, "-sass", str(path)], capture_output=True, text=True, check=True).stdout
     assert "SR_SMID" in sass or "SR_VIRTUALSMID" in sass  # %smid (sm_90 reads the virtual SM id)
-    assert sass.count("ATOMG") + sass.count("RED.") + sass.count("ATOM.") >= 2  # the chunk and finish counters
+    assert sass.count("ATOMG") + sass.count("RED.") + sass.count("ATOM.") >= 3  # chunks, finished, leftover
+    # the last block's reset: 64-bit zero stores to work[0] and work[1] (one base register, +0 and +8)
+    resets = re.findall(r"STG\.E\.64 desc\[\w+\]\[(R\d+)\.64(\+0x8)?\], RZ", sass)
+    bases = {base for base, offset in resets if not offset} & {base for base, offset in resets if offset}
+    assert bases, f"no zero stores to the two counters: {resets}"
     assert "STL" not in sass and "LDL" not in sass
     assert "DFMA" not in sass and "DMUL" in sass
 
@@ -151,6 +155,45 @@ def test_the_serial_plan_runs_a_confined_kernel_alone_on_the_main_stream():
     assert set(serial.stream_of.values()) == {0} and serial.priority_streams == ()
     with pytest.raises(DataFlowError, match="sm_limit must be a positive integer"):
         KernelNode("k", "x", sm_limit=0)
+
+
+@pytest.mark.parametrize("max_streams", (2, 3, 4))
+def test_a_confined_kernel_never_shares_a_side_stream(max_streams):
+    """Two streams: the one side stream is kept for the confined kernel and every ordinary kernel off
+    the critical path falls back to main; more: ordinary kernels take the other side streams."""
+    extra = KernelNode("side", "face_flux", ("q",), ("fstar",), cost=0.5)
+    program = [extra, *overlap_program()]
+    program[-1] = KernelNode("lift", "lift", ("dx", "dy", "dz", "fstar"), ("dqdt",), cost=1.0)
+    launch = plan(build_graph(program, INPUTS), max_streams)
+    confined = launch.stream_of["rest"]
+    assert confined != 0 and launch.priority_streams == (confined,)
+    assert [n for n, s in launch.stream_of.items() if s == confined] == ["rest"]
+    if max_streams == 2:
+        assert launch.streams == 2 and launch.stream_of["side"] == 0
+    else:
+        assert launch.stream_of["side"] not in (0, confined)
+    rng = random.Random(max_streams)
+    for _ in range(100):
+        durations = {n: rng.uniform(0.01, 5.0) for n in launch.issue_order}
+        assert hazard_violations(launch, simulate(launch, durations)) == []
+
+
+def test_the_last_side_stream_is_kept_for_a_confined_kernel_still_to_come():
+    """Ordinary kernels ready before the confined one do not take the only side stream: it waits for
+    the confined kernel (which would otherwise have no stream of its own)."""
+    program = [KernelNode(f"k{i}", "x", ("q",), (f"o{i}",), cost=1.0) for i in range(3)]
+    program.append(KernelNode("c", "volume_flux", ("o0",), ("oc",), cost=0.1, sm_limit=8))
+    program.append(KernelNode("end", "x", ("o1", "o2", "oc"), ("r",), cost=1.0))
+    launch = plan(build_graph(program, ("q",)), 2)  # the reservation keeps stream 1 for "c"
+    assert [n for n, s in launch.stream_of.items() if s == launch.stream_of["c"]] == ["c"]
+
+
+def test_the_gemm_overlap_plans_on_two_streams_without_mixing():
+    cls = path_class("GEMM")
+    options = cls.parse_options({"overlap_sms": 32, "max_streams": 2})
+    launch = cls.launch_plan(511, 1, H200, **options)
+    confined = launch.stream_of["volume_flux_xy"]
+    assert confined == 1 and [n for n, s in launch.stream_of.items() if s == 1] == ["volume_flux_xy"]
 
 
 @pytest.mark.parametrize("max_streams", (1, 2, 3, 8))

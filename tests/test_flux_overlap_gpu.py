@@ -5,6 +5,10 @@
 - the confined form works only on the SMs below its ``%smid`` bound, at most ``sms`` of them (the
   blocks landing elsewhere leave), and its last block finds no chunk left (the fallback that keeps
   the result right when no block stays on the partition is not what did the work);
+- the fallback itself: with the partition's SMs held by a spinning kernel, every block leaves, the
+  last one takes every chunk, the result is still exact and the never-reset counter says so;
+- a path's call captured in a CUDA graph and replayed: exact each time, the counters reset between
+  replays, no fallback, and the confined kernel's node kept its stream's (higher) priority;
 - GEMM and GEMM_FUSED with ``overlap_sms`` against the NumPy reference on the point-varying input
   (max|diff| / max|ref| <= 1e-12) on a small non-cubic grid and at p = 511's Table S29 size.
 
@@ -14,6 +18,7 @@ GEMM_FUSED needs a ``composer build`` directory (``COMPOSER_BUILD_DIR``), GEMM n
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -62,15 +67,121 @@ def test_products_are_exact_and_stay_on_their_sms(device, products, sms):
         for r in products:
             got = outs[r].to_numpy((n,), np.float64)
             assert np.array_equal(got, q * vel[r]), f"{products} {r} launch {repeat}"
-        assert not work.to_numpy((2,), np.uint64).any(), "the counters were not reset"
         marks = seen.to_numpy((SMID_SLOTS,), np.uint32)
         used = np.flatnonzero(marks)
         if sms:
+            counters = work.to_numpy((3,), np.uint64)
+            assert not counters[:2].any(), f"the counters were not reset: {counters}"
+            assert counters[2] == 0, f"the last block took {counters[2]} chunks: the partition did not work"
             # 1: an SM of the partition that worked; 2: the last block's leftovers (the partition failed)
             assert set(np.unique(marks[used])) == {1}, marks[used]
             assert used.size and used.max() < bound and used.size <= sms, used
+        else:
+            assert not used.size, "the grid-stride form marks no SM (it never takes chunks)"
     for buf in [*bufs.values(), *outs.values(), work, seen]:
         buf.free()
+
+
+SPINNER = r"""
+extern "C" __global__ void hold_partition(int bound, long long cycles, unsigned int* held)
+{
+    extern __shared__ unsigned char fill[];  // all of an SM's shared memory: nothing else fits beside it
+    unsigned int smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    if ((int)smid >= bound) return;
+    if (threadIdx.x == 0) atomicAdd(held, 1u);
+    const long long start = clock64();
+    while (clock64() - start < cycles) { fill[threadIdx.x] = (unsigned char)threadIdx.x; }
+}
+"""
+
+
+def test_the_fallback_does_the_work_when_the_partition_is_held(device):
+    """Every SM of the partition held by a kernel that fills its shared memory: the confined form's
+    blocks can land only outside it and leave, so the last block must take every chunk itself."""
+    from composer.kernels.support import (CHUNK_PAIRS, PRODUCT_LEFTOVER_SLOT, PRODUCT_WORK_BYTES,
+                                          launch_volume_products, load_products_kernel)
+    from composer.paths.overlap import partition_threshold
+    from composer.runtime import Stream
+    from composer.runtime.nvrtc import compile_cuda
+    from composer.runtime.params import params
+    from composer.runtime.memory import DeviceBuffer
+    from composer.runtime.module import Module
+    from composer.runtime.smid import active_sm_ids
+
+    nq, ne, sms = 7, 64, 8
+    n = ne * nq**3
+    rng = np.random.default_rng(5)
+    q, w = rng.standard_normal(n), rng.standard_normal(n)
+    bound = partition_threshold(active_sm_ids(device=device), sms)
+    compiled = compile_cuda(SPINNER, "hold_partition.cu", arch=device.arch, entry_points=["hold_partition"])
+    module = Module.from_cubin(compiled.cubin, device)
+    smem = device.max_smem_optin
+    spinner = module.get_kernel(compiled.symbol("hold_partition"), params("bound:i32 cycles:i64 held:ptr"), 256)
+    spinner.set_max_dynamic_smem(smem)
+    kernel = load_products_kernel("z", nq, device)
+    held, work = DeviceBuffer(4, device), DeviceBuffer(PRODUCT_WORK_BYTES, device)
+    qb, wb, out = DeviceBuffer.from_numpy(q, device=device), DeviceBuffer.from_numpy(w, device=device), \
+        DeviceBuffer(8 * n, device)
+    held.zero(), work.zero(), out.poison(None)
+    first, second = Stream(device), Stream(device)
+    try:
+        spinner.launch(4 * device.sm_count, args=(bound, 200_000_000, held), shared=smem, stream=first)
+        time.sleep(0.02)  # the spinner is resident on the partition before the products launch
+        launch_volume_products(kernel, "z", qb.ptr, {"z": wb.ptr}, {"z": out.ptr}, ne, sm_limit=bound,
+                               work=work.ptr, stream=second)
+        second.synchronize()
+        first.synchronize()
+        assert held.to_numpy((1,), np.uint32)[0] >= 1, "the spinner held no SM of the partition"
+        assert np.array_equal(out.to_numpy((n,), np.float64), q * w)
+        counters = work.to_numpy((3,), np.uint64)
+        chunks = -(-(n // 2) // CHUNK_PAIRS)
+        assert not counters[:2].any(), counters
+        assert counters[PRODUCT_LEFTOVER_SLOT] == chunks, f"the last block took {counters[2]} of {chunks} chunks"
+    finally:
+        for stream in (first, second):
+            stream.close()
+        for buf in (held, work, qb, wb, out):
+            buf.free()
+        module.close()
+
+
+@pytest.mark.parametrize("name", ("GEMM", "GEMM_FUSED"))
+def test_a_captured_call_replays_with_the_overlap(device, name):
+    """One tendency call of the path captured into a CUDA graph, replayed three times: exact against
+    the reference each time (the counters reset inside the graph), no fallback, and a kernel node at
+    a priority other than the default (the confined kernel's stream's)."""
+    from composer.paths.problem import DeviceProblem
+    from composer.paths.registry import path_class
+    from composer.runtime import CudaGraph
+    from composer.validation import relative_max_difference
+
+    order, grid = 15, (3, 2, 1)
+    if name == "GEMM":
+        pytest.importorskip("nvmath", reason="the GEMM path needs nvmath-python")
+        options = {}
+    else:
+        options = _gemm_fused_options(order)
+    fields = dg.make_fields(order, grid, varying=True)
+    reference = dg.reference_tendency(fields, order, grid)
+    problem = DeviceProblem.upload(fields, order, grid, device)
+    impl = path_class(name)(problem, overlap_sms=44, **options)
+    q_ptr, dqdt_ptr = problem.ptr("q"), problem.dqdt.ptr
+    graph = CudaGraph.capture(lambda _s: impl.launch(q_ptr, dqdt_ptr), problem.stream)
+    try:
+        assert impl.plan.priority_streams, "the overlap plan has no priority stream"
+        priorities = graph.kernel_priorities()
+        assert any(p != 0 for p in priorities), f"every kernel node at the default priority: {priorities}"
+        for replay in range(3):
+            problem.dqdt.poison(problem.stream)
+            graph.replay(problem.stream)
+            got = problem.download(problem.dqdt)
+            assert relative_max_difference(got, reference) <= TOLERANCE, f"replay {replay}"
+        assert impl.diagnostics()["overlap_leftover_chunks"] == 0
+    finally:
+        graph.close()
+        impl.close()
+        problem.close()
 
 
 def _validate(name: str, order: int, grid, **options) -> float:

@@ -19,7 +19,7 @@ from composer.epilogues.numpy_eval import emulate_epilogue  # noqa: E402
 from composer.epilogues.tree import from_dict  # noqa: E402
 from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig, kernel_problem  # noqa: E402
 from composer.gemm.roles import emulate, gemm_spec  # noqa: E402
-from composer.kernels.support import PRODUCT_ARGS, PRODUCTS_SIGNATURE, SIGNATURES  # noqa: E402
+from composer.kernels.support import PRODUCT_ARGS, PRODUCT_WORK_BYTES, PRODUCTS_SIGNATURE, SIGNATURES  # noqa: E402
 from composer.paths.problem import DeviceProblem  # noqa: E402
 from composer.paths.registry import path_class  # noqa: E402
 
@@ -60,6 +60,7 @@ def runtime(monkeypatch):
 
     class Buffer:
         def __init__(self, nbytes: int, device=None, values: np.ndarray | None = None) -> None:
+            self.nbytes = int(nbytes)
             self.ptr = memory.new(np.full(nbytes // 8, np.nan) if values is None else
                                   np.ascontiguousarray(values).reshape(-1).copy())
 
@@ -171,8 +172,8 @@ def runtime(monkeypatch):
             return type("Loaded", (), {f: SupportKernel(f, runtime_mesh[0]) for f in SIGNATURES})()
 
     class ProductsKernel:
-        """A volume_products kernel: the products it names, logged with its SM limit; the counters
-        must be zero at every launch (the kernel's last block resets them)."""
+        """A volume_products kernel: the products it names, logged with its SM limit and, when
+        confined, the counter buffer it was handed (the real kernel's reset is tested on the GPU)."""
 
         def __init__(self, products: str, mesh: dg.Mesh) -> None:
             self.products, self.mesh = products, mesh
@@ -182,7 +183,7 @@ def runtime(monkeypatch):
             a = dict(zip((p.name for p in PRODUCTS_SIGNATURE), args))
             log.append(f"{self.name}@{a['sm_limit']}")
             if a["sm_limit"]:
-                assert not memory.at(a["work"], 2).any(), "the counters were not zero"
+                log.append(f"work:{a['work']}")
             vol = self.mesh.num_points
             for role in self.products:
                 vel, out = PRODUCT_ARGS[role]
@@ -266,10 +267,32 @@ def test_the_overlapped_flux_computes_the_reference(runtime, build_dir, order, c
     confined = path.plan.stream_of[f"volume_flux_{rest}"]
     assert path.plan.priority_streams == (confined,) and path.side_streams[confined - 1].priority == -5
     assert all(s.priority == 0 for i, s in enumerate(path.side_streams, 1) if i != confined)
-    # a second call: the counters are zero again (the fake kernel checks), the same result
+    # a second call: the same result, the same counter buffer (a captured graph replays its pointer):
+    # the path's own, of the kernel's size, allocated zeroed (the kernel relies on starting from zero)
     memory.arrays[pb.dqdt.ptr][:] = np.nan
     path.launch(pb.ptr("q"), pb.dqdt.ptr)
     assert np.array_equal(memory.arrays[pb.dqdt.ptr].reshape(pb.mesh.volume_shape), got)
+    work = path.overlap_kernels.work
+    assert [n for n in log if n.startswith("work:")] == [f"work:{work.ptr}"] * 2
+    assert work.nbytes == PRODUCT_WORK_BYTES and pb.extra["GEMM_FUSED.overlap_work"] is work
+    assert not memory.at(work.ptr, PRODUCT_WORK_BYTES // 8).any()
+
+
+def test_the_serial_plan_launches_the_products_on_every_sm(runtime, build_dir):
+    """max_streams=1: nothing runs beside the second product, so it is launched unconfined."""
+    memory, log, upload = runtime
+    order = 7
+    fields = dg.make_fields(order, ORDERS[order], varying=True)
+    pb = upload(fields, order, ORDERS[order])
+    path = path_class("GEMM_FUSED")(pb, build_dir=build_dir, carrier="z", flux="array", overlap_sms=44,
+                                    max_streams=1)
+    path.launch(pb.ptr("q"), pb.dqdt.ptr)
+    assert [n for n in log if n.startswith("volume_products")] == [
+        f"volume_products_x_nq{order + 1}@0", f"volume_products_yz_nq{order + 1}@0"]
+    assert not path.overlap_confined and path.plan.priority_streams == ()
+    ref = dg.reference_tendency(fields, order, ORDERS[order])
+    got = memory.arrays[pb.dqdt.ptr].reshape(pb.mesh.volume_shape)
+    assert np.max(np.abs(got - ref)) / np.max(np.abs(ref)) <= 1e-13
 
 
 @pytest.fixture(scope="module")

@@ -24,12 +24,41 @@ from composer.errors import ComposerError  # noqa: E402
 from composer.fileio import atomic_write_text, emit_json  # noqa: E402
 
 
-def gpu_steps(order: int, calls: int) -> tuple[Any, Any, Any]:
+def gpu_steps(order: int, calls: int, inspect: Any = None) -> tuple[Any, Any, Any]:
     """(validate, measure, close) on the GPU (``composer.bench.resident``), as the carrier sweep's;
-    a variant the path refuses fails its validation (it is not timed) instead of stopping the run."""
+    a variant the path refuses fails its validation (it is not timed) instead of stopping the run.
+    ``inspect(variant, path)`` sees each timed path before it closes (its device counters)."""
     from composer.bench.resident import resident_steps
 
-    return resident_steps(order, calls, lambda variant: (variant.path, dict(variant.options)), errors_fail=True)
+    return resident_steps(order, calls, lambda variant: (variant.path, dict(variant.options)), errors_fail=True,
+                          inspect=inspect)
+
+
+class PartialRecord:
+    """The samples and device counters taken so far; with ``out``, the file is rewritten after every
+    sample (``"partial": true``), so a call cut off by its time limit still leaves what it measured;
+    the final summary replaces it."""
+
+    def __init__(self, out: str | None, order: int) -> None:
+        self.out, self.order = out, order
+        self.diagnostics: dict[str, list[dict[str, Any]]] = {}
+        self.samples_us: dict[str, list[float]] = {}
+
+    def inspect(self, variant: Variant, path: Any) -> None:
+        """``resident_steps``'s hook: the timed path's device counters (before it closes)."""
+        self.diagnostics.setdefault(variant.label, []).append(path.diagnostics())
+
+    def timed(self, measure: Any) -> Any:
+        """``measure`` that also records each sample and rewrites the partial file."""
+        def run(variant: Variant) -> float:
+            seconds = measure(variant)
+            self.samples_us.setdefault(variant.label, []).append(1e6 * seconds)
+            if self.out:
+                atomic_write_text(Path(self.out), json.dumps(
+                    {"partial": True, "order": self.order, "samples_us": self.samples_us,
+                     "diagnostics": self.diagnostics}, indent=2) + "\n")
+            return seconds
+        return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,17 +75,19 @@ def main(argv: list[str] | None = None) -> int:
         variants = [parse_variant(text) for text in args.variant]
         from composer.bench.nvml import ClockSampler
 
-        validate, measure, close = gpu_steps(args.order, args.calls)
+        record = PartialRecord(args.out, args.order)
+        validate, measure, close = gpu_steps(args.order, args.calls, record.inspect)
         sampler = ClockSampler()
         try:
             sampler.start()
-            results = run_variants(variants, validate, measure, args.rounds)
+            results = run_variants(variants, validate, record.timed(measure), args.rounds)
         finally:
             sampler.stop()
             close()
         clocks = sampler.summary()
         result = summary(results, {"order": args.order, "rounds": args.rounds, "calls": args.calls,
-                                   "clocks": clocks.to_dict() if hasattr(clocks, "to_dict") else vars(clocks)})
+                                   "clocks": clocks.to_dict() if hasattr(clocks, "to_dict") else vars(clocks)},
+                         record.diagnostics)
     except ComposerError as exc:
         print(f"variants_bench: {exc}", file=sys.stderr)
         return 2

@@ -18,12 +18,13 @@ T = TypeVar("T")
 
 
 def resident_steps(order: int, calls: int, describe: Callable[[T], tuple[str, Mapping[str, Any]]],
-                   errors_fail: bool = False) -> tuple[Callable[[T], tuple[bool, str]], Callable[[T], float],
+                   errors_fail: bool = False, inspect: Callable[[T, Any], None] | None = None) -> tuple[Callable[[T], tuple[bool, str]], Callable[[T], float],
                                                       Callable[[], None]]:
     """(validate, measure, close): validation with the schedule's tolerance against one reference
     made for every candidate; timing by CUDA events around ``calls`` tendency calls after a warm-up
     (``composer.paths.timer.seconds_per_call``) on a path built for the sample and closed after it.
-    ``errors_fail``: a ComposerError while validating fails that candidate instead of stopping."""
+    ``errors_fail``: a ComposerError while validating fails that candidate instead of stopping.
+    ``inspect(candidate, path)``: called after each timing, before the path closes (its device counters)."""
     from composer import dg
     from composer.api import tendency
     from composer.config.schedules import load_schedule
@@ -67,7 +68,10 @@ def resident_steps(order: int, calls: int, describe: Callable[[T], tuple[str, Ma
         name, options = describe(candidate)
         path = path_class(name)(problem, **options)  # the path parses its options
         try:
-            return seconds_per_call(path, start, end, calls)
+            seconds = seconds_per_call(path, start, end, calls)
+            if inspect is not None:
+                inspect(candidate, path)
+            return seconds
         finally:
             problem.stream.synchronize()
             path.close()

@@ -81,13 +81,17 @@ def run_variants(variants: Sequence[Variant], validate: Callable[[Variant], tupl
             for v in variants]
 
 
-def summary(results: Sequence[VariantResult], extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Medians (µs per call) and ratios to the first timed variant, with every sample."""
+def summary(results: Sequence[VariantResult], extra: Mapping[str, Any] | None = None,
+            diagnostics: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> dict[str, Any]:
+    """Medians (µs per call) and ratios to the first timed variant, with every sample and, where the
+    path counted something on the device, its ``diagnostics`` after each sample (by label)."""
     base = next((r.median_us for r in results if r.median_us), None)
     rows = [{"variant": r.variant.label, "path": r.variant.path, "options": dict(r.variant.options),
              "validated": r.validated, "validation": r.detail,
              "median_us": r.median_us, "ratio": (r.median_us / base if r.median_us and base else None),
-             "samples_us": [1e6 * s for s in r.samples]} for r in results]
+             "samples_us": [1e6 * s for s in r.samples],
+             **({"diagnostics": list(diagnostics[r.variant.label])} if diagnostics and diagnostics.get(r.variant.label)
+                else {})} for r in results]
     return {"variants": rows, **dict(extra or {})}
 
 
@@ -97,5 +101,7 @@ def table_lines(result: Mapping[str, Any]) -> list[str]:
     for row in result["variants"]:
         timed = (f"{row['median_us']:10.1f} us  x{row['ratio']:.3f}" if row["median_us"] is not None
                  else "      not timed      ")
-        lines.append(f"{row['variant']:<48} {timed}  validation {row['validation']}")
+        leftover = max((d.get("overlap_leftover_chunks", 0) for d in row.get("diagnostics", ())), default=0)
+        warning = f"  FALLBACK: {leftover} chunks left to the last block" if leftover else ""
+        lines.append(f"{row['variant']:<48} {timed}  validation {row['validation']}{warning}")
     return lines

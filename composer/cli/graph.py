@@ -169,7 +169,8 @@ def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeat
                                 "cost_machine": cost_machine(device.arch, device.sm_count, device.total_memory).name,
                                 "identified_machine": getattr(identify_machine(device.arch, device.sm_count,
                                                                                device.total_memory), "name", None),
-                                "measure": figures.as_dict(), "clocks": clocks.summary().to_dict()})
+                                "measure": figures.as_dict(), "clocks": clocks.summary().to_dict(),
+                                "diagnostics": impl.diagnostics()})
             finally:
                 impl.close()
     finally:
@@ -189,9 +190,18 @@ def _print(report: dict[str, Any]) -> None:
     con.print(nodes)
     con.print("edges: " + (", ".join(f"{a} -> {b}" for a, b in report["edges"]) or "none"))
     con.print("critical path: " + " -> ".join(report["critical_path"]))
-    confined = [f"{n['name']} ({n['sm_limit']} SMs, stream {n['stream']})" for n in report["nodes"] if "sm_limit" in n]
+    priority = set(report.get("priority_streams", ()))
+    confined = [f"{n['name']} ({n['sm_limit']} SMs, stream {n['stream']})" for n in report["nodes"]
+                if "sm_limit" in n and n["stream"] in priority]
     if confined:
         con.print("confined to part of the SMs, on priority streams: " + ", ".join(confined))
+    serial = [n["name"] for n in report["nodes"] if "sm_limit" in n and n["stream"] not in priority]
+    if serial:
+        con.print("on the main stream, so launched on every SM (nothing runs beside it): " + ", ".join(serial))
+    leftover = (report.get("diagnostics") or {}).get("overlap_leftover_chunks")
+    if leftover:
+        con.print(f"FALLBACK: the confined kernel's last block took {leftover} chunks itself "
+                  "(the partition did not do all the work; the overlap is not measured as designed)")
     m = report.get("measure")
     if not m:
         return

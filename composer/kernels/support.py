@@ -159,8 +159,11 @@ CHUNK_PAIRS = 4096
 #: Blocks the SM-confined form launches per SM of the device: enough that, while a GEMM's blocks
 #: leave slots, the blocks landing on the partition's SMs fill them (those landing elsewhere leave).
 PRODUCT_BLOCKS_PER_SM = BLOCKS_PER_SM
-#: Bytes of the SM-confined form's counters (chunks handed out, blocks finished).
-PRODUCT_WORK_BYTES = 16
+#: Bytes of the SM-confined form's counters: chunks handed out and blocks finished (both reset by
+#: the last block), and the chunks the last block had to take itself (never reset: the fallback's count).
+PRODUCT_WORK_BYTES = 24
+#: Index of the fallback's count among the counters (``OverlapKernels.leftover``).
+PRODUCT_LEFTOVER_SLOT = 2
 
 
 def product_roles(products: str) -> str:

@@ -278,6 +278,11 @@ class Path(ABC):
         its kernels (library GEMMs: not known; the contention estimate takes them to fill the SMs)."""
         return {}
 
+    def diagnostics(self) -> dict[str, Any]:
+        """What the instance's kernels counted on the device that a figure needs beside it (waits for
+        the device); {} where a path counts nothing (the overlapped flux: ``LibraryPath``)."""
+        return {}
+
     def launch_blocks(self) -> dict[str, int]:
         """Blocks in each kernel's launch grid as this instance launches it, where the declaration
         (``program``) could not know it; by node name."""

@@ -27,7 +27,7 @@ from composer.paths.overlap import OVERLAP_OPTIONS, Overlap, OverlapKernels, flu
 from composer.paths.problem import DeviceProblem
 from composer.paths.program import FACE_FLUX_READS, OUTPUT, face_bytes, face_flux_cost, roof_seconds, volume_bytes
 from composer.runtime import Stream
-from composer.sched import KernelNode
+from composer.sched import MAIN, KernelNode
 
 
 def unfused_workspace(order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
@@ -151,6 +151,10 @@ class LibraryPath(Path):
         self.overlap_kernels = (OverlapKernels(self.overlap, pb.nq, pb.device, pb.allocate, self.name)
                                 if self.overlap is not None else None)
         self.schedule()
+        # the serial plan runs the confined products on the main stream, with nothing to overlap:
+        # they then take every SM (confining them there would only slow the call)
+        self.overlap_confined = self.overlap is not None and any(
+            self.plan.stream_of[n] != MAIN for n in self.plan.stream_of if self.plan.node(n).sm_limit is not None)
         self.gemm_streams = {r: self.streams[self.plan.stream_of[f"gemm_{r}"]] for r in ROLES}
         self.setup_gemms()
 
@@ -186,8 +190,17 @@ class LibraryPath(Path):
         resident = {node: kernel.resident_blocks(kernel.block[0] if kernel.block else DEFAULT_BLOCK, 0)
                     for node, kernel in (("volume_flux", self.support.volume_flux),
                                          ("surface_flux", self.support.surface_flux),
-                                         ("lift", self.support.separable_lift))}
+                                         ("lift", self.support.separable_lift))
+                    if node != "volume_flux" or self.overlap_kernels is None}
         return {**resident, **self.overlap_kernel_map(lambda k, _: k.resident_blocks(k.block[0], 0))}
+
+    def diagnostics(self) -> dict[str, Any]:
+        """With the overlapped flux: the chunks of the confined product its last block took itself
+        (``OverlapKernels.leftover``; nonzero means the partition did not do all the work and the
+        figure does not measure the overlap as designed)."""
+        if self.overlap_kernels is None:
+            return {}
+        return {"overlap_leftover_chunks": self.overlap_kernels.leftover(), "overlap_confined": self.overlap_confined}
 
     def overlap_kernel_map(self, value: Any) -> dict[str, int]:
         """``value(kernel, sm_limit)`` of each overlap product kernel by node name ({} without the
@@ -196,21 +209,24 @@ class LibraryPath(Path):
         if ok is None:
             return {}
         ov = ok.overlap
-        return {f"volume_flux_{ov.first}": value(ok.first, 0), f"volume_flux_{ov.rest}": value(ok.rest, ov.sms)}
+        return {f"volume_flux_{ov.first}": value(ok.first, 0),
+                f"volume_flux_{ov.rest}": value(ok.rest, ov.sms if self.overlap_confined else 0)}
 
     def flux_launches(self, q_ptr: int) -> dict[str, Launcher]:
         """The volume flux and the face flux of a call reading ``q_ptr``."""
         pb, ne = self.problem, self.problem.num_elements
         u, v, w = pb.ptr("u"), pb.ptr("v"), pb.ptr("w")
-        volume: dict[str, Launcher] = {}
+        volume: dict[str, Launcher]
         if self.overlap_kernels is not None and self.flux:
             volume = self.overlap_kernels.launches(q_ptr, {"x": u, "y": v, "z": w},
-                                                   {r: self.flux[r].ptr for r in ROLES}, ne)
+                                                   {r: self.flux[r].ptr for r in ROLES}, ne,
+                                                   confine=self.overlap_confined)
+        else:
+            volume = {"volume_flux": lambda s: launch_volume_flux(
+                self.support.volume_flux, q_ptr, u, v, w, self.flux["x"].ptr, self.flux["y"].ptr,
+                self.flux["z"].ptr, ne, s)}
         return {
             **volume,
-            "volume_flux": lambda s: launch_volume_flux(
-                self.support.volume_flux, q_ptr, u, v, w, self.flux["x"].ptr, self.flux["y"].ptr,
-                self.flux["z"].ptr, ne, s),
             "surface_flux": lambda s: launch_surface_flux(
                 self.support.surface_flux, q_ptr, u, v, w, pb.vmap_m.ptr, pb.vmap_p.ptr, pb.ptr("nx"),
                 pb.ptr("ny"), pb.ptr("nz"), pb.ptr("F"), self.fstar.ptr, ne, s),

@@ -30,11 +30,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
 from composer.arch.machines import Machine
 from composer.errors import ComposerError
 from composer.gemm.roles import ROLES
-from composer.kernels.support import (DEFAULT_BLOCK, PRODUCT_ARGS, PRODUCT_WORK_BYTES, launch_shape,
-                                      launch_volume_products, load_products_kernel)
+from composer.kernels.support import (DEFAULT_BLOCK, PRODUCT_ARGS, PRODUCT_LEFTOVER_SLOT, PRODUCT_WORK_BYTES,
+                                      launch_shape, launch_volume_products, load_products_kernel)
 from composer.paths.program import roof_seconds, volume_bytes
 from composer.runtime.smid import active_sm_ids
 from composer.sched import KernelNode
@@ -152,15 +154,24 @@ class OverlapKernels:
         self.work = allocate(f"{owner}.overlap_work", PRODUCT_WORK_BYTES)  # named per path, as its arrays
         self.work.zero()
 
-    def launches(self, q_ptr: int, velocity: Mapping[str, int], flux: Mapping[str, int], ne: int) -> dict[str, Any]:
-        """The two launches of a call reading ``q_ptr``, by node name."""
+    def leftover(self) -> int:
+        """Chunks the confined kernel's last block took itself since the instance was made (waits for
+        the device): 0 when the partition's SMs did all the work; otherwise the fallback ran, and the
+        confined product ran on whatever SM the last block landed on, not beside the GEMM."""
+        self.work.device.synchronize()
+        return int(self.work.to_numpy(PRODUCT_WORK_BYTES // 8, dtype=np.uint64)[PRODUCT_LEFTOVER_SLOT])
+
+    def launches(self, q_ptr: int, velocity: Mapping[str, int], flux: Mapping[str, int], ne: int,
+                 confine: bool = True) -> dict[str, Any]:
+        """The two launches of a call reading ``q_ptr``, by node name; ``confine`` False (the serial
+        plan) launches the second product on every SM."""
         first, rest = self.overlap.first, self.overlap.rest
         return {
             f"volume_flux_{first}": lambda s: launch_volume_products(
                 self.first, first, q_ptr, {first: velocity[first]}, {first: flux[first]}, ne, stream=s),
             f"volume_flux_{rest}": lambda s: launch_volume_products(
                 self.rest, rest, q_ptr, {r: velocity[r] for r in rest}, {r: flux[r] for r in rest}, ne,
-                sm_limit=self.sm_limit, work=self.work.ptr, stream=s),
+                sm_limit=self.sm_limit if confine else 0, work=self.work.ptr, stream=s),
         }
 
 

@@ -43,11 +43,27 @@ class CudaGraph:
             raise
         graph = check(drv.cuStreamEndCapture(stream.handle), "cuStreamEndCapture")
         try:
-            exec_handle = check(drv.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+            # kernel nodes keep the priority of the stream they were captured on; without this flag the
+            # replay would run every node at the launching stream's priority, and a plan's confined
+            # kernels (composer.sched: priority_streams) would lose their head start over the GEMM
+            flags = drv.CUgraphInstantiate_flags.CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY
+            exec_handle = check(drv.cuGraphInstantiate(graph, int(flags)), "cuGraphInstantiate")
         except BaseException:
             drv.cuGraphDestroy(graph)
             raise
         return cls(graph, exec_handle, stream)
+
+    def kernel_priorities(self) -> list[int]:
+        """The priority attribute of every kernel node of the graph (capture order is not kept): the
+        check that confined kernels kept their stream's priority through capture."""
+        drv = self._drv
+        self.device.make_current()
+        _, count = check(drv.cuGraphGetNodes(self.graph, 0), "cuGraphGetNodes")
+        nodes, _ = check(drv.cuGraphGetNodes(self.graph, count), "cuGraphGetNodes")
+        kernel = drv.CUgraphNodeType.CU_GRAPH_NODE_TYPE_KERNEL
+        attribute = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PRIORITY
+        return [int(check(drv.cuGraphKernelNodeGetAttribute(n, attribute), "cuGraphKernelNodeGetAttribute").priority)
+                for n in nodes if check(drv.cuGraphNodeGetType(n), "cuGraphNodeGetType") == kernel]
 
     def replay(self, stream: Stream) -> None:
         """Enqueue the whole graph on ``stream`` (asynchronous)."""

@@ -12,12 +12,12 @@ show the result. Everything here runs without a GPU.
 from composer.sched.contention import contended_timeline, demand
 from composer.sched.execute import run_plan
 from composer.sched.graph import DataFlowError, KernelNode, build_graph, check_acyclic, program_order
-from composer.sched.plan import Launch, LaunchPlan, Record, Wait, critical_path, plan, transitive_reduction
+from composer.sched.plan import MAIN, Launch, LaunchPlan, Record, Wait, critical_path, plan, transitive_reduction
 from composer.sched.report import describe, to_dot, to_json
 from composer.sched.simulate import Timeline, hazard_violations, launch_dependencies, simulate
 
 __all__ = [
-    "DataFlowError", "KernelNode", "Launch", "LaunchPlan", "Record", "Timeline", "Wait", "build_graph",
+    "MAIN", "DataFlowError", "KernelNode", "Launch", "LaunchPlan", "Record", "Timeline", "Wait", "build_graph",
     "check_acyclic", "contended_timeline", "critical_path", "demand", "describe", "hazard_violations",
     "launch_dependencies", "plan", "program_order", "run_plan", "simulate", "to_dot", "to_json",
     "transitive_reduction",

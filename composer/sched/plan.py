@@ -149,6 +149,33 @@ def confined(graph: nx.DiGraph, name: str) -> bool:
     return node is not None and node.sm_limit is not None
 
 
+def _side_candidates(reduced: nx.DiGraph, n: str, side_in_use: int, max_streams: int,
+                     kinds: Mapping[int, bool], stream_of: Mapping[str, int]) -> list[int]:
+    """The streams kernel ``n`` may take when it is off the critical path.
+
+    Confined kernels and the others never share a side stream (step 3): a confined kernel
+    sharing a stream with an ordinary one would serialize them and undo the overlap.  While a
+    confined kernel is still unplaced and no stream of its kind exists, the last side stream is
+    kept for it and ordinary kernels fall back to the main stream; a confined kernel with no
+    stream of its kind left is a plan the caller must widen.
+    """
+    mine = confined(reduced, n)
+    opened = range(1, side_in_use + 1)
+    fresh = side_in_use + 1 if side_in_use + 1 < max_streams else None
+    same = [s for s in opened if kinds.get(s) == mine]
+    if mine:
+        candidates = same + ([fresh] if fresh is not None else [])
+        if not candidates:
+            raise DataFlowError(
+                f"kernel {n!r} is confined to part of the SMs and needs a side stream of its own; "
+                f"all {max_streams - 1} side streams already run unconfined kernels (raise max_streams)")
+        return candidates
+    waiting = any(confined(reduced, m) and m not in stream_of and m != n for m in reduced)
+    reserve = waiting and True not in kinds.values() and fresh == max_streams - 1
+    candidates = same + ([fresh] if fresh is not None and not reserve else [])
+    return candidates or [MAIN]
+
+
 def _assign(reduced: nx.DiGraph, max_streams: int, weights: Mapping[str, float],
             on_main: set[str]) -> tuple[list[str], dict[str, int]]:
     """The list schedule of step 3: the issue order and the stream of each kernel."""
@@ -170,10 +197,7 @@ def _assign(reduced: nx.DiGraph, max_streams: int, weights: Mapping[str, float],
             if max_streams == 1 or n in on_main:
                 candidates = [MAIN]
             else:
-                candidates = list(range(1, min(side_in_use + 1, max_streams - 1) + 1))
-                # confined kernels and the others never share a side stream (step 3)
-                mine = [s for s in candidates if s > side_in_use or kinds.get(s) == confined(reduced, n)]
-                candidates = mine or candidates
+                candidates = _side_candidates(reduced, n, side_in_use, max_streams, kinds, stream_of)
             stream = min(candidates, key=lambda s: (max(ready, free[s]), last[s] not in preds, s > side_in_use, s))
             key = (max(ready, free[stream]), order[n])
             if best is None or key < best[0]:
