@@ -84,3 +84,13 @@ def test_the_tool_rewrites_its_partial_file_after_every_sample(tmp_path):
     second = json.loads(out.read_text())
     assert second["samples_us"][variant.label] == [2000.0, 2000.0]
     assert len(second["diagnostics"][variant.label]) == 2
+
+
+def test_each_path_also_has_a_ratio_to_its_own_unsplit_variant():
+    variants = [parse_variant(t) for t in ("GEMM_FUSED", "GEMM_FUSED:overlap_sms=32", "GEMM:overlap_sms=32", "GEMM")]
+    times = {"GEMM_FUSED": 8e-3, "GEMM_FUSED:overlap_sms=32": 7.6e-3, "GEMM": 10e-3, "GEMM:overlap_sms=32": 9.5e-3}
+    rows = {r["variant"]: r for r in summary(run_variants(variants, lambda v: (True, "0"),
+                                                          lambda v: times[v.label], 1))["variants"]}
+    assert rows["GEMM"]["ratio"] == pytest.approx(1.25) and rows["GEMM"]["ratio_to_path"] == 1.0
+    assert rows["GEMM:overlap_sms=32"]["ratio_to_path"] == pytest.approx(0.95)
+    assert rows["GEMM_FUSED:overlap_sms=32"]["ratio_to_path"] == pytest.approx(0.95)

@@ -132,7 +132,8 @@ def test_the_fallback_does_the_work_when_the_partition_is_held(device):
                                work=work.ptr, stream=second)
         second.synchronize()
         first.synchronize()
-        assert held.to_numpy((1,), np.uint32)[0] >= 1, "the spinner held no SM of the partition"
+        holders = int(held.to_numpy((1,), np.uint32)[0])
+        assert holders == sms, f"the spinner held {holders} of the partition's {sms} SMs"
         assert np.array_equal(out.to_numpy((n,), np.float64), q * w)
         counters = work.to_numpy((3,), np.uint64)
         chunks = -(-(n // 2) // CHUNK_PAIRS)

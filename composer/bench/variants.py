@@ -83,12 +83,19 @@ def run_variants(variants: Sequence[Variant], validate: Callable[[Variant], tupl
 
 def summary(results: Sequence[VariantResult], extra: Mapping[str, Any] | None = None,
             diagnostics: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> dict[str, Any]:
-    """Medians (µs per call) and ratios to the first timed variant, with every sample and, where the
+    """Medians (µs per call), ratios to the first timed variant and to the path's own unsplit variant
+    (``ratio_to_path``), with every sample and, where the
     path counted something on the device, its ``diagnostics`` after each sample (by label)."""
     base = next((r.median_us for r in results if r.median_us), None)
+    # each path's own base: its first timed variant without options, else its first timed variant
+    own: dict[str, float] = {}
+    for r in sorted(results, key=lambda r: bool(r.variant.options)):
+        if r.median_us and r.variant.path not in own:
+            own[r.variant.path] = r.median_us
     rows = [{"variant": r.variant.label, "path": r.variant.path, "options": dict(r.variant.options),
              "validated": r.validated, "validation": r.detail,
              "median_us": r.median_us, "ratio": (r.median_us / base if r.median_us and base else None),
+             "ratio_to_path": (r.median_us / own[r.variant.path] if r.median_us and r.variant.path in own else None),
              "samples_us": [1e6 * s for s in r.samples],
              **({"diagnostics": list(diagnostics[r.variant.label])} if diagnostics and diagnostics.get(r.variant.label)
                 else {})} for r in results]
@@ -99,8 +106,8 @@ def table_lines(result: Mapping[str, Any]) -> list[str]:
     """One line per variant: median µs, ratio to the first, validation."""
     lines = []
     for row in result["variants"]:
-        timed = (f"{row['median_us']:10.1f} us  x{row['ratio']:.3f}" if row["median_us"] is not None
-                 else "      not timed      ")
+        timed = (f"{row['median_us']:10.1f} us  x{row['ratio']:.3f}  (x{row['ratio_to_path']:.3f} of its path)"
+                 if row["median_us"] is not None else "      not timed                          ")
         leftover = max((d.get("overlap_leftover_chunks", 0) for d in row.get("diagnostics", ())), default=0)
         warning = f"  FALLBACK: {leftover} chunks left to the last block" if leftover else ""
         lines.append(f"{row['variant']:<48} {timed}  validation {row['validation']}{warning}")
