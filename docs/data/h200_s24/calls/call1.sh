@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Session 24, device call 1: session 23's call 1 (issue 14: the volume flux overlapped with the first GEMM,
 # `overlap_sms`; predictions committed in 6a8b77d, docs/data/h200_s22/predictions) with the DMMA latency loops
-# (issue 15, tools/dmma_pipe.py, about 15 s) in front. The GPU's name decides the rest: the overlap benches are
-# scored against H200 predictions and run only on an H200; on another GPU the call runs the machine-independent
-# steps (GPU tests, DMMA loops) and a bench of GEMM and the fused paths at p = 63, 255, 511 on that machine.
+# (issue 15, tools/dmma_pipe.py, about 15 s) in front. The p = 511 overlap variants run on any GPU (their ratios
+# score the H200 predictions only on an H200); the GPU's name decides the rest: on an H200 session 23's p = 255
+# variants and the graph measurement, on another GPU its copy bandwidth and a bench of GEMM and the fused paths at
+# p = 63, 255, 511 (the machine axis: the H100 predictions of docs/data/h200_s8/model, committed in session 8).
 # Carry: .whl .cache/commit .cache/build_s22 (`composer build --arch sm_90 --paths GEMM_FUSED --orders
 # 15,255,511,575,767 --out .cache/build_s22`).
 set -o pipefail
@@ -19,13 +20,13 @@ tail -1 $OUT/logs/gpu_dmma_pipe.log
 timeout 150 python3 -m pytest -q -m gpu tests/test_flux_overlap_gpu.py -k "not 511" > $OUT/logs/gpu_overlap.log 2>&1
 t gpu_overlap $?
 tail -3 $OUT/logs/gpu_overlap.log; grep -E "^(FAILED|ERROR)|Error|assert" $OUT/logs/gpu_overlap.log | head -20 | cut -c1-220
+V="--variant GEMM_FUSED"
+for n in 24 32 44 56; do V="$V --variant GEMM_FUSED:overlap_sms=$n"; done
+V="$V --variant GEMM"; for n in 24 32 44; do V="$V --variant GEMM:overlap_sms=$n"; done
+timeout 200 python3 tools/variants_bench.py --order 511 $V --rounds 3 --calls 3 --out $OUT/ov/p511.json \
+  > $OUT/logs/ov511.log 2>&1; t ov511 $?
+cut -c1-190 $OUT/logs/ov511.log | tail -12
 if [[ "$GPU" == *H200* ]]; then
-  V="--variant GEMM_FUSED"
-  for n in 24 32 44 56; do V="$V --variant GEMM_FUSED:overlap_sms=$n"; done
-  V="$V --variant GEMM"; for n in 24 32 44; do V="$V --variant GEMM:overlap_sms=$n"; done
-  timeout 200 python3 tools/variants_bench.py --order 511 $V --rounds 3 --calls 3 --out $OUT/ov/p511.json \
-    > $OUT/logs/ov511.log 2>&1; t ov511 $?
-  cut -c1-190 $OUT/logs/ov511.log | tail -12
   left=$(( 420 - $(elapsed) ))
   [ $left -gt 50 ] && timeout $left python3 tools/variants_bench.py --order 255 --variant GEMM_FUSED \
     --variant GEMM_FUSED:overlap_sms=32 --variant GEMM_FUSED:overlap_sms=44 --variant GEMM --variant GEMM:overlap_sms=32 \
