@@ -49,7 +49,7 @@ DFMA_WARP_FLOP = 64
 CAPACITY_KEYS = ("lsu_wavefronts", "issue", "alu", "fma", "l2_bytes")
 #: Every capacity needs its source: the two FP64 rates, DRAM and the CAPACITY_KEYS.
 CAPACITY_SOURCE_KEYS = ("fp64", "dram", *CAPACITY_KEYS)
-DRAM_BASES = ("nominal", "measured")
+DRAM_BASES = ("nominal", "measured", "scaled")
 #: What the L2 capacity per SM cycle is: the constant ``l2_bytes`` (the paper's normalization) or the
 #: measured L2-resident copy curve ``l2_copy_tbs`` over SMs x clock.
 L2_BASES = ("normalization", "copy")
@@ -95,9 +95,12 @@ class Capacity:
     instruction from the machine's FP64 rates) and DRAM (derived from its HBM bandwidth).
 
     ``dram_from`` names which HBM bandwidth of the machine the DRAM capacity divides:
-    ``"nominal"`` (the datasheet peak, as the paper's Table 5) or ``"measured"`` (the copy
-    bandwidth, for a machine whose datasheet figure we do not trust or do not have). ``source``
-    holds one citation per entry of CAPACITY_SOURCE_KEYS.
+    ``"nominal"`` (the datasheet peak, as the paper's Table 5), ``"measured"`` (the copy
+    bandwidth, for a machine whose datasheet figure we do not trust or do not have) or
+    ``"scaled"`` (the datasheet peak times ``dram_scale``: an assumed copy bandwidth for a machine
+    not measured yet, e.g. another machine's measured/datasheet ratio, so that its capacity sits on
+    the same basis as a calibration machine's ``"measured"`` one). ``source`` holds one citation
+    per entry of CAPACITY_SOURCE_KEYS (and ``dram_scale`` where given).
     """
 
     dram_from: str
@@ -118,6 +121,9 @@ class Capacity:
     l2_copy_tbs: tuple[tuple[int, float], ...] = ()
     #: Which of the two the model prices L2 bytes with (L2_BASES); "copy" needs ``l2_copy_tbs``.
     l2_from: str = "normalization"
+    #: The fraction of the datasheet HBM bandwidth taken as the DRAM capacity (dram_from = "scaled"
+    #: only; 0 < dram_scale <= 1), None otherwise.
+    dram_scale: float | None = None
 
     def l2_at(self, sms: int, clock_hz: float) -> float:
         """L2 bytes per active SM cycle at ``sms`` SMs: ``l2_bytes`` unless ``l2_from = "copy"``, then
@@ -216,6 +222,9 @@ class Machine:
         if self.capacity.dram_from == "measured":
             assert self.hbm_bandwidth_measured_tbs is not None  # checked on load
             return self.hbm_bandwidth_measured_tbs * 1e12 / self.sm_cycles_per_second
+        if self.capacity.dram_from == "scaled":
+            assert self.capacity.dram_scale is not None  # checked on load
+            return self.hbm_bytes_per_sm_cycle * self.capacity.dram_scale
         return self.hbm_bytes_per_sm_cycle
 
     @property
@@ -384,7 +393,19 @@ def _parse_capacity(table: Table | None) -> Capacity | None:
         dram_sm_ceiling=table.optional("dram_sm_ceiling", positive_float),
         l2_copy_tbs=_l2_curve(table),
         l2_from=table.optional("l2_from", one_of(L2_BASES), "normalization"),
+        dram_scale=table.optional("dram_scale", positive_float),
     )
+    if capacity.dram_from == "scaled" and capacity.dram_scale is None:
+        raise table.error("dram_scale", "dram_from = 'scaled' needs dram_scale (the fraction of the datasheet HBM "
+                          "bandwidth taken as the DRAM capacity)")
+    if capacity.dram_scale is not None and capacity.dram_from != "scaled":
+        raise table.error("dram_scale", f"dram_scale is used only with dram_from = 'scaled' (here "
+                          f"{capacity.dram_from!r})")
+    if capacity.dram_scale is not None and capacity.dram_scale > 1.0:
+        raise table.error("dram_scale", f"expected a fraction of the datasheet bandwidth in (0, 1], got "
+                          f"{capacity.dram_scale}")
+    if capacity.dram_scale is not None:
+        capacity.source["dram_scale"] = sources.required("dram_scale", string)
     if capacity.l2_from == "copy" and not capacity.l2_copy_tbs:
         raise table.error("l2_from", "l2_from = 'copy' needs the measured curve l2_copy_tbs")
     if capacity.dram_sm_ceiling is not None:

@@ -36,7 +36,9 @@ def machine_prices(machine: Machine) -> dict[str, Any]:
         "capacity_per_sm_cycle": {**caps.per_sm_cycle, **({"dram_sm_ceiling": machine.capacity.dram_sm_ceiling}
                                                           if machine.capacity.dram_sm_ceiling is not None else {}),
                                   **({"l2_copy_tbs": dict(machine.capacity.l2_copy_tbs)}
-                                     if machine.capacity.l2_copy_tbs else {})},
+                                     if machine.capacity.l2_copy_tbs else {}),
+                                  **({"dram_scale": machine.capacity.dram_scale}  # a fraction of the datasheet
+                                     if machine.capacity.dram_scale is not None else {})},
         "dram_from": machine.capacity.dram_from,
         "sources": ({**machine.capacity.source, "l2_bytes": machine.capacity.source["l2_copy_tbs"]}
                     if machine.capacity.l2_from == "copy" else machine.capacity.source),
