@@ -13,13 +13,13 @@ mkdir -p $OUT/bench $OUT/prof
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit,driver_version --format=csv | tee $OUT/logs/gpu.txt
 timeout 60 python3 tools/dmma_pipe.py --out $OUT/logs/dmma_pipe.json > $OUT/logs/dmma_pipe.log 2>&1; t dmma_pipe $?
 cut -c1-200 $OUT/logs/dmma_pipe.log | head -8
+timeout 30 python3 tools/measure_bandwidth.py --out $OUT/bench/bandwidth.json > $OUT/logs/bandwidth.log 2>&1; t bw $?
+tail -2 $OUT/logs/bandwidth.log | cut -c1-300
 timeout 120 python3 -m composer.cli.main bench --paths GEMM,FUSED_TC,FUSED_DFMA,FUSED_TC16 --orders 63,255 \
-  --rounds 3 --out $OUT/bench/lo > $OUT/logs/bench_lo.log 2>&1; t bench_lo $?
+  --rounds 2 --out $OUT/bench/lo > $OUT/logs/bench_lo.log 2>&1; t bench_lo $?
 grep -E "^\| (GEMM|FUSED)" $OUT/logs/bench_lo.log | cut -d'|' -f2,3,6,10,11 | head -12
-left=$(( 390 - $(elapsed) ))
+left=$(( 250 - $(elapsed) ))
 timeout $left python3 -m composer.cli.main bench --paths GEMM,FUSED_TC,FUSED_DFMA,FUSED_TC16 --orders 511 \
   --rounds 2 --out $OUT/bench/hi > $OUT/logs/bench_hi.log 2>&1; t bench_hi $?
 grep -E "^\| (GEMM|FUSED)" $OUT/logs/bench_hi.log | cut -d'|' -f2,3,6,10,11 | head -6
-timeout 30 python3 tools/measure_bandwidth.py --out $OUT/bench/bandwidth.json > $OUT/logs/bandwidth.log 2>&1; t bw $?
-tail -2 $OUT/logs/bandwidth.log | cut -c1-300
 finish_call bench
