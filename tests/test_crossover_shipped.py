@@ -18,7 +18,8 @@ COMMAND = ("campaign --write-crossover --out docs/data "  # docs/data/report-exc
            "--predictions docs/data/h200_s9/model/machines/predict_gb200.json "
            "--predictions docs/data/h200_s9/model/machines/predict_h100.json "
            "--predictions docs/data/h200_s9/model/machines/predict_a100.json "
-           "--predictions docs/data/h200_s9/model/machines/predict_a100_p15.json --crossover schedules/crossover.toml")
+           "--predictions docs/data/h200_s9/model/machines/predict_a100_p15.json "
+           "--predictions docs/data/h100_s24/predictions/predict_h100_sxm.json --crossover schedules/crossover.toml")
 
 
 class H200:
