@@ -6,20 +6,9 @@ import pytest
 from composer.arch.machines import get_machine, load_machines
 from composer.errors import ConfigError
 from composer.model.capacity import capacities
+from tests.test_config import NEW_MACHINE
 
-TOY = """\
-[machines.toy]
-description = "a toy"
-arch = "sm_90"
-compute_capability = "9.0"
-sm_count = 10
-boost_clock_ghz = 1.0
-memory_gib = 1.0
-hbm_bandwidth_nominal_tbs = 1.0
-fp64_core_flop_per_sm_cycle = 64
-fp64_tc_flop_per_sm_cycle = 128
-source = "test"
-
+TOY = NEW_MACHINE + """
 [machines.toy.capacity]
 dram_from = "scaled"
 dram_scale = 0.5
@@ -90,3 +79,12 @@ def test_shipped_h100_sxm_entry():
         assert capacities(m).per_sm_cycle[key] == capacities(h200).per_sm_cycle[key]
     # the paper's TSUBAME H100 entry stays as it was
     assert get_machine("h100").hbm_bandwidth_nominal_tbs == 2.396
+
+
+def test_the_device_tools_h100_is_identified_as_h100_sxm():
+    """What the device tool's H100 reported (81559 MiB, 132 SMs, sm_90) picks this entry, not the paper's 94-GB
+    TSUBAME board, so that `path="auto"` reads its crossover choices; the H200 stays the H200."""
+    from composer.arch.identify import identify_machine
+
+    assert identify_machine("sm_90", 132, 81559 * 2**20).name == "h100_sxm"
+    assert identify_machine("sm_90", 132, 150754820096).name == "h200"
