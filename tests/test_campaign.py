@@ -351,3 +351,25 @@ def test_sweep_carrier_out_file_is_written_after_the_winner(tmp_path, monkeypatc
     from composer.report.sources import classify
 
     assert classify(report) == "carrier"  # composer report reads the campaign's carrier steps
+
+
+def test_write_crossover_refuses_runs_of_two_gpus_in_one_directory(tmp_path, capsys):
+    """An H100 run newer than the H200's of the same cell must not decide the H200's choice: a directory
+    holding both is refused in one line, and each GPU's directory on its own writes its entry."""
+    import shutil
+
+    root = Path(__file__).resolve().parents[1] / "docs" / "data"
+    shutil.copytree(root / "h200_s21" / "call1" / "bench" / "b", tmp_path / "data" / "h200")
+    shutil.copytree(root / "h100_s24" / "call2" / "bench" / "hi", tmp_path / "data" / "h100")
+    out = tmp_path / "crossover.toml"
+    argv = ["campaign", "--write-crossover", "--out", str(tmp_path / "data"), "--crossover", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "several GPUs" in err[0] and "NVIDIA H100 80GB HBM3" in err[0] and not out.exists()
+    assert main(argv + ["--exclude", "h100"]) == 0
+    assert load_crossover(out).machines["h200"].gpu == "NVIDIA H200"
+    assert main(["campaign", "--write-crossover", "--out", str(tmp_path / "data" / "h100"), "--machine", "h100_sxm",
+                 "--crossover", str(out)]) == 0
+    written = load_crossover(out).machines
+    assert written["h100_sxm"].orders[511].path == "FUSED_TC16" and written["h100_sxm"].orders[511].decided == "measured"
+    assert set(written["h200"].orders) == {7, 15, 31, 63}

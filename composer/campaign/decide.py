@@ -14,15 +14,22 @@ from pathlib import Path
 from typing import Any
 
 from composer.config.crossover import MEASURED, PREDICTED, Choice, MachineEntry
+from composer.errors import ComposerError
 from composer.campaign.journal import now_utc
 from composer.report.cells import CellIndex
 from composer.report.sources import discover
 
 
 def measured_gpu(root: Path, exclude: tuple[str, ...] = ()) -> str | None:
-    """The GPU the bench runs under ``root`` ran on, when they name one and only one."""
+    """The GPU the bench runs under ``root`` ran on, when they name one and only one; None when they
+    name none. Runs of several GPUs are refused: one machine's map entry decided from another GPU's
+    times (an H100 run newer than the H200's of the same cell) would be wrong without a sign of it."""
     names = {s.identity.gpu for s in discover([root], exclude).bench if s.identity.gpu}
-    return names.pop() if len(names) == 1 else None
+    if len(names) > 1:
+        raise ComposerError(f"{root} holds bench runs of several GPUs ({', '.join(sorted(names))}): write the "
+                            "crossover map from one GPU's directory at a time (--out DIR --machine NAME), or leave "
+                            "the others out (--exclude GLOB, report-exclude.txt)")
+    return names.pop() if names else None
 
 
 def measured_choices(root: Path, machine: str, gpu: str | None, metric: str = "device_per_call_s",
