@@ -86,3 +86,65 @@ def test_loops_run_one_block_per_sm_and_chains_hide_latency() -> None:
     for shape in ("8x8x4", "16x8x8"):
         one, four = (next(p for p in points if p.shape == shape and p.chains == c and p.warps == 1) for c in (1, 4))
         assert four.cycles_per_dmma <= one.cycles_per_dmma * 1.01, (one, four)
+
+
+def test_measure_leaves_out_blocks_the_loop_cannot_launch(monkeypatch) -> None:
+    """Session 24 call 1: the m16n8k4 8-chain loop's registers allow fewer than 16 warps per block and the launch
+    failed (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES). measure() must skip warps above the kernel's own limit and launch
+    the rest; stand-ins for the runtime record what is launched."""
+    import numpy as np
+
+    import composer.runtime as runtime
+    import composer.runtime.nvrtc as nvrtc
+    from composer.bench import dmma_pipe
+
+    launched: list[int] = []
+
+    class Buffer:
+        def __init__(self, nbytes, device):
+            self.nbytes = nbytes
+
+        def to_numpy(self, n, dtype):
+            return np.full(n, 4096 * 2 * 30 if dtype == np.int64 else 0, dtype=dtype) + (
+                np.arange(n, dtype=dtype) if dtype == np.uint32 else 0)
+
+        def free(self):
+            pass
+
+    class Kernel:
+        max_threads = 256  # 8 warps
+
+        def set_max_dynamic_smem(self, n):
+            pass
+
+        def launch(self, grid, threads, args=(), shared=0):
+            if threads > self.max_threads:
+                raise RuntimeError("CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
+            launched.append(threads // 32)
+
+    class Module:
+        @classmethod
+        def from_cubin(cls, cubin, device):
+            return cls()
+
+        def get_kernel(self, symbol, params):
+            return Kernel()
+
+        def close(self):
+            pass
+
+    class Compiled:
+        cubin = b""
+
+        def symbol(self, name):
+            return name
+
+    class Device:
+        sm_count, arch, max_smem_optin = 4, "sm_90", 232448
+
+    monkeypatch.setattr(runtime, "DeviceBuffer", Buffer)
+    monkeypatch.setattr(runtime, "Module", Module)
+    monkeypatch.setattr(nvrtc, "compile_cuda", lambda *a, **k: Compiled())
+    points = dmma_pipe.measure(Device(), ["16x8x4"], chains=(2,), warps=(1, 8, 16))
+    assert [p.warps for p in points] == [1, 8] and sorted(set(launched)) == [1, 8]
+    assert all(p.cycles_per_dmma == pytest.approx(30.0) and p.distinct_sms == 4 for p in points)
