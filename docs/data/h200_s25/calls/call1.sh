@@ -27,9 +27,9 @@ if [[ "$GPU" == *H200* ]]; then
   }
   ov 511 150 3 3 GEMM_FUSED GEMM_FUSED:overlap_sms=32 GEMM_FUSED:overlap_sms=44 GEMM_FUSED:overlap_sms=56 \
     GEMM GEMM:overlap_sms=32 GEMM:overlap_sms=44
-  ov 767 200 2 2 GEMM_FUSED GEMM_FUSED:overlap_sms=44 GEMM_FUSED:overlap_sms=56 GEMM
+  ov 767 200 2 2 GEMM_FUSED GEMM_FUSED:overlap_sms=32 GEMM_FUSED:overlap_sms=44 GEMM_FUSED:overlap_sms=56 GEMM
   left=$(( 480 - $(elapsed) ))
-  [ $left -gt 60 ] && ov 575 $left 3 2 GEMM_FUSED GEMM_FUSED:overlap_sms=44 GEMM_FUSED:overlap_sms=56 GEMM
+  [ $left -gt 60 ] && ov 575 $left 3 2 GEMM_FUSED GEMM_FUSED:overlap_sms=32 GEMM_FUSED:overlap_sms=44 GEMM_FUSED:overlap_sms=56 GEMM
   left=$(( 560 - $(elapsed) ))
   [ $left -gt 40 ] && timeout $left python3 -m composer.cli.main graph --path GEMM_FUSED --order 511 --measure \
     --repeats 5 --option GEMM_FUSED.overlap_sms=44 --out $OUT/graph/gf511_ov44.json > $OUT/logs/graph.log 2>&1; t graph $?
