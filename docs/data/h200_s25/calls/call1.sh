@@ -38,10 +38,10 @@ else
   export COMPOSER_CACHE_DIR=$PWD/.cache/nvrtc_pin2
   sweep_apply docs/data/h200_s21/plans/sweep_plan_budget2.json 7,15,31,63 240 0.01
   unset COMPOSER_SCHEDULES
-  left=$(( 440 - $(elapsed) ))
+  left=$(( 300 - $(elapsed) ))
   [ $left -gt 30 ] && timeout $left python3 -m composer.cli.main profile --paths FUSED_TC --orders 7 \
     --out $OUT/prof/tc7 > $OUT/logs/prof.log 2>&1; t prof_tc7 $?
-  left=$(( 560 - $(elapsed) ))
+  left=$(( 420 - $(elapsed) ))
   [ $left -gt 30 ] && COMPOSER_SCHEDULES=$PWD/.cache/xf_sched timeout $left python3 -m composer.cli.main profile \
     --paths FUSED_TC --orders 7 --out $OUT/prof/xf7 >> $OUT/logs/prof.log 2>&1; t prof_xf7 $?
   grep -hE "│ fused" $OUT/logs/prof.log | cut -c1-200
