@@ -438,3 +438,45 @@ def test_carriers_for_more_blocks_per_sm_cap_their_registers_and_say_what_does_n
     assert replace(cfg, min_blocks=4).resident_blocks("sm_90") == 3  # 4 x 65 KB do not fit 228 KB
     wide = replace(cfg, min_blocks=3, warps_m=8, warps_n=4, bm=128, bn=256, stages=2)
     assert wide.resident_blocks("sm_90") == 2 and wide.registers_cap("sm_90") == 32  # 2048 threads hold two
+
+
+def test_stagger_waits_on_the_global_timer_before_the_mainloop_and_keeps_the_kernel():
+    """``stagger_us`` (the carrier's tile key): the first wave's blocks wait on %globaltimer in
+    nanosleep rounds, the wait scaled by the period in nanoseconds over %nsmid x the blocks per SM
+    (the p = 511 128x64x16 3-stage carrier: two by its register cap); the DMMAs, stores and
+    registers stay those of the kernel without it, and the key is checked and named."""
+    import tempfile
+    from dataclasses import replace
+    from pathlib import Path
+
+    from composer.arch.sass import disassemble, function_sass
+    from composer.epilogues.carrier_tiles import STAGGER_PERIODS, tile_tag, tile_variants
+    from composer.gemm.cute.kernel import TensorOpDgemm
+
+    tile = {"bm": 128, "bn": 64, "bk": 16, "warps_m": 2, "warps_n": 2, "stages": 3, "swap": False}
+    gemm = fused_gemms(fused_plan("y", False, 512), "16x8x8", carrier_tile={**tile, "stagger_us": 40})["y"]
+    assert gemm.config.stagger_us == 40 and gemm.config.tag.endswith("_st40")
+    staggered = compile_config(gemm.config, "sm_90", "t_st40", epilogue=gemm.epilogue())
+    plain = compile_config(replace(gemm.config, stagger_us=0), "sm_90", "t_st0", epilogue=gemm.epilogue())
+    (k,) = inspect_cubin(staggered.cubin).values()
+    (base,) = inspect_cubin(plain.cubin).values()
+    assert k.dmma == base.dmma and k.global_stores == base.global_stores and k.global_loads == base.global_loads
+    assert k.registers == base.registers
+    with tempfile.TemporaryDirectory() as tmp:
+        listings = {}
+        for name, build in (("st", staggered), ("plain", plain)):
+            path = Path(tmp) / f"{name}.cubin"
+            path.write_bytes(build.cubin)
+            (listings[name],) = function_sass(disassemble(path)).values()
+    assert "NANOSLEEP" in listings["st"] and "SR_GLOBALTIMER" in listings["st"]
+    assert "NANOSLEEP" not in listings["plain"] and "SR_GLOBALTIMER" not in listings["plain"]
+    assert "0x9c40" in listings["st"]  # 40 us = 40000 ns, the period the block's share is taken of
+    assert TensorOpDgemm(gemm.config, "sm_90", "t", gemm.epilogue()).stagger_slots == 2
+    with pytest.raises(GemmConfigError, match=r"stagger_us=1001 outside \[0, 1000\]"):
+        fused_gemms(fused_plan("y", False, 512), "16x8x8", carrier_tile={**tile, "stagger_us": 1001})
+    with pytest.raises(GemmConfigError, match="stagger_us applies to one tile per block"):
+        fused_gemms(fused_plan("y", False, 512), "16x8x8",
+                    carrier_tile={**tile, "stagger_us": 50, "async_epilogue_tiles": 4})
+    assert tile_tag({**tile, "stagger_us": 50}) == "t128x64x16w2x2s3st50"
+    swept = [t.get("stagger_us") for _, t in tile_variants(tile, "sm_90", "16x8x8") if t.get("stagger_us")]
+    assert swept == list(STAGGER_PERIODS)

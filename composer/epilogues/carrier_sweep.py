@@ -56,8 +56,9 @@ class Candidate:
         asynchronous = (f".ae{t['async_epilogue_tiles']}" if t.get("async_epilogue_tiles") else "") \
             + (f".b{t['async_buffers']}" if t.get("async_buffers", 2) != 2 else "") \
             + (f".mb{t['min_blocks']}" if t.get("min_blocks") else "")
+        stagger = f".st{t['stagger_us']}" if t.get("stagger_us") else ""
         return (f"bm{t['bm']}.bn{t['bn']}.bk{t['bk']}{warps}.s{t['stages']}{prefetch}{group}{pipelined}"
-                f"{asynchronous}")
+                f"{asynchronous}{stagger}")
 
     @property
     def label(self) -> str:

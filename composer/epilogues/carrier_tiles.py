@@ -56,6 +56,11 @@ THREE_BLOCK_TILES: tuple[dict[str, int], ...] = (
     {**LIBRARY_TILES[0], "min_blocks": 3},
     {**LIBRARY_TILES[0], "stages": 3, "min_blocks": 3},
 )
+#: First-wave stagger periods (``stagger_us``) the sweep tries on the schedule's tile: about half, one
+#: and two block periods of the p = 511-767 carriers (p = 511: 28.8 us per tile per SM at two blocks
+#: per SM, 58 us per block; 575 and 767 at three blocks per SM about 50-60 us), so that the blocks
+#: that share an SM run out of phase and one's epilogue reads overlap another's MMAs.
+STAGGER_PERIODS: tuple[int, ...] = (25, 50, 100)
 #: Shapes the sweep tries besides the schedule's, where the arch has them (8x8x4 is every arch's, and
 #: measured slower than 16x8x4 for the CuTe GEMMs at every order on the H200: 1.24-1.61 x GEMM).
 SWEPT_SHAPES: tuple[str, ...] = ("16x8x4", "16x8x8")
@@ -95,6 +100,7 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
     pairs += [(scheduled_mma, {**plain, "epilogue_prefetch": d}) for d in (0, *PREFETCH_DISTANCES)]
     groups = STORE_GROUPS + ((DEFAULT_STORE_GROUP,) if shipped.get("store_group") else ())  # the way back
     pairs += [(scheduled_mma, {**plain, "store_group": g}) for g in groups]
+    pairs += [(scheduled_mma, {**plain, "stagger_us": us}) for us in STAGGER_PERIODS]
     if async_epilogue:
         pairs += [(scheduled_mma, {**t, "async_epilogue_tiles": n}) for n in ASYNC_EPILOGUE_TILES
                   for t in (plain, {**LIBRARY_TILES[0], **swap})]
@@ -130,7 +136,8 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
         """No prefetch is prefetch 0, no store group the default one, no pipeline a false one."""
         return mma, tuple(sorted((k, v) for k, v in tile.items()
                                  if not (k in ("epilogue_prefetch", "epilogue_prefetch_split", "store_group",
-                                               "fragment_pipeline", "async_epilogue_tiles", "min_blocks") and not v)
+                                               "fragment_pipeline", "async_epilogue_tiles", "min_blocks",
+                                               "stagger_us") and not v)
                                  and not (k == "store_group" and v == DEFAULT_STORE_GROUP)
                                  and not (k == "async_buffers" and v == 2)))
 
@@ -160,7 +167,8 @@ def tile_tag(tile: Mapping[str, Any]) -> str:
             + ("fp" if t.get("fragment_pipeline") else "")
             + (f"ae{t['async_epilogue_tiles']}" if t.get("async_epilogue_tiles") else "")
             + (f"b{t['async_buffers']}" if t.get("async_buffers", 2) != 2 else "")
-            + (f"mb{t['min_blocks']}" if t.get("min_blocks") else ""))
+            + (f"mb{t['min_blocks']}" if t.get("min_blocks") else "")
+            + (f"st{t['stagger_us']}" if t.get("stagger_us") else ""))
 
 
-__all__ = ["ASYNC_EPILOGUE_TILES", "THREE_BLOCK_TILES", "TWO_BLOCK_ASYNC", "LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "prefetch_tag", "STORE_GROUPS", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]
+__all__ = ["STAGGER_PERIODS", "ASYNC_EPILOGUE_TILES", "THREE_BLOCK_TILES", "TWO_BLOCK_ASYNC", "LIBRARY_TILES", "PREFETCH_DISTANCES", "PREFETCH_SPLIT_WINDOWS", "prefetch_tag", "STORE_GROUPS", "SWEPT_SHAPES", "swept_shapes", "tile_neighbourhood", "tile_tag", "tile_variants"]

@@ -88,6 +88,26 @@ def cp_async_full(smem_addr: Any, gmem_addr: Any, vec: int) -> None:
                     has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
 
 
+def nsmid() -> Int32:
+    """``%nsmid``: the number of SM identifiers (at least the SMs the GPU has; identifiers may have
+    gaps, so a stagger that divides by it spreads the first wave slightly wider than the SMs hold)."""
+    res = llvm.inline_asm(Int32.mlir_type, [], "mov.u32 $0, %nsmid;", "=r", has_side_effects=True,
+                          is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+    return Int32(res)
+
+
+def wait_ns(delay_ns: Any) -> None:
+    """Wait until ``%globaltimer`` has advanced ``delay_ns`` nanoseconds: ``nanosleep`` rounds of
+    256 ns (the warp gives up its issue slots to the SM's other blocks) between reads of the timer. The
+    global timer, not the SM clock: a power-capped clock would stretch a cycle count."""
+    llvm.inline_asm(None, [Int64(delay_ns).ir_value()],
+                    "{\n.reg .u64 wait_t0, wait_t1;\n.reg .pred wait_p;\nmov.u64 wait_t0, %globaltimer;\n"
+                    "wait_ns_${:uid}:\nnanosleep.u32 256;\nmov.u64 wait_t1, %globaltimer;\n"
+                    "sub.u64 wait_t1, wait_t1, wait_t0;\nsetp.lt.u64 wait_p, wait_t1, $0;\n"
+                    "@wait_p bra wait_ns_${:uid};\n}", "l",
+                    has_side_effects=True, is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
 def lds_f64(smem_addr: Any, offset: int = 0) -> Float64:
     """``ld.shared.f64`` from byte address ``smem_addr + offset`` (``offset`` a compile-time
     immediate, so a fragment load costs one LDS and no address arithmetic)."""

@@ -131,6 +131,15 @@ class GemmConfig:
     #: that share an A panel 2048 blocks apart at p = 511, and each of its Nq / bn re-reads of the panel
     #: comes from DRAM (ncu, session 13: 4.05 TB/s, 84 % of the DRAM peak, for that kernel alone).
     n_fastest: bool = False
+    #: Spread the first wave's start over this many microseconds (0: off): block b of the first
+    #: ``resident`` (= %nsmid x blocks per SM) waits b / resident of it before its mainloop, so the
+    #: co-resident blocks of an SM start half a period apart and the SMs' phases spread evenly. Why:
+    #: every block's work is the same, so blocks that start together stay in phase: all mainloops, then
+    #: all epilogues at once (ncu, p = 511 carrier, session 10: 28.8 us per tile per SM = 18.6 of MMA at
+    #: cuBLAS's rate + 12.3 of epilogue DRAM at one SM's share of the bandwidth, tensor pipe 60 %, DRAM
+    #: 45 %: the phases add up instead of overlapping). Out of phase, one block's epilogue reads run
+    #: under the other's MMAs and the GPU's DRAM demand is spread over time.
+    stagger_us: int = 0
 
     @property
     def shape(self) -> MmaShape:
@@ -224,7 +233,8 @@ class GemmConfig:
                 + ("_fp" if self.fragment_pipeline else "")
                 + (f"_ae{self.async_epilogue_tiles}" if self.async_epilogue_tiles else "")
                 + (f"b{self.async_buffers}" if self.async_epilogue_tiles and self.async_buffers != 2 else "")
-                + (f"_mb{self.min_blocks}" if self.min_blocks else ""))
+                + (f"_mb{self.min_blocks}" if self.min_blocks else "")
+                + (f"_st{self.stagger_us}" if self.stagger_us else ""))
 
     def validate(self, arch: str | None = None) -> "GemmConfig":
         """Return ``self`` if the kernel can be built for it (and for ``arch``, when given).
@@ -294,6 +304,10 @@ class GemmConfig:
                             + ("" if self.epilogue_prefetch_split else " (64 with epilogue_prefetch_split)"))
         if self.epilogue_prefetch_split and not self.epilogue_prefetch:
             problems.append("epilogue_prefetch_split needs epilogue_prefetch > 0 (the k-tiles it spreads over)")
+        if not 0 <= self.stagger_us <= 1000:
+            problems.append(f"stagger_us={self.stagger_us} outside [0, 1000] microseconds")
+        if self.stagger_us and self.async_epilogue_tiles:
+            problems.append("stagger_us applies to one tile per block (async_epilogue_tiles runs its own tiles)")
         if self.product not in ("", "a", "b"):
             problems.append(f"product={self.product!r} must be 'a', 'b' or '' (none)")
         if self.product_staged and not self.product:
@@ -326,7 +340,7 @@ class GemmConfig:
         (the same kernels) stay up to date."""
         out = asdict(self)
         for key in ("epilogue_prefetch", "epilogue_prefetch_split", "fragment_pipeline", "async_epilogue_tiles",
-                    "min_blocks", "product_staged", "n_fastest"):
+                    "min_blocks", "product_staged", "n_fastest", "stagger_us"):
             if not out[key]:
                 del out[key]
         if out["async_buffers"] == 2:
@@ -433,7 +447,8 @@ def split_prefetch_k_tiles(k_tiles: int, window: int, arrays: int) -> list[int]:
 def config_for(spec: GemmSpec, mma: str, bm: int, bn: int, bk: int, warps_m: int, warps_n: int,
                stages: int, swap: bool = False, epilogue: str = "store", epilogue_prefetch: int = 0,
                epilogue_prefetch_split: bool = False, fragment_pipeline: bool = False,
-               async_epilogue_tiles: int = 0, async_buffers: int = 2, min_blocks: int = 0) -> GemmConfig:
+               async_epilogue_tiles: int = 0, async_buffers: int = 2, min_blocks: int = 0,
+               stagger_us: int = 0) -> GemmConfig:
     """A configuration with the majors (and cp.async width) the spec's layout requires."""
     prob = kernel_problem(spec, swap)
     a, b, c = prob.majors
@@ -441,4 +456,4 @@ def config_for(spec: GemmSpec, mma: str, bm: int, bn: int, bk: int, warps_m: int
                       2 if prob.vec2_ok else 1, epilogue, epilogue_prefetch=epilogue_prefetch,
                       epilogue_prefetch_split=epilogue_prefetch_split, fragment_pipeline=fragment_pipeline,
                       async_epilogue_tiles=async_epilogue_tiles, async_buffers=async_buffers,
-                      min_blocks=min_blocks)
+                      min_blocks=min_blocks, stagger_us=stagger_us)

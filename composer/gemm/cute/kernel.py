@@ -30,7 +30,7 @@ import cutlass.cute as cute
 from cutlass import Float64, Int32, Int64
 
 from composer.gemm.cute.atom import (a_coord, b_coord, cp_async, cp_async_full, d_coord, dmma, lds_f64, lds_f64x2,
-                                     sts_f64, sts_f64x2)
+                                     nsmid, sts_f64, sts_f64x2, wait_ns)
 from composer.gemm.cute.config import AUX_SLOTS, KERNEL_PARAMS, GemmConfig, resolve_epilogue
 from composer.gemm.cute.epilogue import Epilogue, EpilogueContext, OutputSite
 from composer.gemm.cute.swizzle import frag_plan, interior_steps, swizzle_bits, swizzled_offset
@@ -135,6 +135,9 @@ class TensorOpDgemm:
         self.product_staged = cfg.product_staged
         # the epilogue's L2 prefetch (k-tiles before the end; 0 when the epilogue reads no array)
         self.prefetch_at = cfg.epilogue_prefetch if self.epilogue.prefetch_slots else 0
+        #: blocks per SM the first-wave stagger spreads (the smaller of what shared memory and the register
+        #: cap hold; ptxas may use fewer registers, so more may be resident: a lower bound)
+        self.stagger_slots = max(1, min(cfg.smem_blocks(self.arch), cfg.register_blocks(self.arch)))
         self.prefetch_split = cfg.epilogue_prefetch_split and self.prefetch_at > 0
         self.fragment_pipeline = cfg.fragment_pipeline
         self.async_tiles = cfg.async_epilogue_tiles
@@ -162,6 +165,8 @@ class TensorOpDgemm:
     def kernel(self, args: KernelArgs):
         tidx, _, _ = cute.arch.thread_idx()
         bid, _, _ = cute.arch.block_idx()
+        if cutlass.const_expr(self.cfg.stagger_us > 0):
+            self._stagger(bid)
         n_tiles_m = (args.m + self.bm - 1) // self.bm
         n_tiles_n = (args.n + self.bn - 1) // self.bn
         if cutlass.const_expr(self.cfg.n_fastest):
@@ -187,6 +192,16 @@ class TensorOpDgemm:
         t = (tidx % 32) % 4
         row_a = (warp % self.warps_m) * self.wm + (tidx % 32) // 4
         self._store_tile(args, acc, batch, ibatch, m0, n0, row_a, warp, t)
+
+    @cute.jit
+    def _stagger(self, bid: Int32):
+        """``stagger_us``: block ``bid`` of the first wave (``resident`` = %nsmid x the blocks per SM the
+        shared memory and the register cap hold) waits ``bid / resident`` of the period. The block
+        scheduler hands out the first wave one block per SM before any SM gets a second, so the blocks
+        of one SM start ``period / blocks`` apart and the SMs' phases cover the period evenly."""
+        resident = nsmid() * self.stagger_slots
+        if bid < resident:
+            wait_ns(Int64(bid) * Int64(self.cfg.stagger_us * 1000) // Int64(resident))
 
     def _operand_buffers(self, allocator: Any) -> tuple:
         """(a_layout, b_layout, sa_base, sb_base): the A and B pipeline buffers, allocated first."""

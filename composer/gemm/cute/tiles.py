@@ -16,11 +16,11 @@ from composer.arch.mma import mma_shape
 from composer.gemm.roles import GemmSpec, gemm_spec
 
 TILE_KEYS = ("bm", "bn", "bk", "warps_m", "warps_n", "stages", "swap", "epilogue_prefetch", "epilogue_prefetch_split",
-             "fragment_pipeline", "async_epilogue_tiles", "async_buffers", "min_blocks")
+             "fragment_pipeline", "async_epilogue_tiles", "async_buffers", "min_blocks", "stagger_us")
 #: Keys only a carrier's tile takes (GEMM_CUTE's store kernels read no array to prefetch, and have
 #: no epilogue worth running on warps of its own).
 CARRIER_ONLY_KEYS = ("epilogue_prefetch", "epilogue_prefetch_split", "async_epilogue_tiles", "async_buffers",
-                     "min_blocks")
+                     "min_blocks", "stagger_us")
 #: The MMA shape of the CuTe GEMMs when neither an option nor the schedule names one.
 DEFAULT_MMA = "16x8x4"
 
