@@ -73,8 +73,8 @@ BAD_TABLES = {
     "bad store group": ("store_group = 0", "paths.GEMM_FUSED.store_group: expected a positive integer, got 0"),
     "unknown tile key": ("carrier_tile = { bz = 3 }",
                          "paths.GEMM_FUSED.carrier_tile.bz: unknown key (allowed here: async_buffers, async_epilogue_tiles, bk, bm, bn, epilogue_prefetch, "
-                         "epilogue_prefetch_split, fragment_pipeline, min_blocks, stages, store_group, swap, warps_m, "
-                         "warps_n)"),
+                         "epilogue_prefetch_split, fragment_pipeline, min_blocks, stages, stagger_us, store_group, swap, "
+                         "warps_m, warps_n)"),
     "bad carrier store group": ("carrier_tile = { store_group = 0 }",
                                 "paths.GEMM_FUSED.carrier_tile.store_group: expected a positive integer, got 0"),
     "bad carrier tile": ('mma = "16x8x4"\ncarrier_tile = { bm = 96 }',
