@@ -21,9 +21,9 @@ sweep() {  # sweep ORDER TIMEOUT
   grep -E "µs|us |winner|wrote|valid|Error|error" $OUT/logs/st$1.log | cut -c1-200 | tail -9
 }
 sweep 511 170
-left=$(( 300 - $(elapsed) )); [ $left -gt 60 ] && sweep 575 $left
-left=$(( 380 - $(elapsed) )); [ $left -gt 90 ] && sweep 767 $left
-left=$(( 460 - $(elapsed) ))
+left=$(( 280 - $(elapsed) )); [ $left -gt 60 ] && sweep 575 $left
+left=$(( 300 - $(elapsed) )); [ $left -gt 90 ] && sweep 767 $left
+left=$(( 385 - $(elapsed) ))
 if [ -f $OUT/gf/sched/p0511.toml ] && [ $left -gt 60 ]; then
   for f in schedules/p0*.toml; do [ -f "$OUT/gf/sched/$(basename "$f")" ] || cp "$f" "$OUT/gf/sched/"; done
   COMPOSER_SCHEDULES=$OUT/gf/sched timeout $left python3 -m composer.cli.main bench --paths GEMM,GEMM_FUSED \
