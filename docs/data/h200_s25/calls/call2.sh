@@ -21,13 +21,13 @@ sweep() {  # sweep ORDER TIMEOUT
   grep -E "µs|us |winner|wrote|valid|Error|error" $OUT/logs/st$1.log | cut -c1-200 | tail -9
 }
 sweep 511 170
-left=$(( 280 - $(elapsed) )); [ $left -gt 60 ] && sweep 575 $left
-left=$(( 300 - $(elapsed) )); [ $left -gt 90 ] && sweep 767 $left
-left=$(( 385 - $(elapsed) ))
+left=$(( 290 - $(elapsed) ))
 if [ -f $OUT/gf/sched/p0511.toml ] && [ $left -gt 60 ]; then
   for f in schedules/p0*.toml; do [ -f "$OUT/gf/sched/$(basename "$f")" ] || cp "$f" "$OUT/gf/sched/"; done
   COMPOSER_SCHEDULES=$OUT/gf/sched timeout $left python3 -m composer.cli.main bench --paths GEMM,GEMM_FUSED \
-    --orders 511 --rounds 3 --out $OUT/gf/bench511 > $OUT/logs/bench511.log 2>&1; t bench511 $?
+    --orders 511 --rounds 2 --out $OUT/gf/bench511 > $OUT/logs/bench511.log 2>&1; t bench511 $?
   grep -E "^\| (GEMM|FUSED)" $OUT/logs/bench511.log | cut -d'|' -f2,3,6,10,11
 fi
+left=$(( 320 - $(elapsed) )); [ $left -gt 60 ] && sweep 575 $left
+left=$(( 320 - $(elapsed) )); [ $left -gt 90 ] && sweep 767 $left
 finish_call gf
