@@ -573,6 +573,21 @@ def test_sweep_apply_writes_only_measured_winners(tmp_path) -> None:
     assert kept == history + ["# H200 2026-01-01, composer.fused.sweep: 600.0 us/call (previous schedule 700.0)"]
 
 
+def test_sweep_apply_names_the_gpu_the_rows_were_timed_on(tmp_path) -> None:
+    """Rows that name their machine (sweep-fused run records it since session 25) are noted as that
+    machine, not as the H200 every table used to be tuned on; an unidentified GPU by its own name; a
+    log of rows from several GPUs is refused; rows that name nothing (older logs) keep the default."""
+    from composer.errors import ComposerError
+    from composer.fused.sweep import sweep_machine_label
+
+    assert sweep_machine_label([{"machine": "h100_sxm", "gpu": "NVIDIA H100 80GB HBM3"}] * 2) == "H100_SXM"
+    assert sweep_machine_label([{"machine": None, "gpu": "NVIDIA A40"}]) == "NVIDIA A40"
+    assert sweep_machine_label([{"variant": "x"}]) == "H200"
+    with pytest.raises(ComposerError, match="several GPUs"):
+        sweep_machine_label([{"machine": "h200", "gpu": "NVIDIA H200"},
+                             {"machine": "h100_sxm", "gpu": "NVIDIA H100 80GB HBM3"}])
+
+
 def test_elements_per_block_parse_render_and_compile() -> None:
     import tomllib
 

@@ -78,17 +78,33 @@ def best_records(records: list[dict]) -> dict[tuple[int, str], dict]:
 MIN_GAIN = 0.02
 
 
+def sweep_machine_label(records: list[dict], default: str = DEFAULT_MACHINE) -> str:
+    """The machine a sweep log's rows were timed on, as schedule notes name it (``H200``, ``H100_SXM``,
+    or the GPU's own name when the machine table has no entry for it); ``default`` for rows that name
+    none (logs before session 25, all H200). ComposerError when the rows name several GPUs."""
+    named = {(r.get("machine"), r.get("gpu")) for r in records if r.get("machine") or r.get("gpu")}
+    if len(named) > 1:
+        raise ComposerError(f"the sweep log holds rows timed on several GPUs ({sorted(map(str, named))}); "
+                            "apply one GPU's log at a time")
+    if not named:
+        return get_machine(default).name.upper()
+    ((machine, gpu),) = named
+    return get_machine(machine).name.upper() if machine else str(gpu)
+
+
 def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float = MIN_GAIN,
           machine: str = DEFAULT_MACHINE) -> list[str]:
     """Write the fastest candidate of each (order, variant) of a device sweep into the schedules
     of ``schedules_dir`` (None: the user schedules directory; an order without a file there gets a
     copy of the schedule in use first, never a write into the installed package) when it beats the
     schedule's own table, timed in the same run, by more than ``min_gain``. The note above each
-    table names ``machine`` (the machine table's entry it was timed on)."""
+    table names the machine the records were timed on (their ``machine`` entry, else their ``gpu``
+    name; ``machine`` for logs written before the records named it); a log timed on several GPUs is
+    refused (its rows were never compared in one run)."""
     from composer.config.schedules import writable_schedule_file
 
-    label = get_machine(machine).name.upper()
     records = json.loads(Path(sweep_json).read_text())
+    label = sweep_machine_label(records, machine)
     changed = []
     for (order, variant), r in sorted(best_records(records).items()):
         if r["variant"].endswith(("@base", f"@{SHIPPED}")):
@@ -247,9 +263,14 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> No
     prebuild([c for o in orders for k, c in todo[o].items() if (o, k) not in done])
     print(f"prebuild {time.time() - start:.1f} s", flush=True)
     device = default_device()
+    from composer.config.crossover import machine_of_device
+
+    gpu, machine = getattr(device, "name", None), machine_of_device(device)
 
     def record(r: dict, order: int, progress: SweepProgress) -> None:
         r["elapsed_s"] = round(time.time() - start, 1)
+        # which GPU timed it: `apply` names it in the schedule's note (an H100 sweep is no H200 table)
+        r["gpu"], r["machine"] = gpu, machine
         cfg = todo[order].get(r["variant"])
         # the table as measured: named by the NVRTC that compiled its kernels (this process's, or the
         # one whose CUBINs the carried cache held for a table naming it)
