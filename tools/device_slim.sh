@@ -20,7 +20,7 @@ exclude="$gitdir/info/exclude"
 hook="$gitdir/hooks/pre-commit"
 tag="# composer device_slim"
 
-tracked_bytes() { git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1; }
+tracked_bytes() { git ls-files -z | xargs -0 stat -c %s 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }  # summed over every xargs batch
 
 case "${1:-status}" in
   on)
