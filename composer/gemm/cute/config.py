@@ -137,8 +137,10 @@ class GemmConfig:
     #: every block's work is the same, so blocks that start together stay in phase: all mainloops, then
     #: all epilogues at once (ncu, p = 511 carrier, session 10: 28.8 us per tile per SM = 18.6 of MMA at
     #: cuBLAS's rate + 12.3 of epilogue DRAM at one SM's share of the bandwidth, tensor pipe 60 %, DRAM
-    #: 45 %: the phases add up instead of overlapping). Out of phase, one block's epilogue reads run
-    #: under the other's MMAs and the GPU's DRAM demand is spread over time.
+    #: 45 %: the phases add up instead of overlapping). Out of phase, one block's epilogue reads would run
+    #: under the other's MMAs and the GPU's DRAM demand spread over time. Measured (session 25, an H100):
+    #: x0.994 / x1.000 / x0.997 of the carrier at p = 511 / 575 / 767, so the start phase is not what
+    #: keeps the two apart; off in every schedule, kept for the sweep (docs/results.md section 8b).
     stagger_us: int = 0
 
     @property
