@@ -13,7 +13,11 @@ def test_variants_parse_with_their_paths_options():
     assert (v.path, dict(v.options), v.label) == ("GEMM_FUSED", {"overlap_sms": "44", "overlap_first": "z"},
                                                   "GEMM_FUSED:overlap_sms=44,overlap_first=z")
     assert parse_variant("GEMM").label == "GEMM"
+    tiled = parse_variant("GEMM_FUSED:overlap_sms=44;carrier_tile=bm=128,bn=64,stagger_us=50")
+    assert dict(tiled.options) == {"overlap_sms": "44", "carrier_tile": "bm=128,bn=64,stagger_us=50"}
+    assert parse_variant(tiled.label) == tiled
     for bad, message in (("GEMM:mma=8x8x4", "has no option 'mma'"), ("GEMM:overlap_sms", "is not KEY=VALUE"),
+                         ("GEMM_FUSED:carrier_tile=bm=128,bn=64", "has no option 'bn'|is not"),
                          (":x=1", "expected PATH"), ("NOPE", "unknown path")):
         with pytest.raises(ComposerError, match=message):
             parse_variant(bad)

@@ -32,18 +32,22 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return self.path + (":" + ",".join(f"{k}={v}" for k, v in self.options.items()) if self.options else "")
+        """The spelling ``parse_variant`` reads back (``;`` between options when a value holds a comma)."""
+        sep = ";" if any("," in str(v) for v in self.options.values()) else ","
+        return self.path + (":" + sep.join(f"{k}={v}" for k, v in self.options.items()) if self.options else "")
 
 
 def parse_variant(text: str) -> Variant:
-    """``PATH`` or ``PATH:KEY=VALUE[,KEY=VALUE...]``; the path and its keys are checked by the path."""
+    """``PATH`` or ``PATH:KEY=VALUE[,KEY=VALUE...]``; the path and its keys are checked by the path.
+    Options whose values hold commas (a carrier tile, ``carrier_tile=bm=128,bn=64,stagger_us=50``) are
+    separated by ``;`` instead: once the text holds a ``;``, only ``;`` separates options."""
     from composer.paths.registry import validate_options
 
     path, _, rest = str(text).strip().partition(":")
     if not path:
         raise ComposerError(f"variant {text!r}: expected PATH or PATH:KEY=VALUE[,KEY=VALUE...]")
     options: dict[str, str] = {}
-    for item in filter(None, rest.split(",")):
+    for item in filter(None, rest.split(";" if ";" in rest else ",")):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise ComposerError(f"variant {text!r}: {item!r} is not KEY=VALUE")
