@@ -31,8 +31,15 @@ XYZ7 = {"flux": "inline", "mma": "8x8x4",
         "kernels": [{"dirs": "xyz", "box": [8, 8, 8], "threads": 256, "tile": [1, 1]}]}
 
 
+def _single(variant: str, order: int):
+    """The shipped table in its one-element form (p = 7's FUSED_TC16 pairs x neighbours since session 26)."""
+    from composer.fused.candidates import _one_element
+
+    return _one_element(fused_config(variant, order))
+
+
 def _xfaces(variant: str, order: int):
-    return dataclasses.replace(fused_config(variant, order), traces="xfaces")
+    return dataclasses.replace(_single(variant, order), traces="xfaces")
 
 
 def test_xfaces_key_errors_name_the_key() -> None:
@@ -79,7 +86,7 @@ def test_emulated_xfaces_kernels_equal_the_plain_ones_and_the_reference(variant:
                                                                          grid: tuple) -> None:
     fields = dg.make_fields(order, grid, varying=True)
     ref = dg.reference_tendency(fields, order, grid)
-    plain = emulate(dataclasses.replace(fused_config(variant, order), traces="global"), fields, grid)
+    plain = emulate(dataclasses.replace(_single(variant, order), traces="global"), fields, grid)
     out = emulate(_xfaces(variant, order), fields, grid)
     assert np.array_equal(out, plain)
     assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
@@ -129,16 +136,20 @@ def test_meshes_whose_x_face_maps_name_other_nodes_are_refused() -> None:
 
 def test_xface_family_skips_schedules_it_cannot_change() -> None:
     assert xface_candidates("FUSED_TC16", 255) == []  # streamed kernels read the face array
-    names = [n for n, _ in xface_candidates("FUSED_TC", 7)]
-    assert names == [n for n, _ in candidate_list("FUSED_TC", 7, "xfaces")][1:] and "Mxfaces" in names[0]
+    assert xface_candidates("FUSED_TC", 7) == []  # its table forms the x faces already (session 26)
+    names = [n for n, _ in xface_candidates("FUSED_TC", 31)]
+    assert names == [n for n, _ in candidate_list("FUSED_TC", 31, "xfaces")][1:] and "Mxfaces" in names[0]
 
 
 def test_budget_family_has_the_authors_p7_form_and_round_trips() -> None:
     found = budget_candidates("FUSED_TC", 7)
     names = [n for n, _ in found]
     assert len(set(names)) == len(names)
-    # 128 threads with two MMA tiles per warp under the budget of six blocks per SM (80 registers)
-    assert any("t128 tile[2, 1] mb6 pio" in n for n in names) and any("t128 tile[2, 1] mb5 Mxfaces" in n for n in names)
+    # 128 threads with two MMA tiles per warp under the budget of six blocks per SM (80 registers), on the
+    # table's own traces (xfaces since session 26); at p = 31 both trace forms
+    assert any("t128 tile[2, 1] mb6 Mxfaces pio" in n for n in names) and any("t128 tile[2, 1] mb5 Mxfaces" in n for n in names)
+    at31 = [n for n, _ in budget_candidates("FUSED_TC", 31)]
+    assert any("mb3 pio" in n for n in at31) and any("mb3 Mxfaces pio" in n for n in at31)
     for _, config in found:
         table = tomllib.loads(to_table(config))["paths"]["FUSED_TC"]
         assert fused_config("FUSED_TC", 7, {"FUSED_TC": table}) == config
@@ -299,7 +310,7 @@ def test_x_pair_candidates_compile(variant: str) -> None:
         built = build(config, "sm_90").kernels[0]
         sass = _sass(built)
         print(f"{name}: {sass.registers} regs, {sass.spill_bytes} B local, {built.smem_bytes} B smem, {built.threads} threads")
-        assert built.threads == 2 * fused_config(variant, 7).kernels[0].threads
+        assert built.threads == 2 * _single(variant, 7).kernels[0].threads  # twice one element's threads
         if config.min_blocks:
             assert sass.registers * built.threads * config.min_blocks <= 65536, name
 

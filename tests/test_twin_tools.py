@@ -71,13 +71,14 @@ def test_candidate_schedules_runs_one_named_candidate_as_the_schedule(tmp_path, 
 
     tool = _tool("candidate_schedules")
     out = tmp_path / "sched"
-    expected = candidate_list("FUSED_TC", 7, "xfaces", "Mxfaces pio$")[1][1]
-    shipped = (fused_config("FUSED_TC16", 7), fused_config("FUSED_TC", 15))
-    assert tool.main(["--order", "7", "--variant", "FUSED_TC", "--subset", "xfaces", "--only", "Mxfaces pio$",
+    # p = 31: p = 7's FUSED_TC table forms its x faces already (session 26), the xfaces family has nothing there
+    expected = candidate_list("FUSED_TC", 31, "xfaces", "Mxfaces pio$")[1][1]
+    shipped = (fused_config("FUSED_TC16", 31), fused_config("FUSED_TC", 15))
+    assert tool.main(["--order", "31", "--variant", "FUSED_TC", "--subset", "xfaces", "--only", "Mxfaces pio$",
                       "--out", str(out)]) == 0
     monkeypatch.setenv("COMPOSER_SCHEDULES", str(out))
-    assert fused_config("FUSED_TC", 7) == expected and expected.traces == "xfaces"
-    assert (fused_config("FUSED_TC16", 7), fused_config("FUSED_TC", 15)) == shipped
+    assert fused_config("FUSED_TC", 31) == expected and expected.traces == "xfaces"
+    assert (fused_config("FUSED_TC16", 31), fused_config("FUSED_TC", 15)) == shipped
     assert sorted(p.name for p in out.glob("p*.toml")) == sorted(p.name for p in (ROOT / "schedules").glob("p*.toml"))
     monkeypatch.delenv("COMPOSER_SCHEDULES")
     capsys.readouterr()
@@ -91,8 +92,8 @@ def test_candidate_schedules_runs_one_named_candidate_as_the_schedule(tmp_path, 
     assert tool.main(["--order", "7", "--variant", "FUSED_TC", "--subset", "nope", "--only", "x",
                       "--out", str(tmp_path / "z")]) == 2
     assert capsys.readouterr().err.startswith("error: unknown subset 'nope'; known: all, ")
-    assert tool.main(["--order", "7", "--variant", "FUSED_TC", "--subset", "xfaces", "--only", "Mxfaces pio$",
+    assert tool.main(["--order", "31", "--variant", "FUSED_TC", "--subset", "xfaces", "--only", "Mxfaces pio$",
                       "--out", str(tmp_path / "j"), "--json"]) == 0
     printed = json.loads(capsys.readouterr().out)
-    assert printed["label"] == "FUSED_TC@8x8x4 box[8, 8, 8] t256 tile[1, 1] Mxfaces pio"
-    assert 'traces = "xfaces"' in printed["table"] and printed["file"].endswith("p0007.toml")
+    assert printed["label"] == "FUSED_TC@8x8x4 box[2, 32, 32] t256 tile[2, 2] Mxfaces pio"
+    assert 'traces = "xfaces"' in printed["table"] and printed["file"].endswith("p0031.toml")

@@ -120,6 +120,16 @@ def _family_base(variant: str, order: int, volume: str | None, from_order: int =
     return base
 
 
+def _one_element(config: FusedConfig) -> FusedConfig:
+    """``config`` with one element per block where it pairs x neighbours (``x_pairs``: two elements of
+    half its threads each): the base of the families that change the traces or the elements a block
+    holds, which the pair's shared face cannot follow."""
+    if not config.x_pairs:
+        return config
+    return dataclasses.replace(config, x_pairs=False, kernels=tuple(
+        dataclasses.replace(k, threads=k.threads // 2) for k in config.kernels))
+
+
 def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """(label, config) of the schedule-table variations of ``variant`` at ``order`` (base first)."""
     base = fused_config(variant, order)
@@ -196,6 +206,7 @@ def flux_tile_candidates(variant: str, order: int) -> list[tuple[str, FusedConfi
     base = _family_base(variant, order, "box")
     if base is None or not any(len(k.dirs) == 3 for k in base.kernels) or base.trace_cluster > 1:
         return []
+    base = _one_element(base)
     limits = arch_limits(DEFAULT_ARCH)
     plans = kernel_plans(base)
     if not any(len(p.kernel.dirs) == 3 and limits.smem_per_sm // (p.smem_bytes + limits.smem_reserved_per_block)
@@ -264,6 +275,7 @@ def x_pair_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
         return []
     if any(k.box != (base.nq,) * 3 for k in base.kernels):
         return []
+    base = _one_element(base)  # a paired table: its single-element form, paired again below
     kernels = tuple(dataclasses.replace(k, threads=2 * k.threads) for k in base.kernels)
     out = []
     for blocks in (0, 2, 3, 4):
@@ -396,10 +408,12 @@ def strip_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """Several consecutive elements per block (whole-element schedules, p <= 15): the exterior
     traces on the face an element shares with the previous one come from L1 (at p = 7 the x-face
     gathers are much of the L1 and L2 tag traffic). 2, 4 and 8 elements, with the schedule's
-    own trace source and with the other one."""
+    own trace source and with the other one (a block of several elements replaces ``x_pairs``, the
+    two-element block of its own form)."""
     base = _family_base(variant, order, "box")
     if base is None or any(k.box != (base.nq,) * 3 for k in base.kernels) or base.d_stage != "global":
         return []
+    base = _one_element(base)
     out = []
     for epb in (2, 4, 8):
         for traces in (base.traces, "tiles" if base.traces == "global" else "global"):
@@ -929,6 +943,7 @@ def trace_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     base = fused_config(variant, order)
     if base.volume != "box" or base.flux != "inline" or any(k.box != (base.nq,) * 3 for k in base.kernels):
         return []
+    base = _one_element(base)
     out = []
     for size in (2, 4, 8):
         config = dataclasses.replace(base, traces="tiles", trace_cluster=size, elements_per_block=1)
