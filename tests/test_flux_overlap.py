@@ -241,8 +241,30 @@ def test_gemm_fused_overlap_follows_its_data_flow():
     assert {"volume_flux_z", "volume_flux_xy"} <= set(shipped.issue_order)  # the y carrier (p0511.toml)
 
 
+@pytest.mark.parametrize("name", ("GEMM", "GEMM_FUSED"))
+def test_overlap_face_moves_the_face_flux_behind_the_confined_products(name):
+    """With ``overlap_face`` the face flux shares the flux kernels' resource and follows the confined
+    products (beside a GEMM), so the first product has DRAM to itself; without it the face flux has
+    no predecessor and runs beside the first product. Every hazard holds under random durations."""
+    cls = path_class(name)
+    plain = cls.launch_plan(511, 1, H200, **cls.parse_options({"overlap_sms": 44}))
+    assert list(plain.graph.predecessors("surface_flux")) == []
+    moved_options = cls.parse_options({"overlap_sms": 44, "overlap_face": "true"})
+    moved = cls.launch_plan(511, 1, H200, **moved_options)
+    assert list(moved.graph.predecessors("surface_flux")) == ["volume_flux_xy"]
+    assert moved.node("surface_flux").sm_limit is None  # machine-filling: it takes the SMs the GEMMs leave
+    assert set(moved.issue_order) == set(plain.issue_order)
+    assert cls.plan_settings(511, **moved_options).endswith("overlap=44:z+face")
+    rng = random.Random(7)
+    for _ in range(100):
+        durations = {n: rng.uniform(0.01, 5.0) for n in moved.issue_order}
+        assert hazard_violations(moved, simulate(moved, durations)) == []
+
+
 @pytest.mark.parametrize("name,options,message", [
     ("GEMM", {"overlap_first": "x"}, "overlap_first needs overlap_sms"),
+    ("GEMM", {"overlap_face": True}, "overlap_face needs overlap_sms"),
+    ("GEMM_FUSED", {"overlap_sms": 0, "overlap_face": True}, "overlap_face needs overlap_sms"),
     ("GEMM", {"overlap_sms": 132}, "must leave SMs to the GEMM; the device has 132"),
     ("GEMM_FUSED", {"overlap_sms": 44, "overlap_first": "y"}, "overlap_first=y: its GEMM cannot run first here"),
     ("GEMM_FUSED", {"overlap_sms": 44, "carrier": "z", "fold": True, "overlap_first": "y"}, "may be x"),
@@ -268,6 +290,8 @@ def test_the_partition_bound_counts_the_ids_the_probe_saw():
 def test_a_negative_partition_is_refused_at_parse_time():
     with pytest.raises(ComposerError, match="overlap_sms=-2"):
         path_class("GEMM").parse_options({"overlap_sms": -2})
+    with pytest.raises(ComposerError, match="overlap_face='maybe': expected true or false"):
+        path_class("GEMM").parse_options({"overlap_face": "maybe"})
 
 
 # --- the prospective estimate --------------------------------------------------------------------

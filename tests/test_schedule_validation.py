@@ -60,7 +60,7 @@ BAD_TABLES = {
         "paths.GEMM_CUTE.library.w: unknown key (allowed here: x, y, z)"),
     "unknown GEMM_CUTE key": (
         _edited(P511, GEMM_CUTE_LIBRARY, GEMM_CUTE_LIBRARY + "\ncarrier = 1"),
-        "paths.GEMM_CUTE.carrier: unknown key (allowed here: library, mma, overlap_first, overlap_sms, tiles)"),
+        "paths.GEMM_CUTE.carrier: unknown key (allowed here: library, mma, overlap_face, overlap_first, overlap_sms, tiles)"),
     "unknown tile key": (
         _edited(P511, "stages = 3\n", "stages = 3\nbz = 4\n"),
         "paths.GEMM_CUTE.tiles.x.bz: unknown key (allowed here: bk, bm, bn, fragment_pipeline, stages, swap, warps_m, warps_n)"),
@@ -112,6 +112,9 @@ BAD_TABLES = {
     "an overlap partition that is not a number of SMs": (
         _edited(P511, 'carrier = "y"\nfold = false', 'carrier = "y"\noverlap_sms = -4\nfold = false'),
         "paths.GEMM_FUSED.overlap_sms: expected a non-negative integer, got -4"),
+    "the face flux moved without a partition": (
+        _edited(P511, GEMM_CUTE_LIBRARY, GEMM_CUTE_LIBRARY + '\noverlap_face = true'),
+        "paths.GEMM_CUTE.overlap_face: needs overlap_sms (the partition's SMs)"),
     "the overlap's first product without a partition": (
         _edited(P511, GEMM_CUTE_LIBRARY, GEMM_CUTE_LIBRARY + '\noverlap_first = "z"'),
         "paths.GEMM_CUTE.overlap_first: needs overlap_sms (the partition's SMs)"),

@@ -69,7 +69,7 @@ def _fused(table: Table, context: PathContext) -> None:
 
 
 #: The overlapped flux's keys (composer.paths.overlap), shared by GEMM_CUTE's and GEMM_FUSED's tables.
-OVERLAP_KEYS = ("overlap_sms", "overlap_first")
+OVERLAP_KEYS = ("overlap_sms", "overlap_first", "overlap_face")
 
 
 def _overlap(table: Table, allowed_first: tuple[str, ...] | None = None, why: str = "") -> None:
@@ -80,8 +80,11 @@ def _overlap(table: Table, allowed_first: tuple[str, ...] | None = None, why: st
 
     sms = table.optional("overlap_sms", non_negative_int)
     first = table.optional("overlap_first", one_of(ROLES))
+    face = table.optional("overlap_face", boolean)
     if first is not None and not sms:
         raise table.error("overlap_first", "needs overlap_sms (the partition's SMs)")
+    if face and not sms:
+        raise table.error("overlap_face", "needs overlap_sms (the partition's SMs)")
     if first is not None and allowed_first is not None and first not in allowed_first:
         raise table.error("overlap_first", f"{first}'s GEMM cannot run first here ({why})")
 

@@ -37,7 +37,7 @@ from composer.gemm.roles import ROLES
 from composer.paths.base import Launcher, PathOption
 from composer.paths.gemm_cute import GemmCutePath, entry_gemm_config, find_gemm_entry
 from composer.paths.library import unfused_workspace
-from composer.paths.overlap import OVERLAP_OPTIONS, VELOCITY, role_option as carrier_option
+from composer.paths.overlap import OVERLAP_OPTIONS, VELOCITY, face_after, flag_option as bool_option, role_option as carrier_option
 
 #: The overlap's option keys (GEMM_FUSED's own settings ignore them).
 OVERLAP_KEYS = frozenset(OVERLAP_OPTIONS)
@@ -85,18 +85,6 @@ def tile_option(value: Mapping[str, Any] | str) -> dict[str, Any]:
     if CARRIER_STORE_GROUP_KEY in pairs and int(pairs[CARRIER_STORE_GROUP_KEY]) < 1:
         raise ValueError(f"tile key {CARRIER_STORE_GROUP_KEY}: {pairs[CARRIER_STORE_GROUP_KEY]!r} is not a positive integer")
     return pairs
-
-
-def bool_option(value: bool | str) -> bool:
-    """A boolean given as an option (a bool, or true/false/1/0/yes/no)."""
-    if isinstance(value, bool):
-        return value
-    text_value = str(value).strip().lower()
-    if text_value in ("true", "1", "yes", "on"):
-        return True
-    if text_value in ("false", "0", "no", "off"):
-        return False
-    raise ValueError(f"expected true or false, got {value!r}")
 
 
 def schedule_paths(order: int) -> dict[str, Any]:
@@ -200,7 +188,8 @@ class GemmFusedPath(GemmCutePath):
                               cost=roof_seconds(machine, gemm_flop, nbytes))
 
         *others, carrier = plan.roles
-        return [*fluxes, *(gemm(r) for r in others), surface_flux, gemm(carrier)]
+        overlap = None if in_mainloop else cls.overlap_settings(order, machine.sm_count, options)
+        return [*fluxes, *(gemm(r) for r in others), face_after(overlap, surface_flux), gemm(carrier)]
 
     # --- a device instance --------------------------------------------------------------------
 

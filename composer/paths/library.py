@@ -23,7 +23,8 @@ from composer.kernels.support import (DEFAULT_BLOCK, SupportKernels, launch_sepa
 from composer.config.schedules import load_schedule
 from composer.errors import ComposerError
 from composer.paths.base import Launcher, Path, PathOption
-from composer.paths.overlap import OVERLAP_OPTIONS, Overlap, OverlapKernels, flux_nodes as overlap_flux_nodes, overlap_of
+from composer.paths.overlap import (OVERLAP_OPTIONS, Overlap, OverlapKernels, face_after, flux_nodes as overlap_flux_nodes,
+                                    overlap_of)
 from composer.paths.problem import DeviceProblem
 from composer.paths.program import FACE_FLUX_READS, OUTPUT, face_bytes, face_flux_cost, roof_seconds, volume_bytes
 from composer.runtime import Stream
@@ -130,9 +131,12 @@ class LibraryPath(Path):
         # edge, only the plan's tie-break, which then issues it first, as the hand-written launches
         # did (H200 session 6 call 5: that order 44 us faster at p = 7 than the plan issuing the
         # volume flux first; the plan with this order is not measured yet).
+        overlap = cls.overlap_settings(order, machine.sm_count, options)
+        face_first = [] if overlap is not None and overlap.face else [surface_flux]
         return [
-            surface_flux,
+            *face_first,
             *fluxes,
+            *([face_after(overlap, surface_flux)] if not face_first else []),
             *(KernelNode(f"gemm_{r}", "gemm", ("D", f"flux_{r}"), (f"d{r}",),
                          cost=roof_seconds(machine, gemm_flop, 2 * vol)) for r in ROLES),
             KernelNode("lift", "lift", ("dx", "dy", "dz", "Ex", "Ey", "Ez", "fstar"), (OUTPUT,),
