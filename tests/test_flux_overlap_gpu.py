@@ -206,17 +206,18 @@ def _gemm_fused_options(order: int) -> dict:
 
 
 @pytest.mark.parametrize("order,grid", [(7, (3, 2, 1)), (63, (3, 2, 1))])
-@pytest.mark.parametrize("first", (None, "x"))
-def test_gemm_with_the_overlap_validates(order, grid, first):
+@pytest.mark.parametrize("first,face", [(None, False), ("x", False), (None, True)])
+def test_gemm_with_the_overlap_validates(order, grid, first, face):
     pytest.importorskip("nvmath", reason="the GEMM path needs nvmath-python")
-    options = {"overlap_sms": 44, **({"overlap_first": first} if first else {})}
+    options = {"overlap_sms": 44, **({"overlap_first": first} if first else {}), **({"overlap_face": True} if face else {})}
     assert _validate("GEMM", order, grid, **options) <= TOLERANCE
 
 
 @pytest.mark.parametrize("order,grid", [(15, (3, 2, 1)), (511, None)])  # GEMM_FUSED ships flux = array there
-def test_gemm_fused_with_the_overlap_validates(order, grid):
+@pytest.mark.parametrize("face", (False, True))
+def test_gemm_fused_with_the_overlap_validates(order, grid, face):
     from composer.config.schedules import load_schedule
 
     options = _gemm_fused_options(order)
     grid = grid or load_schedule(order).benchmark.grid
-    assert _validate("GEMM_FUSED", order, grid, overlap_sms=44, **options) <= TOLERANCE
+    assert _validate("GEMM_FUSED", order, grid, overlap_sms=44, overlap_face=face, **options) <= TOLERANCE
