@@ -200,8 +200,9 @@ def flux_tile_candidates(variant: str, order: int) -> list[tuple[str, FusedConfi
     """Two resident flux tiles (``flux_tiles = 2``) in a three-direction box kernel whose shared
     memory holds one block per SM where its threads would allow more (p = 15's xyz kernel: four
     41-KB tiles, 16 warps per SM, latency bound): z's fluxes are staged into y's tile once y is
-    contracted, so two blocks fit. Traces from global memory (the restaged tile cannot serve them);
-    the schedule's threads and tile and 256- and 512-thread tiles, with ``min_blocks = 2`` (the
+    contracted, so two blocks fit. Traces from global memory (the restaged tile cannot serve them), or
+    the x faces formed in the staging loop where the table has ``traces = "xfaces"`` (they need no
+    tile); the schedule's threads and tile and 256- and 512-thread tiles, with ``min_blocks = 2`` (the
     registers two blocks need) and without."""
     base = _family_base(variant, order, "box")
     if base is None or not any(len(k.dirs) == 3 for k in base.kernels) or base.trace_cluster > 1:
@@ -220,7 +221,8 @@ def flux_tile_candidates(variant: str, order: int) -> list[tuple[str, FusedConfi
         kernels = tuple(dataclasses.replace(k, threads=threads, tile=tile) if len(k.dirs) == 3 else k
                         for k in base.kernels)
         for min_blocks in (2, 0):
-            cfg = dataclasses.replace(base, kernels=kernels, flux_tiles=2, traces="global", min_blocks=min_blocks)
+            cfg = dataclasses.replace(base, kernels=kernels, flux_tiles=2, min_blocks=min_blocks,
+                                      traces="xfaces" if base.traces == "xfaces" else "global")
             if cfg not in seen and _fits(cfg):
                 seen.add(cfg)
                 out.append((label(cfg), cfg))
