@@ -16,6 +16,8 @@ def test_variants_parse_with_their_paths_options():
     tiled = parse_variant("GEMM_FUSED:overlap_sms=44;carrier_tile=bm=128,bn=64,stagger_us=50")
     assert dict(tiled.options) == {"overlap_sms": "44", "carrier_tile": "bm=128,bn=64,stagger_us=50"}
     assert parse_variant(tiled.label) == tiled
+    alone = parse_variant("GEMM_FUSED:carrier_tile=bm=128,bn=64;")
+    assert dict(alone.options) == {"carrier_tile": "bm=128,bn=64"} and parse_variant(alone.label) == alone
     for bad, message in (("GEMM:mma=8x8x4", "has no option 'mma'"), ("GEMM:overlap_sms", "is not KEY=VALUE"),
                          ("GEMM_FUSED:carrier_tile=bm=128,bn=64", "has no option 'bn'|is not"),
                          (":x=1", "expected PATH"), ("NOPE", "unknown path")):

@@ -269,6 +269,7 @@ def test_overlap_face_moves_the_face_flux_behind_the_confined_products(name):
     ("GEMM_FUSED", {"overlap_sms": 44, "overlap_first": "y"}, "overlap_first=y: its GEMM cannot run first here"),
     ("GEMM_FUSED", {"overlap_sms": 44, "carrier": "z", "fold": True, "overlap_first": "y"}, "may be x"),
     ("GEMM_FUSED", {"overlap_sms": 44, "flux": "mainloop"}, "overlap_sms needs flux = array"),
+    ("GEMM_FUSED", {"overlap_face": True, "flux": "mainloop"}, "overlap_face needs flux = array"),
 ])
 def test_overlap_options_that_cannot_run_are_one_line(name, options, message):
     cls = path_class(name)

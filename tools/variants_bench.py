@@ -6,7 +6,8 @@ one resident benchmark problem, device µs per tendency call, with the SM clock 
         --variant GEMM_FUSED --variant GEMM_FUSED:overlap_sms=44 [--rounds 5] [--calls 5] [--out F] [--json]
 
 A variant is PATH or PATH:KEY=VALUE[,KEY=VALUE...] (the keys of ``--option PATH.KEY=VALUE``), or with ``;``
-between options when a value holds commas: 'GEMM_FUSED:overlap_sms=44;carrier_tile=bm=128,bn=64,stagger_us=50'.
+between options when a value holds commas: 'GEMM_FUSED:overlap_sms=44;carrier_tile=bm=128,bn=64,stagger_us=50'
+(one such option alone ends with ';': 'GEMM_FUSED:carrier_tile=bm=128,bn=64;').
 """
 
 from __future__ import annotations

@@ -33,14 +33,19 @@ class Variant:
     @property
     def label(self) -> str:
         """The spelling ``parse_variant`` reads back (``;`` between options when a value holds a comma)."""
-        sep = ";" if any("," in str(v) for v in self.options.values()) else ","
-        return self.path + (":" + sep.join(f"{k}={v}" for k, v in self.options.items()) if self.options else "")
+        if not self.options:
+            return self.path
+        items = [f"{k}={v}" for k, v in self.options.items()]
+        if any("," in str(v) for v in self.options.values()):
+            return self.path + ":" + ";".join(items) + ";"  # the trailing ';' marks the form with one option too
+        return self.path + ":" + ",".join(items)
 
 
 def parse_variant(text: str) -> Variant:
     """``PATH`` or ``PATH:KEY=VALUE[,KEY=VALUE...]``; the path and its keys are checked by the path.
     Options whose values hold commas (a carrier tile, ``carrier_tile=bm=128,bn=64,stagger_us=50``) are
-    separated by ``;`` instead: once the text holds a ``;``, only ``;`` separates options."""
+    separated by ``;`` instead: once the text holds a ``;``, only ``;`` separates options (a single such
+    option ends with one: ``GEMM_FUSED:carrier_tile=bm=128,bn=64;``)."""
     from composer.paths.registry import validate_options
 
     path, _, rest = str(text).strip().partition(":")

@@ -126,7 +126,8 @@ def _one_element(config: FusedConfig) -> FusedConfig:
     holds, which the pair's shared face cannot follow."""
     if not config.x_pairs:
         return config
-    return dataclasses.replace(config, x_pairs=False, kernels=tuple(
+    # a register cap of N paired blocks per SM is one of 2N single-element blocks (the same warps)
+    return dataclasses.replace(config, x_pairs=False, min_blocks=2 * config.min_blocks, kernels=tuple(
         dataclasses.replace(k, threads=k.threads // 2) for k in config.kernels))
 
 

@@ -12,8 +12,7 @@ Kinds: ``cute_gemm`` (``dgemm_p0511_x_m16_8_4_0``; GEMM_FUSED's ``dgemm_p0511_z_
 has the role ``z_carry``, with the flux formed in the mainloop ``_qv`` and a swept carrier tile
 ``_t64x64x16w2x2s4`` in the role too: ``y_carry_qv_t64x64x16w2x2s4``, with an epilogue prefetch
 ``_t128x64x16w2x2s3e16s``, a staggered start ``_t128x64x16w2x2s3st50``), ``fused`` (``fused_tc16_p511_s0_x``),
-``face`` (``fused_face_flux_nq512``), ``support`` (``volume_flux_nq512``, the overlapped flux's
-``volume_products_xy_nq512``, ...) and ``library``
+``face`` (``fused_face_flux_nq512``), ``support`` (``volume_flux_nq512``, ...) and ``library``
 (anything else: vendor kernels, chosen by the library at run time, priced by Equation 8).
 """
 
@@ -31,8 +30,10 @@ _CUTE = re.compile(r"^dgemm_p(\d{4})_([xyz])_m(\d+)_(\d+)_(\d+)(?:_(carry_fold|c
 _OWN_PREFIXES = ("dgemm_p", "fused_")
 _FUSED = re.compile(r"^(fused(?:_[a-z0-9]+)?)_p(\d+)_([sk]\d+_[xyz]+)$")
 _FACE = re.compile(r"^fused_face_flux_nq(\d+)$")
-#: the support kernels, and the overlapped volume flux's products (``volume_products_xy_nq512``: composer.paths.overlap)
-_SUPPORT = re.compile(r"^(volume_flux|surface_flux|separable_lift|rk3_stage|volume_products_[xyz]{1,3})_nq(\d+)$")
+#: the support kernels a ``composer build`` holds. The overlapped flux's products (``volume_products_xy_nq512``,
+#: composer.paths.overlap) are compiled at run time and no build holds them: they stay "library" kernels
+#: (SIMT, priced from their own counters), which the build lookup of the project's kernels would report missing
+_SUPPORT = re.compile(r"^(volume_flux|surface_flux|separable_lift|rk3_stage)_nq(\d+)$")
 _LIBRARY_TENSOR = re.compile(r"tensor(\d+)x(\d+)x(\d+)")
 #: CUTLASS kernels cuBLAS dispatches name their FP64 MMA in the operation token:
 #: ``cutlass_80_tensorop_d884gemm_64x64_16x4_nn_align1`` (m8n8k4; seen at p = 63 on the H200).

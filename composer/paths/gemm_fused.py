@@ -139,8 +139,9 @@ class GemmFusedPath(GemmCutePath):
         then do not apply (an option asking for the overlap is an error)."""
         settings = settings_for(order, {k: v for k, v in options.items() if k not in OVERLAP_KEYS})
         if settings.forms_flux:
-            if options.get("overlap_sms"):
-                raise ComposerError(f"path GEMM_FUSED at p={order}: option overlap_sms needs flux = array "
+            given = next((k for k in sorted(OVERLAP_KEYS) if options.get(k)), None)
+            if given is not None:
+                raise ComposerError(f"path GEMM_FUSED at p={order}: option {given} needs flux = array "
                                     f"(flux = {settings.flux} forms the products in the GEMMs)")
             return {}
         return super().overlap_options(order, options)
@@ -188,7 +189,7 @@ class GemmFusedPath(GemmCutePath):
                               cost=roof_seconds(machine, gemm_flop, nbytes))
 
         *others, carrier = plan.roles
-        overlap = None if in_mainloop else cls.overlap_settings(order, machine.sm_count, options)
+        overlap = cls.overlap_settings(order, machine.sm_count, options)  # None with the flux in the mainloop
         return [*fluxes, *(gemm(r) for r in others), face_after(overlap, surface_flux), gemm(carrier)]
 
     # --- a device instance --------------------------------------------------------------------

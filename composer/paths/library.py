@@ -130,7 +130,8 @@ class LibraryPath(Path):
         # The face flux first: it shares no array with the volume flux, so the order changes no
         # edge, only the plan's tie-break, which then issues it first, as the hand-written launches
         # did (H200 session 6 call 5: that order 44 us faster at p = 7 than the plan issuing the
-        # volume flux first; the plan with this order is not measured yet).
+        # volume flux first; the plan with this order is not measured yet). With the overlap's
+        # ``overlap_face`` it follows the flux kernels instead (composer.paths.overlap.face_after).
         overlap = cls.overlap_settings(order, machine.sm_count, options)
         face_first = [] if overlap is not None and overlap.face else [surface_flux]
         return [
