@@ -217,3 +217,13 @@ def test_l2_keep_loads_carry_policies() -> None:
     # carry their own (the createpolicy values)
     assert len(descriptors(config)) == 1
     assert len(descriptors(dataclasses.replace(config, l2_keep=True))) >= 3
+
+
+def test_flux_tile_candidates_keep_the_tables_xfaces() -> None:
+    """p = 15's shipped tables form their x faces in the staging loop (session 26): the family keeps
+    that (the x faces need no tile), and a table on global traces stays on them."""
+    for variant in ("FUSED_TC", "FUSED_TC16"):
+        assert fused_config(variant, 15).traces == "xfaces"
+        found = flux_tile_candidates(variant, 15)
+        assert found and {c.traces for _, c in found} == {"xfaces"}
+    assert {c.traces for _, c in flux_tile_candidates("FUSED", 15)} == {fused_config("FUSED", 15).traces}

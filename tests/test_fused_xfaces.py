@@ -345,3 +345,18 @@ def test_x_pairs_match_reference_on_the_gpu_and_refuse_odd_grids(order: int, sma
             path_class(variant)(problem, config=config)
     finally:
         problem.close()
+
+
+def test_one_element_form_of_a_paired_table_keeps_its_warps_and_register_cap() -> None:
+    """x_pairs blocks hold two elements of half their threads: the one-element form the families start
+    from has half the threads and twice the blocks per SM under a cap (the same registers per thread)."""
+    from composer.fused.candidates import _one_element
+
+    paired = fused_config("FUSED_TC16", 7)
+    assert paired.x_pairs  # session 26's table
+    single = _one_element(paired)
+    assert not single.x_pairs and single.kernels[0].threads * 2 == paired.kernels[0].threads
+    assert single.min_blocks == 0 == paired.min_blocks
+    capped = _one_element(dataclasses.replace(paired, min_blocks=3))
+    assert capped.min_blocks == 6
+    assert _one_element(single) is single  # an unpaired table is its own one-element form

@@ -132,12 +132,12 @@ class LibraryPath(Path):
         # did (H200 session 6 call 5: that order 44 us faster at p = 7 than the plan issuing the
         # volume flux first; the plan with this order is not measured yet). With the overlap's
         # ``overlap_face`` it follows the flux kernels instead (composer.paths.overlap.face_after).
-        overlap = cls.overlap_settings(order, machine.sm_count, options)
-        face_first = [] if overlap is not None and overlap.face else [surface_flux]
+        face_flux = face_after(cls.overlap_settings(order, machine.sm_count, options), surface_flux)
+        early, late = ([face_flux], []) if face_flux is surface_flux else ([], [face_flux])
         return [
-            *face_first,
+            *early,
             *fluxes,
-            *([face_after(overlap, surface_flux)] if not face_first else []),
+            *late,
             *(KernelNode(f"gemm_{r}", "gemm", ("D", f"flux_{r}"), (f"d{r}",),
                          cost=roof_seconds(machine, gemm_flop, 2 * vol)) for r in ROLES),
             KernelNode("lift", "lift", ("dx", "dy", "dz", "Ex", "Ey", "Ez", "fstar"), (OUTPUT,),
