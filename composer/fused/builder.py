@@ -19,7 +19,7 @@ import numpy as np
 from composer.arch.limits import DEFAULT_ARCH, ArchLimits, arch_limits
 from composer.errors import ComposerError
 from composer.fused.config import (DIR_NAMES, FusedConfig, KernelConfig, box_lines, cluster_problem,
-                                   trace_cluster_problem, x_pairs_problem)
+                                   tile_swizzle_problem, trace_cluster_problem, x_pairs_problem)
 from composer.fused.copies import d_trips, f_trips, panel_strides
 from composer.kernels.render import render
 from composer.runtime.nvrtc import CompiledKernel, compile_cuda
@@ -101,6 +101,7 @@ class KernelPlan(BoxGeometry):
     flux_tiles: int = 0  # > 0: at most this many flux tiles resident (the later directions restaged)
     x_traces: bool = False  # traces = "xfaces" in a kernel carrying x: its x-face fluxes formed while staging
     x_pairs: bool = False  # two x-neighbour elements per block, half the threads each (config.x_pairs)
+    swizzle: bool = False  # unpadded tiles, i XOR-swizzled (config.tile_swizzle; composer.fused.banks)
 
     @property
     def element_threads(self) -> int:
@@ -284,6 +285,9 @@ def _check_launchable(config: FusedConfig, plan: KernelPlan | StreamPlan, limits
     pairs_problem = x_pairs_problem(config)
     if pairs_problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: x_pairs {pairs_problem}")
+    swizzle_problem = tile_swizzle_problem(config)
+    if swizzle_problem:
+        raise ComposerError(f"path {config.variant} at order {config.order}: tile_swizzle {swizzle_problem}")
     trace_problem = trace_cluster_problem(config)
     if trace_problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: trace_cluster {config.trace_cluster} "
@@ -308,12 +312,15 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
     plans = []
     for index, k in enumerate(config.kernels):
         bk, bj, bi = k.box
-        rs = _stride(bi, config.engine)
-        ps = _stride(bj * rs, config.engine) if config.engine == "mma" else bj * rs
+        if config.tile_swizzle:  # whole bank rows, permuted instead of padded (tile_off in the template)
+            rs, ps = bi, bj * bi
+        else:
+            rs = _stride(bi, config.engine)
+            ps = _stride(bj * rs, config.engine) if config.engine == "mma" else bj * rs
         name = f"{config.variant.lower()}_p{config.order}_k{index}_{k.dir_names}"
         plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0, q_tile=config.traces == "tiles",
                           flux_tiles=config.flux_tiles, x_traces=config.traces == "xfaces" and 0 in k.dirs,
-                          x_pairs=config.x_pairs)
+                          x_pairs=config.x_pairs, swizzle=config.tile_swizzle)
         plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan, limits)))
     return plans
 
@@ -392,7 +399,7 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         late_wgt=late_weights(config, plan), cluster=plan.kernel.cluster, trace_cluster=config.trace_cluster,
         pair_io=config.pair_io, l2_keep=config.l2_keep, pair_x=config.pair_io and config.engine == "mma" and plan.kernel.dirs[0] == 0,
         split=-1 if plan.kernel.split is None else plan.kernel.split, xtraces=plan.x_traces,
-        x_pairs=plan.x_pairs, element_doubles=plan.element_doubles, **mma)
+        x_pairs=plan.x_pairs, element_doubles=plan.element_doubles, swizzle=plan.swizzle, **mma)
 
 
 def render_face(nq: int) -> str:

@@ -12,7 +12,8 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``l2_keep_candidates`` (q held in L2 for a flux_tiles restage),
 ``shape_twin_candidates`` (FUSED_TC's table on FUSED_TC16's shapes: the model's shape-transfer targets),
 ``box_shape_candidates`` (FUSED_TC16's box table on its other MMA shape),
-``trace_cluster_candidates`` (exterior face traces from the neighbours' tiles in element clusters);
+``trace_cluster_candidates`` (exterior face traces from the neighbours' tiles in element clusters),
+``tile_swizzle_candidates`` (unpadded, XOR-swizzled flux tiles: three resident where padding held two);
 ``candidate_list`` selects one family by name.
 """
 
@@ -286,6 +287,29 @@ def x_pair_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
                                   min_blocks=blocks or base.min_blocks,
                                   weights="early" if blocks and blocks != base.min_blocks else base.weights)
         if all(k.threads <= arch_limits(DEFAULT_ARCH).max_threads_per_block for k in kernels) and _fits(cfg):
+            out.append((label(cfg), cfg))
+    return out
+
+
+def tile_swizzle_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The box schedule on unpadded, XOR-swizzled flux tiles (``tile_swizzle``): as it is, and, where it
+    holds fewer flux tiles than directions (``flux_tiles``), with every tile resident (no restage, so q
+    and w are read once) at the schedule's register cap and at that of two blocks per SM. Why: p = 15's
+    restage re-reads q and w from DRAM (246 MB of 1643, s19 c6 ncu); unpadded, three 16^3 tiles and the
+    faces fit two blocks per SM (108 KB each)."""
+    base = _family_base(variant, order, "box", tensor_core=True)
+    if base is None or base.tile_swizzle or any(k.box[2] % 16 for k in base.kernels):
+        return []
+    base = _one_element(base)
+    out, seen = [], {base}
+    variants = [dataclasses.replace(base, tile_swizzle=True)]
+    if base.flux_tiles:
+        for min_blocks in dict.fromkeys((base.min_blocks, 2)):
+            variants.append(dataclasses.replace(base, tile_swizzle=True, flux_tiles=0, l2_keep=False,
+                                                min_blocks=min_blocks))
+    for cfg in variants:
+        if cfg not in seen and _fits(cfg):
+            seen.add(cfg)
             out.append((label(cfg), cfg))
     return out
 
@@ -971,7 +995,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "flux_tiles": flux_tile_candidates, "pair_io": pair_io_candidates,
             "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates,
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
-            "x_pairs": x_pair_candidates}
+            "x_pairs": x_pair_candidates, "tile_swizzle": tile_swizzle_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -1046,6 +1070,8 @@ def label(config: FusedConfig) -> str:
         extra += f" W{config.weights}"
     if config.x_pairs:
         extra += " xpairs"
+    if config.tile_swizzle:
+        extra += " swz"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -1095,6 +1121,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f'weights = "{config.weights}"')
     if config.x_pairs:
         lines.append("x_pairs = true")
+    if config.tile_swizzle:
+        lines.append("tile_swizzle = true")
     if config.nvrtc:
         lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":

@@ -280,6 +280,14 @@ class FusedConfig:
     #: x-face gathers left are the exterior ones, 8 bytes per 32-byte sector; a pair halves them. The
     #: path checks that the mesh numbers x neighbours so (composer.fused.traces).
     x_pairs: bool = False
+    #: True (box kernels on the tensor cores, every box's i extent a multiple of 16): the flux tiles
+    #: unpadded (j stride BI, k stride BJ*BI doubles), each row's i XOR-swizzled by 4*((j + k) mod 4)
+    #: (composer.fused.banks). Why: the padded strides (4 or 12 mod 16 doubles) make p = 15's 16^3
+    #: tiles 41.5 KB instead of 32, so three flux tiles (136 KB with the faces) hold one block per SM and
+    #: ``flux_tiles = 2`` buys the second block by staging z's fluxes again, re-reading q and w from
+    #: DRAM (+246 MB of 1643, ncu s19 c6; 1671 MB on an H100, s27 c2). Unpadded, three tiles and the
+    #: faces take 108 KB: two blocks per SM with no restage, the A-fragment loads still conflict-free.
+    tile_swizzle: bool = False
 
     @property
     def nq(self) -> int:
@@ -455,7 +463,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
                             "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs",
-                            *STREAM_SWITCHES),
+                            "tile_swizzle", *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
     if flux not in FLUX_MODES:
@@ -567,13 +575,17 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if weights and volume != "box":
         raise _error(file, f"{prefix}.weights", "applies to the box kernel")
     x_pairs = _flag(table, "x_pairs", prefix, file)
+    tile_swizzle = _flag(table, "tile_swizzle", prefix, file)
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
                          nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
-                         x_pairs=x_pairs)
+                         x_pairs=x_pairs, tile_swizzle=tile_swizzle)
     problem = x_pairs_problem(config)
     if problem:
         raise _error(file, f"{prefix}.x_pairs", problem)
+    problem = tile_swizzle_problem(config)
+    if problem:
+        raise _error(file, f"{prefix}.tile_swizzle", problem)
     problem = trace_cluster_problem(config)
     if problem:
         raise _error(file, f"{prefix}.trace_cluster", problem)
@@ -629,6 +641,22 @@ def x_pairs_problem(config: FusedConfig) -> str | None:
         return 'needs d_stage = "global"'
     if any(k.threads % 64 for k in config.kernels):
         return "needs an even number of warps per block (half per element)"
+    return None
+
+
+def tile_swizzle_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``tile_swizzle`` (None if nothing): box kernels on the tensor
+    cores whose box rows (the i extent) hold whole 16-double bank rows, which the XOR permutes."""
+    if not config.tile_swizzle:
+        return None
+    if config.volume != "box":
+        return "applies to the box kernel (the streamed kernel pads its panels)"
+    if config.engine != "mma":
+        return ("keeps the tensor-core fragment loads conflict-free; the CUDA-core lanes walk strided lines, "
+                "which need the padded (odd) stride")
+    narrow = [list(k.box) for k in config.kernels if k.box[2] % 16]
+    if narrow:
+        return f"needs every box's i extent to be a multiple of 16 (whole bank rows), got boxes {narrow}"
     return None
 
 

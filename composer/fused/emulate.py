@@ -45,6 +45,9 @@ def _box_origin(box: int, extents: tuple[int, int, int], nq: int, axis: int | No
 
 
 def _tile_off(plan: KernelPlan, k, j, i):
+    """tile_off of the template: padded strides, or unpadded rows with i XOR-swizzled (plan.swizzle)."""
+    if plan.swizzle:
+        return k * plan.ps + j * plan.rs + (i ^ (((j + k) & 3) << 2))
     return k * plan.ps + j * plan.rs + i
 
 
