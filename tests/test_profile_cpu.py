@@ -161,3 +161,22 @@ def test_a_target_that_fails_under_kernel_replay_is_retried_with_application_rep
                         lambda cmd, **kw: fake_run(cmd, **kw, fail_modes=("kernel", "application")))
     with pytest.raises(ComposerError, match="kernel replay: .* \\|\\| application replay: exit 11"):
         prof._run_ncu("/x/ncu", [], log, ["t"], (), None, 10.0, "FUSED_TC@p63", console)
+
+
+def test_the_l2_fabric_is_named_when_it_binds() -> None:
+    """A real H100 profile (session 27, ncu's breakdown of lts__throughput): p = 7's box kernel moves
+    DRAM at 89 % of the peak, but the link between the L2 partitions is busier (96 %): that is the binding."""
+    from pathlib import Path
+
+    from composer.profile.ncu import UNIT_BREAKDOWNS
+
+    text = (Path(__file__).resolve().parents[1] / "docs/data/h100_s27/call4/brk/tc7.csv").read_text()
+    fused = [summarize(r) for r in parse_raw_csv(text) if "fused_tc_p7" in r["Kernel Name"]]
+    assert len(fused) == 1
+    kernel = fused[0]
+    assert kernel.units_pct["L2 fabric"] == pytest.approx(96.36)
+    assert kernel.units_pct["L2 tags"] < 70 and kernel.binding == "L2 fabric (96 % of peak)"
+    assert kernel.dram_bytes == pytest.approx(1.670765312e9, rel=1e-6)
+    # the sub-units are asked for by breakdown, so a GPU without the fabric metric asks nothing it lacks
+    cmd = ncu_command("/x/ncu", [], Path("/tmp/l.csv"), ["t"], UNIT_BREAKDOWNS)
+    assert "breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed" in cmd[cmd.index("--metrics") + 1]

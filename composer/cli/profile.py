@@ -17,7 +17,7 @@ from composer.cli import output
 from composer.cli.arguments import csv_list, options_by_path, parse_grid, path_option, positive_float, positive_int
 from composer.errors import ComposerError
 from composer.model.counters import REQUESTED_METRICS
-from composer.profile.ncu import REPLAY_MODES, SECTIONS, available_sections, find_ncu, ncu_command, parse_raw_csv, summarize
+from composer.profile.ncu import REPLAY_MODES, SECTIONS, UNIT_BREAKDOWNS, available_sections, find_ncu, ncu_command, parse_raw_csv, summarize
 
 SUMMARY = "profile.json"
 
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
             for option, value in options.get(path_class(name).name, {}).items():
                 target += ["--option", f"{option}={value}"]
             console.print(f"profiling {key} ...")
-            metrics = () if args.sections_only else REQUESTED_METRICS
+            metrics = () if args.sections_only else (*REQUESTED_METRICS, *UNIT_BREAKDOWNS)
             proc, replay = _run_ncu(ncu, sections, log, target, metrics, args.replay, args.timeout, key, console)
             kernels = [summarize(row).as_dict() for row in parse_raw_csv(log.read_text())]
             summary[key] = {"path": name, "order": order, "sections": sections, "kernels": kernels,

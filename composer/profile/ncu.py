@@ -35,7 +35,14 @@ _UNITS = {  # the throughput metrics that name a hardware unit (first metric pre
     "L2 tags": ("lts__t_tag_requests.avg.pct_of_peak_sustained_elapsed",),
     "L2 sectors": ("lts__t_sectors.avg.pct_of_peak_sustained_elapsed",),
     "L1/shared": ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
+    # the link between the two L2 partitions (sm_80/sm_90): a sector whose home is the far partition
+    # crosses it. Session 27 (H100, ncu's breakdown of lts__throughput): the "L2 91-96 %" of the p = 7
+    # and 15 box kernels is this link (94-96 %), not the tags (56-69 %) or the sectors (38-65 %).
+    "L2 fabric": ("lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed",),
 }
+#: Asked of ncu on top of the sections: lts__throughput's sub-units, which ncu expands per architecture
+#: (those absent on a GPU are simply not requested), so that "L2 fabric" can be read where it exists.
+UNIT_BREAKDOWNS: tuple[str, ...] = ("breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed",)
 _PIPE = re.compile(r"^sm__(?:inst_executed_)?pipe_(\w+?)(?:_cycles_active)?\.avg\.pct_of_peak_sustained_active$")
 _STALL = re.compile(r"^smsp__average_warps?_issue_stalled_(\w+)_per_issue_active\.ratio$")
 
@@ -164,7 +171,7 @@ def summarize(row: dict[str, str]) -> KernelProfile:
     num = {k: _number(v) for k, v in row.items()}
     duration_ns = num.get("gpu__time_duration.sum")
     read, write = num.get("dram__bytes_read.sum"), num.get("dram__bytes_write.sum")
-    dram = read + write if read is not None and write is not None else None
+    dram = read + write if read is not None and write is not None else num.get("dram__bytes.sum")
     units = {}
     for name, metrics in _UNITS.items():
         found = next((num[m] for m in metrics if num.get(m) is not None), None)
