@@ -133,3 +133,18 @@ def test_swizzle_candidates_compile_with_their_register_cap(variant: str) -> Non
             if config.min_blocks:
                 assert sass.registers * built.threads * config.min_blocks <= 65536, name
             assert sass.dfma == 0, name
+
+
+def test_every_family_candidate_parses_back_as_a_table() -> None:
+    """Session 26's plan held three tables the loader refuses (strip's traces = "tiles" on a flux_tiles
+    table) and `sweep-fused run` stopped on the first: no family may emit one."""
+    from composer.fused.candidates import FAMILIES
+
+    for variant in ("FUSED", "FUSED_TC", "FUSED_TC16"):
+        for order in (7, 15):
+            for family in FAMILIES:
+                if family.startswith("stream") or family in ("cluster", "wide", "staged", "budget"):
+                    continue  # families of larger orders or slow to enumerate; covered by their own tests
+                for name, config in FAMILIES[family](variant, order):
+                    table = tomllib.loads(to_table(config))["paths"][variant]
+                    assert fused_config(variant, order, {variant: table}) == config, (family, name)

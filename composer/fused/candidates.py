@@ -26,7 +26,7 @@ from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.errors import ComposerError
 from composer.fused.builder import StreamPlan, kernel_plans, late_weights
 from composer.fused.config import (ALLOWED_MMA, D_LAYOUTS, L2_FETCH, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
-                                   box_lines, fused_config)
+                                   box_lines, fused_config, parse_table)
 from composer.arch.mma import mma_shape
 
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
@@ -61,6 +61,8 @@ def _fits(config: FusedConfig, arch: str = DEFAULT_ARCH) -> bool:
     architecture the sweep builds for, DEFAULT_ARCH."""
     nq = config.nq
     limits = arch_limits(arch)
+    if _table_problem(config):
+        return False  # a key combination the schedule file would refuse (the sweep writes tables back)
     if config.volume == "stream" and any((k.stages or 0) > nq // config.k_panel or (k.prefetch or 0) > nq // config.k_panel
                                          for k in config.kernels):
         return False  # a kernel's own depth or prefetch distance past the contraction's panels (parse_table's rule)
@@ -93,6 +95,21 @@ def _fits(config: FusedConfig, arch: str = DEFAULT_ARCH) -> bool:
                 if config.fragments == "paired" and (config.k_panel % 8 or (d != 0 and wm * mm // 8 % 2)):
                     return False  # paired loads: whole k-octets, and y/z rows that pair up
     return True
+
+
+def _table_problem(config: FusedConfig) -> str | None:
+    """Why ``config``'s table would be refused by the schedule loader (None: it parses). Why: a family
+    builds candidates with ``dataclasses.replace``, which skips parse_table's cross-key rules; session 26's
+    plan held three such tables (strip's ``traces = "tiles"`` on a ``flux_tiles`` table), and `sweep-fused
+    run` stopped on the first one."""
+    import tomllib
+
+    try:
+        table = tomllib.loads(to_table(config))["paths"][config.variant]
+        parse_table(config.variant, config.order, table)
+    except ComposerError as exc:
+        return str(exc)
+    return None
 
 
 def _scaled_box(k: KernelConfig, nq: int, factor: int) -> tuple[int, int, int] | None:

@@ -6,7 +6,7 @@
 #    re-read gone?). On an H100 the winners are relative evidence only (not copied into schedules/).
 # 2. the bench of GEMM and the fused paths at p = 15, 31, 63 with those tables, then call6.sh's issue-14
 #    figure: `composer bench --paths GEMM,GEMM_CUTE,GEMM_FUSED --orders 511,575 --rounds 3`.
-# 3. session 26's plan docs/data/h200_s26/plans/sweep_plan_s26.json at p = 7 (its cubins merged into nvrtc_pin4),
+# 3. session 26's plan docs/data/h200_s27/plans/sweep_plan_s27.json at p = 7 (its cubins merged into nvrtc_pin4),
 #    winners at 1 %, and the bench of the fused paths at p = 7.
 # Carry: .whl .cache/commit .cache/build_s22 .cache/nvrtc_pin4. KEEP="docs/data/h200_s27" tools/device_slim.sh on.
 set -o pipefail
@@ -28,7 +28,7 @@ COMPOSER_BUILD_DIR=$PWD/.cache/build_s22 timeout 170 python3 -m composer.cli.mai
   --paths GEMM,GEMM_CUTE,GEMM_FUSED --orders 511,575 --rounds 3 --out $OUT/bench/lib > $OUT/logs/bench_lib.log 2>&1
 t bench_lib $?
 grep -E "^\| (GEMM|FUSED)" $OUT/logs/bench_lib.log | cut -d'|' -f2,3,6,10,11
-sweep_apply docs/data/h200_s26/plans/sweep_plan_s26.json 7 60 0.01
+sweep_apply docs/data/h200_s27/plans/sweep_plan_s27.json 7 60 0.01
 left=$(( 570 - $(elapsed) ))
 [ $left -gt 40 ] && timeout $left python3 -m composer.cli.main bench --paths GEMM,FUSED,FUSED_TC,FUSED_TC16 \
   --orders 7 --rounds 2 --out $OUT/bench/p7 > $OUT/logs/bench_p7.log 2>&1; t bench_p7 $?
