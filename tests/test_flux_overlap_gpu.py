@@ -221,3 +221,20 @@ def test_gemm_fused_with_the_overlap_validates(order, grid, face):
     options = _gemm_fused_options(order)
     grid = grid or load_schedule(order).benchmark.grid
     assert _validate("GEMM_FUSED", order, grid, overlap_sms=44, overlap_face=face, **options) <= TOLERANCE
+
+
+@pytest.mark.parametrize("order", (511, 575))
+def test_gemm_fused_with_the_first_gemm_forming_its_flux_validates(order):
+    """``overlap_formed``: the first GEMM (z) forms q*w once per staged element beside the confined
+    products; the build must hold that kernel (`composer build` of a schedule with the key, or
+    ``--fused-variants all``)."""
+    from composer.config.schedules import load_schedule
+    from composer.runtime.manifest import read_manifest
+
+    options = _gemm_fused_options(order)
+    entries = read_manifest(Path(options["build_dir"]) / "manifest.json")
+    if not any(e.config.get("order") == order and e.config.get("role") == "z"
+               and (e.config.get("gemm") or {}).get("product_staged") for e in entries):
+        pytest.skip(f"no z GEMM forming its flux at p={order} in {options['build_dir']}")
+    grid = load_schedule(order).benchmark.grid
+    assert _validate("GEMM_FUSED", order, grid, overlap_formed=True, **options) <= TOLERANCE

@@ -65,7 +65,7 @@ BAD_TABLES = {
     "unknown carrier": ('carrier = "w"', "paths.GEMM_FUSED.carrier: expected one of 'x', 'y', 'z', got 'w'"),
     "fold not a bool": ('fold = "yes"', "paths.GEMM_FUSED.fold: expected a boolean (true or false), got 'yes'"),
     "unknown key": ("tile = 3", "paths.GEMM_FUSED.tile: unknown key (allowed here: carrier, carrier_tile, flux, fold, "
-                                "library, mma, overlap_face, overlap_first, overlap_sms, store_group)"),
+                                "library, mma, overlap_face, overlap_first, overlap_formed, overlap_sms, store_group)"),
     "unknown flux source": ('flux = "shared"', "paths.GEMM_FUSED.flux: expected one of 'array', 'mainloop', 'staged', got 'shared'"),
     "cuBLAS GEMM forming its flux": ('flux = "mainloop"\nfold = false\nlibrary = { x = "cublas" }',
                                      'paths.GEMM_FUSED.library.x: x forms its flux operand in the mainloop '

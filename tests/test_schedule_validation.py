@@ -60,7 +60,7 @@ BAD_TABLES = {
         "paths.GEMM_CUTE.library.w: unknown key (allowed here: x, y, z)"),
     "unknown GEMM_CUTE key": (
         _edited(P511, GEMM_CUTE_LIBRARY, GEMM_CUTE_LIBRARY + "\ncarrier = 1"),
-        "paths.GEMM_CUTE.carrier: unknown key (allowed here: library, mma, overlap_face, overlap_first, overlap_sms, tiles)"),
+        "paths.GEMM_CUTE.carrier: unknown key (allowed here: library, mma, overlap_face, overlap_first, overlap_formed, overlap_sms, tiles)"),
     "unknown tile key": (
         _edited(P511, "stages = 3\n", "stages = 3\nbz = 4\n"),
         "paths.GEMM_CUTE.tiles.x.bz: unknown key (allowed here: bk, bm, bn, fragment_pipeline, stages, swap, warps_m, warps_n)"),
@@ -68,7 +68,7 @@ BAD_TABLES = {
         _edited(P511, '[paths.FUSED_TC]\n', '[paths.FUSED_TC]\ncarrier = "x"\n'),
         "paths.FUSED_TC.carrier: unknown key (allowed here: a_operand, block_order, copies, copy_issue, d_layout, "
         "d_panel, d_stage, elements_per_block, flux, flux_tiles, fragments, k_panel, kernels, l2_fetch, l2_keep, min_blocks, "
-        "mma, nvrtc, pair_io, stages, trace_cluster, traces, volume, weights, x_pairs)"),
+        "mma, nvrtc, pair_io, stages, tile_swizzle, trace_cluster, traces, volume, weights, x_pairs)"),
     "unknown key of a fused kernel": (
         _edited(P511, '{ dirs = "x", box = [1, 64, 128], threads = 256, tile = [4, 4] }',
                 '{ dirs = "x", box = [1, 64, 128], threads = 256, tile = [4, 4], warps = 2 }'),

@@ -106,9 +106,12 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
 
     if variants not in FUSED_VARIANTS:
         raise PlanError(f"GEMM_FUSED variants {variants!r}: expected one of {FUSED_VARIANTS}")
+    from composer.paths.gemm_fused import GemmFusedPath
+
     paths = load_schedule(order).paths
     given = {"mma": mma} if mma is not None else {}
-    scheduled = fused_settings(order, paths, given)
+    # the schedule's overlap_formed: its first GEMM forms its flux (on CuTe whatever the library says)
+    scheduled, formed = GemmFusedPath.resolved_settings(order, given)
     check_supported(scheduled.mma, arch)
     chosen = [(scheduled, "")]
     if variants == "all":
@@ -127,7 +130,7 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
     for settings, tagged in chosen:
         shape = settings.mma.replace("x", "_")
         try:
-            gemms = settings.gemms()
+            gemms = settings.gemms((formed,) if formed and settings is scheduled else ())
         except ValueError:
             if settings is scheduled:
                 raise

@@ -69,10 +69,11 @@ def _fused(table: Table, context: PathContext) -> None:
 
 
 #: The overlapped flux's keys (composer.paths.overlap), shared by GEMM_CUTE's and GEMM_FUSED's tables.
-OVERLAP_KEYS = ("overlap_sms", "overlap_first", "overlap_face")
+OVERLAP_KEYS = ("overlap_sms", "overlap_first", "overlap_face", "overlap_formed")
 
 
-def _overlap(table: Table, allowed_first: tuple[str, ...] | None = None, why: str = "") -> None:
+def _overlap(table: Table, allowed_first: tuple[str, ...] | None = None, why: str = "",
+             forms: bool = False) -> None:
     """``overlap_sms`` (SMs of the partition the two confined products run on beside the first
     GEMM; 0: off) and ``overlap_first`` (the role whose product runs first, alone; only with
     ``overlap_sms``; one of ``allowed_first`` where the data flow restricts it)."""
@@ -81,6 +82,12 @@ def _overlap(table: Table, allowed_first: tuple[str, ...] | None = None, why: st
     sms = table.optional("overlap_sms", non_negative_int)
     first = table.optional("overlap_first", one_of(ROLES))
     face = table.optional("overlap_face", boolean)
+    formed = table.optional("overlap_formed", boolean)
+    if formed and not forms:
+        raise table.error("overlap_formed", "needs a GEMM that forms its flux operand (GEMM_FUSED); these GEMMs "
+                                            "read the flux arrays")
+    if formed and not sms:
+        raise table.error("overlap_formed", "needs overlap_sms (the partition's SMs)")
     if first is not None and not sms:
         raise table.error("overlap_first", "needs overlap_sms (the partition's SMs)")
     if face and not sms:
@@ -183,7 +190,8 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
     if settings.forms_flux and table.data.get("overlap_sms"):
         raise table.error("overlap_sms", f"needs flux = array (flux = {settings.flux} forms the products in the GEMMs)")
     allowed = ("x",) if plan.fold else tuple(r for r in ROLES if r != plan.carrier)
-    _overlap(table, allowed, "the fold runs x first" if plan.fold else f"{plan.carrier} carries: it runs last")
+    _overlap(table, allowed, "the fold runs x first" if plan.fold else f"{plan.carrier} carries: it runs last",
+             forms=True)
     if mma is None and context.paths.get("GEMM_CUTE", {}).get("mma") is None:
         return
     try:

@@ -8,7 +8,7 @@ same build job); every other role runs the same mainloop with ``epilogue = "tree
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -110,14 +110,16 @@ def staged_product_config(formed: GemmConfig, array: GemmConfig, m: int, n: int)
 def fused_gemms(plan: FusedPlan, mma: str, tiles: Mapping[str, Mapping[str, Any]] | None = None,
                 carrier_tile: Mapping[str, Any] | None = None,
                 store_group: int = DEFAULT_STORE_GROUP, flux_in_mainloop: bool = False,
-                product_staged: bool = False) -> dict[str, FusedGemm]:
+                product_staged: bool = False, formed_roles: Collection[str] = ()) -> dict[str, FusedGemm]:
     """Each role's kernel: GEMM_CUTE's tile for it (``tiles[role]`` overrides, as the build reads
     them), the carrier's replaced field by field by ``carrier_tile``; roles in ``plan.roles`` order;
     the tree kernels compute ``store_group`` sites before storing them (the carrier
     ``carrier_tile["store_group"]`` where given). ``flux_in_mainloop``: each
     kernel forms its flux operand as ``q`` times the velocity (``GemmConfig.product``), with
     ``product_staged`` once per staged element (``GemmConfig.product_staged``), on no fewer blocks
-    per SM than the array kernel (``staged_product_config``)."""
+    per SM than the array kernel (``staged_product_config``). ``formed_roles``: those roles alone form
+    theirs (the overlap's ``overlap_formed``: the first GEMM), the others read flux arrays; the kernel
+    of such a role is the one the all-forming build makes for it."""
     out: dict[str, FusedGemm] = {}
     for role in plan.roles:
         overrides = dict((tiles or {}).get(role) or {})
@@ -129,7 +131,7 @@ def fused_gemms(plan: FusedPlan, mma: str, tiles: Mapping[str, Mapping[str, Any]
         rk = role_kernel(role, plan.nq, 1, mma, overrides)
         tree = plan.trees[role]
         cfg = rk.config if tree == store() else replace(rk.config, epilogue="tree")
-        if flux_in_mainloop:
+        if flux_in_mainloop or role in formed_roles:
             formed = replace(cfg, product=flux_operand(role, rk.swap), product_staged=product_staged)
             if product_staged:
                 prob = kernel_problem(gemm_spec(role, plan.nq, 1), rk.swap)

@@ -18,7 +18,7 @@ other than z.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,10 +83,16 @@ class FusedSettings:
     def plan(self) -> FusedPlan:
         return fused_plan(self.carrier, self.fold, self.order + 1)
 
-    def gemms(self) -> dict[str, FusedGemm]:
-        """Each role's kernel (GEMM_CUTE's tile, the carrier's overridden by ``carrier_tile``)."""
+    def gemms(self, formed_roles: Collection[str] = ()) -> dict[str, FusedGemm]:
+        """Each role's kernel (GEMM_CUTE's tile, the carrier's overridden by ``carrier_tile``);
+        ``formed_roles`` (with flux = "array"): roles that form their flux once per staged element all
+        the same (the overlap's first GEMM under ``overlap_formed``)."""
+        if formed_roles and self.forms_flux:
+            raise ValueError(f"formed_roles {sorted(formed_roles)}: every GEMM already forms its flux "
+                             f"(flux = {self.flux})")
         return fused_gemms(self.plan, self.mma, self.tiles, self.carrier_tile, self.store_group,
-                           flux_in_mainloop=self.forms_flux, product_staged=self.flux == "staged")
+                           flux_in_mainloop=self.forms_flux,
+                           product_staged=self.flux == "staged" or bool(formed_roles), formed_roles=formed_roles)
 
 
 def _pick(key: str, options: Mapping[str, Any], fused: Mapping[str, Any]) -> tuple[Any, str]:

@@ -21,6 +21,7 @@ directory (``composer build --paths GEMM_FUSED``), the fused ones matched by the
 
 from __future__ import annotations
 
+import dataclasses
 from types import MappingProxyType
 from typing import Any, Mapping
 
@@ -37,7 +38,8 @@ from composer.gemm.roles import ROLES
 from composer.paths.base import Launcher, PathOption
 from composer.paths.gemm_cute import GemmCutePath, entry_gemm_config, find_gemm_entry
 from composer.paths.library import unfused_workspace
-from composer.paths.overlap import OVERLAP_OPTIONS, VELOCITY, face_after, flag_option as bool_option, role_option as carrier_option
+from composer.paths.overlap import (OVERLAP_OPTIONS, VELOCITY, face_after, flag_option as bool_option, overlap_of,
+                                    role_option as carrier_option)
 
 #: The overlap's option keys (GEMM_FUSED's own settings ignore them).
 OVERLAP_KEYS = frozenset(OVERLAP_OPTIONS)
@@ -127,8 +129,9 @@ class GemmFusedPath(GemmCutePath):
     def plan_settings(cls, order: int, **options: Any) -> str:
         """GEMM_CUTE's settings and the carrier, fold and flux source (the same node names carry
         different work: the carrier's GEMM is the slow one)."""
-        s = settings_for(order, options)
-        kernels = ",".join(f"{r}:{g.config.tag}" for r, g in sorted(s.gemms().items()) if s.library[r] == "cute")
+        s, formed = cls.resolved_settings(order, options)
+        kernels = ",".join(f"{r}:{g.config.tag}" for r, g in sorted(s.gemms((formed,) if formed else ()).items())
+                           if s.library[r] == "cute")
         return (f"mma={s.mma} library=" + ",".join(f"{r}:{s.library[r]}" for r in ROLES)
                 + f" carrier={s.carrier} fold={'on' if s.fold else 'off'} flux={s.flux} kernels={kernels}"
                 + cls.overlap_tag(order, options))
@@ -157,13 +160,38 @@ class GemmFusedPath(GemmCutePath):
         return tuple(r for r in ROLES if r != plan.carrier), None
 
     @classmethod
+    def formed_role(cls, order: int, options: Mapping[str, Any]) -> str | None:
+        """The overlap's first GEMM when it forms its own flux operand (``overlap_formed``), else None.
+        Machine-independent: the first role follows from the options, the schedule and the data flow
+        (the partition's fit on a device is checked where the plan is built)."""
+        resolved = cls.overlap_options(order, options)
+        sms = resolved.get("overlap_sms") or 0
+        if not sms or not resolved.get("overlap_formed"):
+            return None
+        allowed, fixed = cls.overlap_roles(order, options)
+        overlap = overlap_of(resolved, sms + 1, cls.name, allowed, fixed)
+        return overlap.first if overlap is not None else None
+
+    @classmethod
+    def resolved_settings(cls, order: int, options: Mapping[str, Any]) -> tuple[FusedSettings, str | None]:
+        """The settings and the role that forms its flux under ``overlap_formed`` (None: none). That
+        GEMM runs on CuTe whatever the library assignment says (cuBLAS cannot form a product)."""
+        settings = settings_for(order, {k: v for k, v in options.items() if k not in OVERLAP_KEYS})
+        formed = None if settings.forms_flux else cls.formed_role(order, options)
+        if formed is None:
+            return settings, None
+        return dataclasses.replace(settings, library={**settings.library, formed: "cute"}), formed
+
+    @classmethod
     def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
         """GEMM's workspace less the carrier's derivative (and, with the fold, less the second of
         the two non-carrier arrays: x and y accumulate into one; with the flux formed in the
         mainloop, less the three fluxes)."""
-        settings = settings_for(order)
+        settings, formed = cls.resolved_settings(order, {})
         plan = settings.plan
         fluxes, _, fstar = unfused_workspace(order, grid)
+        if formed:  # the first GEMM forms its flux: two flux arrays
+            fluxes = dataclasses.replace(fluxes, count=2, note=f"{fluxes.note}; {formed}'s formed by its GEMM")
         outputs = plan.intermediates
         note = ("partial = Ex Gx + Ey Gy, written by x, updated in place by y, read by the z carrier"
                 if plan.fold else f"{', '.join(outputs)}: the non-carriers' results, read by the {plan.carrier} carrier")
@@ -173,7 +201,7 @@ class GemmFusedPath(GemmCutePath):
     @classmethod
     def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
         nq, ne = order + 1, num_elements
-        settings = settings_for(order, options)
+        settings, formed = cls.resolved_settings(order, options)
         plan, in_mainloop = settings.plan, settings.forms_flux
         vol, face = volume_bytes(nq, ne), face_bytes(nq, ne)
         _, surface_flux = cls.flux_nodes(nq, ne, machine)
@@ -183,7 +211,7 @@ class GemmFusedPath(GemmCutePath):
         def gemm(role: str) -> KernelNode:
             reads = plan.reads(role)
             kind = "carrier" if role == plan.carrier else ("gemm_fold" if plan.fused(role) else "gemm")
-            operands = ("q", VELOCITY[role]) if in_mainloop else (f"flux_{role}",)
+            operands = ("q", VELOCITY[role]) if in_mainloop or role == formed else (f"flux_{role}",)
             nbytes = vol * (1 + len(operands) + sum(r != "fstar" for r in reads)) + (face if "fstar" in reads else 0)
             return KernelNode(f"gemm_{role}", kind, ("D", *operands, *reads), (plan.outputs[role],),
                               cost=roof_seconds(machine, gemm_flop, nbytes))
@@ -198,14 +226,14 @@ class GemmFusedPath(GemmCutePath):
         """The fluxes when they come from arrays; none when the GEMMs form them in the mainloop
         (they read q and the velocities). ``workspace_items`` counts the same arrays."""
         pb = self.problem
-        self.settings = settings_for(pb.order, self.options)
+        self.settings, self.formed = self.resolved_settings(pb.order, self.options)
         self.fused_plan = self.settings.plan
-        self.fused_gemms: dict[str, FusedGemm] = self.settings.gemms()
+        self.fused_gemms: dict[str, FusedGemm] = self.settings.gemms((self.formed,) if self.formed else ())
         self.flux_in_mainloop = self.settings.forms_flux
         if self.flux_in_mainloop:
             self.flux = {}
-        else:
-            super().allocate_gemm_operands()
+        else:  # under overlap_formed the first GEMM's flux array does not exist
+            self.flux = {r: pb.allocate(f"{self.name}.flux_{r}", pb.volume_bytes) for r in ROLES if r != self.formed}
 
     def allocate_gemm_outputs(self) -> None:
         """The non-carriers' outputs only (``workspace_items`` counts the same arrays)."""
@@ -266,7 +294,8 @@ class GemmFusedPath(GemmCutePath):
             aux = tuple(arrays[name] for name in gemm.aux_slots)
             face = arrays[gemm.face] if gemm.face else 0
             # the flux in the mainloop: the kernel reads q and multiplies by the velocity itself
-            flux, factor = (q_ptr, pb.ptr(VELOCITY[role])) if self.flux_in_mainloop else (None, 0)
+            forms = self.flux_in_mainloop or role == self.formed
+            flux, factor = (q_ptr, pb.ptr(VELOCITY[role])) if forms else (None, 0)
             launches[f"gemm_{role}"] = (lambda s, role=role, out=out, aux=aux, face=face, flux=flux, factor=factor:
                                         self.launch_gemm(role, s, out, aux, face, flux, factor))
         return launches

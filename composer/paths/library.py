@@ -214,8 +214,8 @@ class LibraryPath(Path):
         if ok is None:
             return {}
         ov = ok.overlap
-        return {f"volume_flux_{ov.first}": value(ok.first, 0),
-                f"volume_flux_{ov.rest}": value(ok.rest, ov.sms if self.overlap_confined else 0)}
+        first = {} if ok.first is None else {f"volume_flux_{ov.first}": value(ok.first, 0)}
+        return {**first, f"volume_flux_{ov.rest}": value(ok.rest, ov.sms if self.overlap_confined else 0)}
 
     def flux_launches(self, q_ptr: int) -> dict[str, Launcher]:
         """The volume flux and the face flux of a call reading ``q_ptr``."""
@@ -224,7 +224,7 @@ class LibraryPath(Path):
         volume: dict[str, Launcher]
         if self.overlap_kernels is not None and self.flux:
             volume = self.overlap_kernels.launches(q_ptr, {"x": u, "y": v, "z": w},
-                                                   {r: self.flux[r].ptr for r in ROLES}, ne,
+                                                   {r: array.ptr for r, array in self.flux.items()}, ne,
                                                    confine=self.overlap_confined)
         else:
             volume = {"volume_flux": lambda s: launch_volume_flux(

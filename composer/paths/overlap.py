@@ -91,7 +91,13 @@ OVERLAP_OPTIONS: Mapping[str, Any] = MappingProxyType({
     "overlap_face": (flag_option, "with overlap_sms: the face flux follows the confined products (beside a "
                                   "GEMM) instead of sharing DRAM with the first product, which runs alone "
                                   "(default false)"),
+    "overlap_formed": (flag_option, "with overlap_sms (GEMM_FUSED): the first GEMM forms its own flux operand "
+                                    "once per staged element (flux = \"staged\" for that GEMM alone), so no "
+                                    "product runs alone and the confined two start with it (default false)"),
 })
+#: Paths whose first GEMM can form its own flux operand (``overlap_formed``): CuTe kernels with
+#: ``GemmConfig.product``; cuBLAS (GEMM) reads the array, and GEMM_CUTE's path does not build the products.
+FORMING_PATHS = frozenset({"GEMM_FUSED"})
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,8 @@ class Overlap:
     sms: int
     first: str
     face: bool = False
+    #: the first GEMM forms its product itself (``overlap_formed``): no ``volume_flux_<first>`` node
+    formed: bool = False
 
     @property
     def rest(self) -> str:
@@ -112,7 +120,7 @@ class Overlap:
     @property
     def tag(self) -> str:
         """How plan settings and node times name it."""
-        return f"overlap={self.sms}:{self.first}" + ("+face" if self.face else "")
+        return f"overlap={self.sms}:{self.first}" + ("+face" if self.face else "") + ("+formed" if self.formed else "")
 
 
 def overlap_of(options: Mapping[str, Any], sm_count: int, path: str, allowed_first: tuple[str, ...] = ROLES,
@@ -123,11 +131,15 @@ def overlap_of(options: Mapping[str, Any], sm_count: int, path: str, allowed_fir
     sms = options.get("overlap_sms") or 0
     first = options.get("overlap_first")
     face = bool(options.get("overlap_face") or False)
+    formed = bool(options.get("overlap_formed") or False)
     if not sms:
-        if first is not None or face:
-            key = "overlap_first" if first is not None else "overlap_face"
+        if first is not None or face or formed:
+            key = "overlap_first" if first is not None else "overlap_face" if face else "overlap_formed"
             raise ComposerError(f"path {path}: option {key} needs overlap_sms (the partition's SMs)")
         return None
+    if formed and path not in FORMING_PATHS:
+        raise ComposerError(f"path {path}: option overlap_formed needs a GEMM that forms its flux operand "
+                            f"({', '.join(sorted(FORMING_PATHS))}); {path}'s GEMMs read the flux arrays")
     if sms >= sm_count:
         raise ComposerError(f"path {path}: option overlap_sms={sms}: the partition must leave SMs to the GEMM; "
                             f"the device has {sm_count}")
@@ -136,20 +148,24 @@ def overlap_of(options: Mapping[str, Any], sm_count: int, path: str, allowed_fir
     elif first not in allowed_first:
         raise ComposerError(f"path {path}: option overlap_first={first}: its GEMM cannot run first here "
                             f"(the first GEMM may be {', '.join(allowed_first)})")
-    return Overlap(int(sms), first, face)
+    return Overlap(int(sms), first, face, formed)
 
 
-def flux_nodes(overlap: Overlap, nq: int, ne: int, machine: Machine) -> tuple[KernelNode, KernelNode]:
-    """The first product alone and the other two confined, with the arrays each touches."""
+def flux_nodes(overlap: Overlap, nq: int, ne: int, machine: Machine) -> tuple[KernelNode, ...]:
+    """The first product alone and the other two confined, with the arrays each touches (with
+    ``overlap.formed`` the confined two only: the first GEMM forms its product)."""
     vol = volume_bytes(nq, ne)
     grid, block = launch_shape("volume_flux", nq, ne, DEFAULT_BLOCK, machine.sm_count)
     first, rest = overlap.first, overlap.rest
     slow = max(1.0, KNEE_SMS / overlap.sms)
+    confined = KernelNode(f"volume_flux_{rest}", "volume_flux", ("q", *(VELOCITY[r] for r in rest)),
+                          tuple(f"flux_{r}" for r in rest), cost=slow * roof_seconds(machine, nbytes=5 * vol),
+                          block=block, resource=DRAM, sm_limit=overlap.sms)
+    if overlap.formed:
+        return (confined,)
     return (KernelNode(f"volume_flux_{first}", "volume_flux", ("q", VELOCITY[first]), (f"flux_{first}",),
                        cost=roof_seconds(machine, nbytes=3 * vol), grid=grid, block=block, resource=DRAM),
-            KernelNode(f"volume_flux_{rest}", "volume_flux", ("q", *(VELOCITY[r] for r in rest)),
-                       tuple(f"flux_{r}" for r in rest), cost=slow * roof_seconds(machine, nbytes=5 * vol),
-                       block=block, resource=DRAM, sm_limit=overlap.sms))
+            confined)
 
 
 def face_after(overlap: Overlap | None, surface_flux: KernelNode) -> KernelNode:
@@ -178,7 +194,8 @@ class OverlapKernels:
 
     def __init__(self, overlap: Overlap, nq: int, device: Any, allocate: Any, owner: str = "overlap") -> None:
         self.overlap = overlap
-        self.first = load_products_kernel(overlap.first, nq, device)
+        # overlap_formed: the first GEMM forms its product, so only the confined kernel is loaded
+        self.first = None if overlap.formed else load_products_kernel(overlap.first, nq, device)
         self.rest = load_products_kernel(overlap.rest, nq, device)
         self.sm_ids = active_sm_ids(device=device)
         self.sm_limit = partition_threshold(self.sm_ids, overlap.sms)
@@ -197,13 +214,15 @@ class OverlapKernels:
         """The two launches of a call reading ``q_ptr``, by node name; ``confine`` False (the serial
         plan) launches the second product on every SM."""
         first, rest = self.overlap.first, self.overlap.rest
-        return {
-            f"volume_flux_{first}": lambda s: launch_volume_products(
-                self.first, first, q_ptr, {first: velocity[first]}, {first: flux[first]}, ne, stream=s),
+        launches = {
             f"volume_flux_{rest}": lambda s: launch_volume_products(
                 self.rest, rest, q_ptr, {r: velocity[r] for r in rest}, {r: flux[r] for r in rest}, ne,
                 sm_limit=self.sm_limit if confine else 0, work=self.work.ptr, stream=s),
         }
+        if self.first is not None:
+            launches[f"volume_flux_{first}"] = lambda s: launch_volume_products(
+                self.first, first, q_ptr, {first: velocity[first]}, {first: flux[first]}, ne, stream=s)
+        return launches
 
 
 # --- the prospective estimate (tools/overlap_predict.py) ---------------------------------------------
