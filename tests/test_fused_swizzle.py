@@ -19,7 +19,8 @@ import pytest
 from composer import dg
 from composer.arch.limits import arch_limits
 from composer.errors import ComposerError, ConfigError
-from composer.fused.banks import plan_report, tile_off, wavefronts
+from composer.fused.banks import plan_report, wavefronts
+from composer.fused.emulate import tile_offset
 from composer.fused.builder import build, kernel_plans, render_volume
 from composer.fused.candidates import candidate_list, label, tile_swizzle_candidates, to_table
 from composer.fused.config import fused_config, parse_table
@@ -54,7 +55,7 @@ def test_the_swizzle_permutes_each_row_of_the_unpadded_tile(variant: str, order:
         assert (plan.rs, plan.ps, plan.tile_doubles) == (bi, bj * bi, bk * bj * bi)
         for k in range(bk):
             for j in range(bj):
-                row = [tile_off(plan, k, j, i) for i in range(bi)]
+                row = [tile_offset(plan, k, j, i) for i in range(bi)]
                 assert sorted(row) == list(range(k * bj * bi + j * bi, k * bj * bi + (j + 1) * bi))
                 # 16-byte pairs (even i) stay contiguous and aligned: the staging's paired stores
                 assert all(row[i + 1] == row[i] + 1 and row[i] % 2 == 0 for i in range(0, bi, 2))

@@ -2,8 +2,8 @@
 
 Why: the flux tiles' layout (padded strides, or unpadded rows with i XOR-swizzled, ``tile_swizzle``)
 decides whether the tensor-core engine's fragment loads serialize. A layout is chosen on the CPU, so
-its conflicts are counted here with the template's formulas (``Dir<DIR>::at``, ``tile_off``, the
-fragment layouts of ``_engine_mma.cuh.j2``) rather than discovered in an ncu run.
+its conflicts are counted here with the template's formulas (``Dir<DIR>::at``, ``tile_off``: the
+emulator's ``box_point`` and ``tile_offset``; the fragment layouts of ``_engine_mma.cuh.j2``) rather than discovered in an ncu run.
 
 Model (8-byte accesses, as the engine issues them): a warp's 32 lanes are served a half-warp at a
 time; a half-warp's 16 doubles take as many wavefronts as the most distinct addresses that share one
@@ -16,26 +16,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from composer.fused.builder import KernelPlan
+from composer.fused.emulate import box_point, tile_offset
 
 #: Eight-byte bank slots of shared memory (32 four-byte banks).
 SLOTS = 16
-
-
-def tile_off(plan: KernelPlan, k: int, j: int, i: int) -> int:
-    """The template's ``tile_off``: box point (k, j, i) to its double in the tile."""
-    if plan.swizzle:
-        return k * plan.ps + j * plan.rs + (i ^ (((j + k) & 3) << 2))
-    return k * plan.ps + j * plan.rs + i
-
-
-def at(plan: KernelPlan, d: int, a: int, line: int) -> tuple[int, int, int]:
-    """``Dir<d>::at``: box (k, j, i) of position a on line ``line`` of direction d."""
-    _, bj, bi = plan.kernel.box
-    if d == 0:
-        return line // bj, line % bj, a
-    if d == 1:
-        return line // bi, a, line % bi
-    return a, line // bi, line % bi
 
 
 def wavefronts(offsets: list[int]) -> int:
@@ -67,11 +51,11 @@ def direction_report(plan: KernelPlan, d: int, mma_m: int, mma_k: int) -> BankRe
     for l0 in range(0, lines, mma_m):
         for m0 in range(0, positions, mma_k):
             for i in range(mma_m * mma_k // 32):
-                offs = [tile_off(plan, *at(plan, d, m0 + t + 4 * (i // mi), l0 + g + 8 * (i % mi))) for g, t in lanes]
+                offs = [tile_offset(plan, *box_point(d, m0 + t + 4 * (i // mi), l0 + g + 8 * (i % mi), plan)) for g, t in lanes]
                 a_worst = max(a_worst, wavefronts(offs))
         for a0 in range(0, positions, 8):
             for r in range(mma_m // 4):
-                offs = [tile_off(plan, *at(plan, d, a0 + 2 * t + r % 2, l0 + g + 8 * (r // 2))) for g, t in lanes]
+                offs = [tile_offset(plan, *box_point(d, a0 + 2 * t + r % 2, l0 + g + 8 * (r // 2), plan)) for g, t in lanes]
                 c_worst = max(c_worst, wavefronts(offs))
     return BankReport(d, a_worst, c_worst)
 

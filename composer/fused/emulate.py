@@ -21,7 +21,7 @@ from composer.fused.copies import program
 from composer.arch.mma import mma_shape
 
 
-def _at(d: int, a: np.ndarray | int, l: np.ndarray | int, plan: KernelPlan) -> tuple:
+def box_point(d: int, a: np.ndarray | int, l: np.ndarray | int, plan: KernelPlan) -> tuple:
     """Box-local (k, j, i) of position a on line l of direction d (Dir<d>::at)."""
     _, bj, bi = plan.kernel.box
     if d == 0:
@@ -44,7 +44,7 @@ def _box_origin(box: int, extents: tuple[int, int, int], nq: int, axis: int | No
     return box % nbk * bk, box // (nbk * nbi) * bj, box // nbk % nbi * bi
 
 
-def _tile_off(plan: KernelPlan, k, j, i):
+def tile_offset(plan: KernelPlan, k, j, i):
     """tile_off of the template: padded strides, or unpadded rows with i XOR-swizzled (plan.swizzle)."""
     if plan.swizzle:
         return k * plan.ps + j * plan.rs + (i ^ (((j + k) & 3) << 2))
@@ -67,8 +67,8 @@ def _contract_simt(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray,
             l = wk % gl + o // ta * gl
             acc = np.zeros(threads)
             for m in range(nq):
-                acc = acc + dmat[a, m] * tile[_tile_off(plan, *_at(d, m, l, plan))]
-            pts.append(_at(d, a, l, plan))
+                acc = acc + dmat[a, m] * tile[tile_offset(plan, *box_point(d, m, l, plan))]
+            pts.append(box_point(d, a, l, plan))
             vals.append(acc)
     return pts, vals
 
@@ -165,7 +165,7 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
                     for i in range(mm * mk // 32):
                         m = m0 + t + 4 * (i // mi)
                         l = l0 + wm * mm + g + 8 * (i % mi)
-                        amat[g + 8 * (i % mi), t + 4 * (i // mi)] = src[_tile_off(plan, *_at(d, m, l, plan))]
+                        amat[g + 8 * (i % mi), t + 4 * (i // mi)] = src[tile_offset(plan, *box_point(d, m, l, plan))]
                     for wn in range(wn_n):
                         bmat = np.full((mk, 8), np.nan)
                         for i in range(mk // 4):
@@ -183,7 +183,7 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
                         dl, da = _c_fragment(r, g, t)
                         a = a0 + wn * 8 + da
                         l = l0 + wm * mm + dl
-                        pts.append(_at(d, a, l, plan))
+                        pts.append(box_point(d, a, l, plan))
                         vals.append(acc[wm, wn, r])
     return pts, vals
 
@@ -369,9 +369,9 @@ def trace_cluster_exterior(config: FusedConfig, plan: KernelPlan, fields: Mappin
     node = kk * nq * nq + jj * nq + ii
     for b in range(blocks):
         e = min(b, ne - 1)
-        tiles[b, qtile + _tile_off(plan, kk, jj, ii)] = flat["q"][e * nq3 + node]
+        tiles[b, qtile + tile_offset(plan, kk, jj, ii)] = flat["q"][e * nq3 + node]
         for n, d in enumerate(dirs):
-            tiles[b, n * plan.tile_doubles + _tile_off(plan, kk, jj, ii)] = flat["uvw"[d]][e * nq3 + node]
+            tiles[b, n * plan.tile_doubles + tile_offset(plan, kk, jj, ii)] = flat["uvw"[d]][e * nq3 + node]
     e_of = np.repeat(np.arange(ne), vmap_p.shape[1]).reshape(vmap_p.shape)  # the live blocks' elements
     pg = vmap_p
     ep = pg // nq3
@@ -379,7 +379,7 @@ def trace_cluster_exterior(config: FusedConfig, plan: KernelPlan, fields: Mappin
     # the peer's block: rank ep % C of this block's cluster (the template's mapa target)
     peer_block = np.where(peer, e_of // c * c + ep % c, 0)
     po = pg - ep * nq3
-    tp = _tile_off(plan, po // (nq * nq), po // nq % nq, po % nq)
+    tp = tile_offset(plan, po // (nq * nq), po // nq % nq, po % nq)
     out = {}
     for name, offset in (("q", qtile), *((("u", "v", "w")[d], n * plan.tile_doubles) for n, d in enumerate(dirs))):
         out[name] = np.where(peer, tiles[peer_block, offset + tp], flat[name][pg])
@@ -548,7 +548,7 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
             def stage(d: int, box: int) -> np.ndarray:
                 tile = np.full(plan.tile_doubles, np.nan)  # a point the template never stages stays NaN
                 g = gidx(kk, jj, ii, box)
-                tile[_tile_off(plan, kk, jj, ii)] = flat["q"][g] * vel[d][g]
+                tile[tile_offset(plan, kk, jj, ii)] = flat["q"][g] * vel[d][g]
                 return tile
 
             # every block stages its resident tiles before any contraction (the cluster_sync of a
@@ -576,13 +576,13 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
                     else:
                         pts, vals = _contract_mma(plan, d, tile, dmat, nq, config.mma or "")
                     for (k, j, i), val in zip(pts, vals):
-                        off = _tile_off(plan, k, j, i)
+                        off = tile_offset(plan, k, j, i)
                         weighted = metric[d][gidx(k, j, i, box)] * val
                         if n == 0:
                             acc[off] = weighted
                         else:
                             acc[off] = acc[off] + weighted
-                val = acc[_tile_off(plan, kk, jj, ii)].copy()
+                val = acc[tile_offset(plan, kk, jj, ii)].copy()
                 for d in plan.kernel.dirs:
                     pos = (ii + i0, jj + j0, kk + k0)[d]  # along the whole axis (a split one's chunk moved)
                     face = {0: (kk + k0) * nq + (jj + j0), 1: (kk + k0) * nq + (ii + i0),
