@@ -180,3 +180,15 @@ def test_the_l2_fabric_is_named_when_it_binds() -> None:
     # the sub-units are asked for by breakdown, so a GPU without the fabric metric asks nothing it lacks
     cmd = ncu_command("/x/ncu", [], Path("/tmp/l.csv"), ["t"], UNIT_BREAKDOWNS)
     assert "breakdown:lts__throughput.avg.pct_of_peak_sustained_elapsed" in cmd[cmd.index("--metrics") + 1]
+
+
+def test_l2_sector_and_link_bytes_are_read_when_profiled() -> None:
+    """The H100 profile of p = 15's shipped FUSED_TC16 kernel (session 27 call 2): the SMs read 1.25x its
+    DRAM reads in L2 sectors, and 956 MB crossed the link between the L2 partitions."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs/data/h100_s27/call2/prof/p15/FUSED_TC16-p15.csv").read_text()
+    kernel = next(summarize(r) for r in parse_raw_csv(text) if "fused_tc16_p15" in r["Kernel Name"])
+    assert kernel.fabric_bytes == pytest.approx(29886386 * 32)
+    assert kernel.l2_read_bytes / 1.539857408e9 == pytest.approx(1.25, abs=0.01)
+    assert summarize({"Kernel Name": "k"}).fabric_bytes is None  # absent metrics stay absent
