@@ -36,3 +36,13 @@ finish_call() {
   [ -f "$OUT/logs/sweep.log" ] && grep -E '^\{' "$OUT/logs/sweep.log" | cut -c1-230
   return 0
 }
+# `record_gpu`: the GPU's name, memory, clocks, power limit and driver into $OUT/logs/gpu.txt (and stdout), its
+# name in $GPU. `h200_only`: after record_gpu, on any other GPU say so, pack the logs and end the call (exit 0):
+# the device may lend an H100 to a call that names nvidia-h200 (docs/device.md).
+record_gpu() {
+  nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit,driver_version --format=csv | tee "$OUT/logs/gpu.txt"
+  GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+}
+h200_only() {
+  if [[ "$GPU" != *H200* ]]; then echo "not an H200 ($GPU): stopping"; finish_call; exit 0; fi
+}

@@ -2,8 +2,9 @@
 
 Why: the flux tiles' layout (padded strides, or unpadded rows with i XOR-swizzled, ``tile_swizzle``)
 decides whether the tensor-core engine's fragment loads serialize. A layout is chosen on the CPU, so
-its conflicts are counted here with the template's formulas (``Dir<DIR>::at``, ``tile_off``: the
-emulator's ``box_point`` and ``tile_offset``; the fragment layouts of ``_engine_mma.cuh.j2``) rather than discovered in an ncu run.
+its conflicts are counted here with the template's formulas (``Dir<DIR>::at`` and ``tile_off``, as the
+emulator's ``box_point`` and ``tile_offset``; the fragment layouts of ``_engine_mma.cuh.j2``) rather than
+discovered in an ncu run.
 
 Model (8-byte accesses, as the engine issues them): a warp's 32 lanes are served a half-warp at a
 time; a half-warp's 16 doubles take as many wavefronts as the most distinct addresses that share one
@@ -51,12 +52,12 @@ def direction_report(plan: KernelPlan, d: int, mma_m: int, mma_k: int) -> BankRe
     for l0 in range(0, lines, mma_m):
         for m0 in range(0, positions, mma_k):
             for i in range(mma_m * mma_k // 32):
-                offs = [tile_offset(plan, *box_point(d, m0 + t + 4 * (i // mi), l0 + g + 8 * (i % mi), plan)) for g, t in lanes]
-                a_worst = max(a_worst, wavefronts(offs))
+                points = [box_point(d, m0 + t + 4 * (i // mi), l0 + g + 8 * (i % mi), plan) for g, t in lanes]
+                a_worst = max(a_worst, wavefronts([tile_offset(plan, *p) for p in points]))
         for a0 in range(0, positions, 8):
             for r in range(mma_m // 4):
-                offs = [tile_offset(plan, *box_point(d, a0 + 2 * t + r % 2, l0 + g + 8 * (r // 2), plan)) for g, t in lanes]
-                c_worst = max(c_worst, wavefronts(offs))
+                points = [box_point(d, a0 + 2 * t + r % 2, l0 + g + 8 * (r // 2), plan) for g, t in lanes]
+                c_worst = max(c_worst, wavefronts([tile_offset(plan, *p) for p in points]))
     return BankReport(d, a_worst, c_worst)
 
 

@@ -37,7 +37,9 @@ _UNITS = {  # the throughput metrics that name a hardware unit (first metric pre
     "L1/shared": ("l1tex__throughput.avg.pct_of_peak_sustained_active",),
     # the link between the two L2 partitions (sm_80/sm_90): a sector whose home is the far partition
     # crosses it. Session 27 (H100, ncu's breakdown of lts__throughput): the "L2 91-96 %" of the p = 7
-    # and 15 box kernels is this link (94-96 %), not the tags (56-69 %) or the sectors (38-65 %).
+    # and 15 box kernels is this link (94-96 % of its cycles active), not the tags (56-69 %) or the
+    # sectors (38-65 %). Cycles active, not a bandwidth: with DRAM at 77-89 % beside it neither sets the
+    # time alone (10 % fewer sectors across it bought 2 %), so as the busiest unit it names, not proves.
     "L2 fabric": ("lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed",),
 }
 #: Asked of ncu on top of the sections: lts__throughput's sub-units, which ncu expands per architecture

@@ -7,9 +7,8 @@
 set -o pipefail
 source tools/device_prelude.sh
 mkdir -p $OUT/bench $OUT/prof
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit,driver_version --format=csv | tee $OUT/logs/gpu.txt
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-if [[ "$GPU" != *H200* ]]; then echo "not an H200 ($GPU): stopping"; finish_call; exit 0; fi
+record_gpu
+h200_only
 COMPOSER_BUILD_DIR=$PWD/.cache/build_s22 timeout 170 python3 -m composer.cli.main bench \
   --paths GEMM,GEMM_CUTE,GEMM_FUSED --orders 511,575 --rounds 3 --out $OUT/bench/lib > $OUT/logs/bench_lib.log 2>&1
 t bench_lib $?

@@ -12,9 +12,8 @@
 set -o pipefail
 source tools/device_prelude.sh
 mkdir -p $OUT/bench $OUT/prof
-nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,power.limit,driver_version --format=csv | tee $OUT/logs/gpu.txt
-GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-if [[ "$GPU" != *H200* ]]; then echo "not an H200 ($GPU): stopping"; finish_call; exit 0; fi
+record_gpu
+h200_only
 export COMPOSER_CACHE_DIR=$PWD/.cache/nvrtc_pin4
 sweep_apply docs/data/h200_s27/plans/sweep_plan_swz.json 15,31,63 120 0.01
 mkdir -p $OUT/swz && mv $OUT/sw $OUT/logs/sweep.log $OUT/logs/apply.log $OUT/swz/
