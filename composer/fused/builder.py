@@ -33,6 +33,11 @@ FACE_THREADS = 256
 VOLUME_SIGNATURE: tuple[Param, ...] = params(
     "q:ptr u:ptr v:ptr w:ptr Ex:ptr Ey:ptr Ez:ptr vmapM:ptr vmapP:ptr nx:ptr ny:ptr nz:ptr F:ptr "
     "fstar:ptr D:ptr dqdt:ptr ne:i64")
+#: A chunked table's volume kernels (``FusedConfig.chunk_elements``): the first element of the launch's chunk
+#: too (``ne`` is then the chunk's end), so that a launch covers elements e0 .. ne - 1. Unsigned 32-bit, as
+#: blockIdx.x: the element index then stays a zero-extended 32-bit value, which ptxas addresses with the
+#: unchunked kernel's registers (an i64 e0 spilled 40 B/thread at FUSED_TC p = 31's 64-register cap).
+CHUNKED_VOLUME_SIGNATURE: tuple[Param, ...] = VOLUME_SIGNATURE + params("e0:u32")
 FACE_SIGNATURE: tuple[Param, ...] = params(
     "q:ptr u:ptr v:ptr w:ptr vmapM:ptr vmapP:ptr nx:ptr ny:ptr nz:ptr F:ptr fstar:ptr ne:i64")
 
@@ -399,7 +404,8 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         late_wgt=late_weights(config, plan), cluster=plan.kernel.cluster, trace_cluster=config.trace_cluster,
         pair_io=config.pair_io, l2_keep=config.l2_keep, pair_x=config.pair_io and config.engine == "mma" and plan.kernel.dirs[0] == 0,
         split=-1 if plan.kernel.split is None else plan.kernel.split, xtraces=plan.x_traces,
-        x_pairs=plan.x_pairs, element_doubles=plan.element_doubles, swizzle=plan.swizzle, **mma)
+        x_pairs=plan.x_pairs, element_doubles=plan.element_doubles, swizzle=plan.swizzle,
+        chunked=config.chunk_elements > 0, **mma)
 
 
 def render_face(nq: int) -> str:
@@ -434,7 +440,8 @@ def kernel_sources(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[Kernel
     sources = [face_source(config.nq)] if config.flux == "array" else []
     for plan in kernel_plans(config, arch):
         sources.append(KernelSource(plan.name, render_volume(config, plan), plan.kernel.threads, plan.smem_bytes,
-                                    plan.blocks_per_element, VOLUME_SIGNATURE, plan.index,
+                                    plan.blocks_per_element,
+                                    CHUNKED_VOLUME_SIGNATURE if config.chunk_elements else VOLUME_SIGNATURE, plan.index,
                                     launch_cluster(config, plan.kernel),
                                     isinstance(plan, StreamPlan) and plan.persistent))
     return sources

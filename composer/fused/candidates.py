@@ -331,6 +331,44 @@ def tile_swizzle_candidates(variant: str, order: int) -> list[tuple[str, FusedCo
     return out
 
 
+#: Bytes of one volume array a chunk of the ``chunks`` family spans (``chunk_elements`` = these over an
+#: element's 8 Nq^3 bytes, at least one element): a later kernel finds a chunk's q and dqdt in the 50-MB
+#: L2 only while the traffic of about one chunk of every array (11-12 of them) has passed since.
+CHUNK_ARRAY_BYTES = (2 << 20, 4 << 20, 8 << 20, 16 << 20)
+
+
+def chunk_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The box schedule of two or more kernels launched chunk by chunk (``chunk_elements``): each
+    chunk spanning CHUNK_ARRAY_BYTES of an array, on the schedule's benchmark grid's elements. Why: at
+    p = 31 and 63 the z kernel re-reads q and reads back the dqdt xy wrote; one launch per kernel
+    streams 134-MB arrays through the L2 before z returns to them, a chunked pipeline returns while
+    they are still there, and runs the shared-pipe-bound xy beside the DRAM-bound z."""
+    base = _family_base(variant, order, "box")
+    if base is None or len(base.kernels) < 2 or base.chunk_elements:
+        return []
+    base = _one_element(base)
+    if base.elements_per_block != 1 or base.trace_cluster != 1 or any(k.cluster > 1 for k in base.kernels):
+        return []
+    element = 8 * base.nq**3
+    ne = _benchmark_elements(order)
+    out, seen = [], {base}
+    for nbytes in CHUNK_ARRAY_BYTES:
+        count = max(1, round(nbytes / element))
+        cfg = dataclasses.replace(base, chunk_elements=count)
+        if count < ne and cfg not in seen and _fits(cfg):
+            seen.add(cfg)
+            out.append((label(cfg), cfg))
+    return out
+
+
+def _benchmark_elements(order: int) -> int:
+    """Elements of the order's benchmark grid (the grid a sweep times on)."""
+    from composer.config.schedules import load_schedule
+
+    grid = load_schedule(order).benchmark.grid
+    return grid[0] * grid[1] * grid[2]
+
+
 #: Blocks per SM the budget family asks ptxas for (``min_blocks``; 0: the table's own, none or its own cap).
 BUDGET_BLOCKS = (0, 3, 4, 5, 6, 8)
 #: Orders the budget family varies (box schedules, whose registers and blocks per SM trade).
@@ -1012,7 +1050,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "flux_tiles": flux_tile_candidates, "pair_io": pair_io_candidates,
             "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates,
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
-            "x_pairs": x_pair_candidates, "tile_swizzle": tile_swizzle_candidates}
+            "x_pairs": x_pair_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -1089,6 +1127,8 @@ def label(config: FusedConfig) -> str:
         extra += " xpairs"
     if config.tile_swizzle:
         extra += " swz"
+    if config.chunk_elements:
+        extra += f" chunk{config.chunk_elements}"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -1140,6 +1180,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append("x_pairs = true")
     if config.tile_swizzle:
         lines.append("tile_swizzle = true")
+    if config.chunk_elements:
+        lines.append(f"chunk_elements = {config.chunk_elements}")
     if config.nvrtc:
         lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":

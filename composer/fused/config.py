@@ -215,6 +215,10 @@ def _box_nq(k: KernelConfig) -> int:
     return max(k.box)
 
 
+#: The largest ``chunk_elements`` a table may name (a chunk beyond the whole mesh is one launch).
+MAX_CHUNK_ELEMENTS = 1 << 20
+
+
 @dataclass(frozen=True)
 class FusedConfig:
     """Everything that specializes the fused kernels of one (variant, order)."""
@@ -288,6 +292,15 @@ class FusedConfig:
     #: DRAM (+246 MB of 1643, ncu s19 c6; 1671 MB on an H100, s27 c2). Unpadded, three tiles and the
     #: faces take 108 KB: two blocks per SM with no restage, the A-fragment loads still conflict-free.
     tile_swizzle: bool = False
+    #: > 0 (box kernels, two or more of them): the path launches the volume kernels over chunks of this
+    #: many consecutive elements, the first kernel's chunks on one stream and each later kernel's on
+    #: another, each chunk after the previous kernel's on the same chunk (``composer.paths.fused``), so
+    #: that a later kernel reads the q and dqdt the earlier one touched a chunk ago from L2 instead of
+    #: DRAM, and the two kernels run side by side (a shared-pipe-bound xy beside a DRAM-bound z). Why: at
+    #: p = 31 and 63 the z kernel re-reads q and reads back the dqdt xy wrote, 3 of the 11-12 arrays
+    #: of the xy|z byte floor; one 134-MB launch each streams them through the 50-MB L2 long before the
+    #: z kernel comes back to them. 0: one launch per kernel over every element.
+    chunk_elements: int = 0
 
     @property
     def nq(self) -> int:
@@ -463,7 +476,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
                             "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs",
-                            "tile_swizzle", *STREAM_SWITCHES),
+                            "tile_swizzle", "chunk_elements", *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
     if flux not in FLUX_MODES:
@@ -576,10 +589,17 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         raise _error(file, f"{prefix}.weights", "applies to the box kernel")
     x_pairs = _flag(table, "x_pairs", prefix, file)
     tile_swizzle = _flag(table, "tile_swizzle", prefix, file)
+    chunk_elements = table.get("chunk_elements", 0)
+    if "chunk_elements" in table and (type(chunk_elements) is not int or not 1 <= chunk_elements <= MAX_CHUNK_ELEMENTS):
+        raise _error(file, f"{prefix}.chunk_elements",
+                     f"expected an integer in [1, {MAX_CHUNK_ELEMENTS}], got {chunk_elements!r}")
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
                          nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
-                         x_pairs=x_pairs, tile_swizzle=tile_swizzle)
+                         x_pairs=x_pairs, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements)
+    problem = chunk_problem(config)
+    if problem:
+        raise _error(file, f"{prefix}.chunk_elements", problem)
     problem = x_pairs_problem(config)
     if problem:
         raise _error(file, f"{prefix}.x_pairs", problem)
@@ -657,6 +677,23 @@ def tile_swizzle_problem(config: FusedConfig) -> str | None:
     narrow = [list(k.box) for k in config.kernels if k.box[2] % 16]
     if narrow:
         return f"needs every box's i extent to be a multiple of 16 (whole bank rows), got boxes {narrow}"
+    return None
+
+
+def chunk_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``chunk_elements`` (None if nothing): box kernels, at least two of
+    them (one kernel has no later kernel to reuse its bytes), one element per block and no cluster
+    (a chunk is a range of whole elements, each kernel's blocks a box of one of them)."""
+    if not config.chunk_elements:
+        return None
+    if config.volume != "box":
+        return "applies to the box kernels (a streamed kernel's element is larger than the L2)"
+    if len(config.kernels) < 2:
+        return "needs two or more volume kernels (a later kernel reads what an earlier one touched)"
+    if config.elements_per_block != 1 or config.trace_cluster != 1 or config.x_pairs:
+        return "chunks whole elements, one per block: drop elements_per_block, trace_cluster and x_pairs"
+    if any(k.cluster > 1 for k in config.kernels):
+        return "cannot be combined with a kernel's cluster (its blocks span one element's boxes)"
     return None
 
 

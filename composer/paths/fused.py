@@ -7,6 +7,12 @@ Declared data flow (``program``): with ``flux = "array"`` the face kernel writes
 volume kernel reads it (the lift of its pair of faces), the first writes dqdt and each later one
 subtracts from it. The scheduler therefore finds one chain and no concurrency to exploit: the face
 kernel cannot overlap the volume kernels that read what it writes.
+
+With ``chunk_elements`` (``FusedConfig``) each volume kernel is declared once per chunk of consecutive
+elements, writing that chunk's share of dqdt (``dqdt#c``), and each kernel's chunks share a resource
+(one per kernel), so they follow one another: the scheduler then finds a pipeline of one lane per
+kernel, kernel n on chunk c beside kernel n - 1 on chunk c + 1, and the later kernel comes back to a
+chunk's q and dqdt while they are still in L2.
 """
 
 from __future__ import annotations
@@ -66,6 +72,40 @@ def launch_grid(kernel: KernelSource, config: FusedConfig, num_elements: int, nq
         return -(-num_elements // config.elements_per_block) * kernel.blocks_per_element
     work = num_elements * 6 * nq**2
     return max(1, min(-(-work // kernel.threads), sm_count * FACE_BLOCKS_PER_SM))
+
+
+def chunk_ranges(num_elements: int, chunk_elements: int) -> list[tuple[int, int]]:
+    """(first element, end) of each launch chunk: one chunk of every element when ``chunk_elements``
+    is 0 (unchunked), else consecutive runs of ``chunk_elements`` (the last one shorter)."""
+    if chunk_elements <= 0 or num_elements <= 0:
+        return [(0, num_elements)]
+    return [(e, min(e + chunk_elements, num_elements)) for e in range(0, num_elements, chunk_elements)]
+
+
+def chunk_node(kernel_name: str, config: FusedConfig, chunk: int) -> str:
+    """The node name of a volume kernel's launch on ``chunk`` (the kernel's name when unchunked)."""
+    return f"{kernel_name}#{chunk}" if config.chunk_elements else kernel_name
+
+
+def chunk_output(config: FusedConfig, chunk: int) -> str:
+    """The array a chunk's volume kernels write: dqdt, or its share ``dqdt#c`` when chunked."""
+    return f"{OUTPUT}#{chunk}" if config.chunk_elements else OUTPUT
+
+
+#: Chunks a chunked pipeline's first kernel may run ahead of its last: kernel 0 on chunk c waits for the
+#: last kernel on chunk c - CHUNK_WINDOW, so that the lanes stay within the L2's reach of each other.
+CHUNK_WINDOW = 2
+
+
+def chunk_resources(kernel_name: str, config: FusedConfig, chunk: int) -> tuple[str, ...] | None:
+    """What orders a chunked kernel's launches (``KernelNode.resource``): its own lane (the kernel's
+    name: its chunks follow one another) and the window ``chunk mod CHUNK_WINDOW`` that every kernel of
+    the chunk names, so that the first kernel of chunk c follows the last kernel of chunk
+    c - CHUNK_WINDOW. Without the window the first lane (xy, the faster at p = 31) runs ahead, and
+    the later kernel comes back to chunks long gone from the L2. None when unchunked."""
+    if not config.chunk_elements:
+        return None
+    return (kernel_name, f"chunk_window{chunk % CHUNK_WINDOW}")
 
 
 def occupancy_padding(kernel: Kernel, threads: int, smem: int, cap: int) -> int:
@@ -163,20 +203,26 @@ class FusedPathBase(Path):
     def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
         config: FusedConfig = options.get("config") or fused_config(cls.variant, order)
         nodes = []
-        for k in kernel_sources(config, machine.arch):
-            # a persistent kernel's plan: the resident blocks its shared memory and threads allow
-            # (registers are known once compiled; the launch asks the occupancy calculator)
-            resident = resident_blocks(machine.limits, k.threads, k.smem_bytes) if k.persistent else 0
-            grid = launch_grid(k, config, num_elements, config.nq, machine.sm_count, resident)
+        sources = kernel_sources(config, machine.arch)
+        for k in sources:
             if k.index is None:  # the face kernel
+                grid = launch_grid(k, config, num_elements, config.nq, machine.sm_count)
                 nodes.append(KernelNode(k.name, "face_flux", FACE_FLUX_READS, ("fstar",), grid=grid,
                                         block=k.threads, cost=face_flux_cost(machine, config.nq, num_elements)))
-                continue
-            reads = VOLUME_READS + (("fstar",) if config.flux == "array" else ()) + (() if k.index == 0 else (OUTPUT,))
-            # its volume inputs and dqdt once (twice from the second kernel on): the byte floor
-            nbytes = (8 if k.index else 7) * volume_bytes(config.nq, num_elements)
-            nodes.append(KernelNode(k.name, "fused_volume", reads, (OUTPUT,), grid=grid, block=k.threads,
-                                    cost=roof_seconds(machine, nbytes=nbytes)))
+        # the volume kernels chunk by chunk (one chunk of every element unless chunk_elements)
+        for c, (first, end) in enumerate(chunk_ranges(num_elements, config.chunk_elements)):
+            out = chunk_output(config, c)
+            for k in (k for k in sources if k.index is not None):
+                # a persistent kernel's plan: the resident blocks its shared memory and threads allow
+                # (registers are known once compiled; the launch asks the occupancy calculator)
+                resident = resident_blocks(machine.limits, k.threads, k.smem_bytes) if k.persistent else 0
+                grid = launch_grid(k, config, end - first, config.nq, machine.sm_count, resident)
+                reads = VOLUME_READS + (("fstar",) if config.flux == "array" else ()) + (() if k.index == 0 else (out,))
+                # its volume inputs and dqdt once (twice from the second kernel on): the byte floor
+                nbytes = (8 if k.index else 7) * volume_bytes(config.nq, end - first)
+                nodes.append(KernelNode(chunk_node(k.name, config, c), "fused_volume", reads, (out,), grid=grid,
+                                        block=k.threads, cost=roof_seconds(machine, nbytes=nbytes),
+                                        resource=chunk_resources(k.name, config, c)))
         return nodes
 
     def __init__(self, problem: DeviceProblem, **options: Any) -> None:
@@ -190,6 +236,9 @@ class FusedPathBase(Path):
                 wrong = x_pairs_maps_problem(problem.mesh.face_maps[1], problem.nq)
             if wrong:
                 raise ConfigError(f"{self.variant} p={problem.order}: {wrong}")
+        if config.chunk_elements and problem.num_elements >= 2**32:
+            raise ConfigError(f"{self.variant} p={problem.order}: chunk_elements numbers elements in 32 bits; "
+                              f"the mesh has {problem.num_elements}")
         # kernels cross-compiled by `composer build --paths ...` when the build directory holds all of
         # them from this very source; else NVRTC (disk-cached)
         build_dir = requested_build_dir(self.options.get("build_dir"))
@@ -200,8 +249,9 @@ class FusedPathBase(Path):
         if config.nvrtc and not self.kernel_origin.startswith(f"nvrtc {config.nvrtc} "):
             note_compiler_mismatch(config, self.kernel_origin)
         self._modules: list[Module] = []
-        # kernel, grid, block, smem, face?, cluster
-        self._launches: dict[str, tuple[Kernel, int, int, int, bool, int]] = {}
+        # by node name: kernel, grid, block, smem, face?, cluster, (first element, end) of its chunk
+        self._launches: dict[str, tuple[Kernel, int, int, int, bool, int, tuple[int, int]]] = {}
+        chunks = chunk_ranges(problem.num_elements, config.chunk_elements)
         for built in self.build.kernels:
             module = Module.from_cubin(built.compiled.cubin, problem.device)
             self._modules.append(module)
@@ -213,9 +263,11 @@ class FusedPathBase(Path):
             if self.options.get("resident") and built.blocks_per_element:
                 smem = occupancy_padding(kernel, built.threads, smem, int(self.options["resident"]))
             resident = kernel.resident_blocks(built.threads, smem) if built.persistent else 0
-            grid = launch_grid(built, config, problem.num_elements, problem.nq, problem.device.sm_count, resident)
-            self._launches[built.name] = (kernel, grid, built.threads, smem, not built.blocks_per_element,
-                                          built.cluster)
+            face = not built.blocks_per_element
+            for c, (first, end) in enumerate([(0, problem.num_elements)] if face else chunks):
+                grid = launch_grid(built, config, end - first, problem.nq, problem.device.sm_count, resident)
+                name = built.name if face else chunk_node(built.name, config, c)
+                self._launches[name] = (kernel, grid, built.threads, smem, face, built.cluster, (first, end))
         self.vmap_m, self.vmap_p = problem.index_maps32()
         self.fstar = (problem.allocate(f"{self.name}.fstar", face_bytes(problem.nq, problem.num_elements))
                       if config.flux == "array" else None)
@@ -232,8 +284,8 @@ class FusedPathBase(Path):
 
     @property
     def kernels(self) -> list[Kernel]:
-        """The loaded kernels in launch order (register and local-memory counts are on them)."""
-        return [k for k, *_ in self._launches.values()]
+        """The loaded kernels in launch order (register and local-memory counts are on them), each once."""
+        return list({id(k): k for k, *_ in self._launches.values()}.values())
 
     def launch_blocks(self) -> dict[str, int]:
         return {name: grid for name, (_, grid, *_) in self._launches.items()}
@@ -249,10 +301,18 @@ class FusedPathBase(Path):
         faces = (p.ptr("nx"), p.ptr("ny"), p.ptr("nz"), p.ptr("F"))
         face_args = (q_ptr, u, v, w, self.vmap_m.ptr, self.vmap_p.ptr, *faces, fstar, ne)
         volume_args = (q_ptr, u, v, w, p.ptr("Ex"), p.ptr("Ey"), p.ptr("Ez"), self.vmap_m.ptr, self.vmap_p.ptr,
-                       *faces, fstar, self.diff.ptr, dqdt_ptr, ne)
-        return {name: (lambda s, k=kernel, g=grid, b=block, m=smem, a=face_args if face else volume_args, c=cluster:
+                       *faces, fstar, self.diff.ptr, dqdt_ptr)
+        chunked = self.config.chunk_elements > 0
+
+        def args(face: bool, first: int, end: int) -> tuple:
+            if face:
+                return face_args
+            # a chunk's launch covers elements first .. end - 1 (the kernel's e0 and bound)
+            return (*volume_args, end, first) if chunked else (*volume_args, ne)
+
+        return {name: (lambda s, k=kernel, g=grid, b=block, m=smem, a=args(face, *elements), c=cluster:
                        k.launch(g, b, a, m, s, cluster=c if c > 1 else None))
-                for name, (kernel, grid, block, smem, face, cluster) in self._launches.items()}
+                for name, (kernel, grid, block, smem, face, cluster, elements) in self._launches.items()}
 
     def close(self) -> None:
         for module in self._modules:

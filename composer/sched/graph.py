@@ -12,7 +12,7 @@ program would run them in:
 - write-after-write (``waw``): a kernel writing ``a`` follows the last earlier writer of ``a``.
 
 One more kind orders kernels that share no array: a ``resource`` a kernel declares (``res``): a
-kernel follows the last earlier kernel naming the same resource. Two kernels that each stream
+kernel follows the last earlier kernel naming the same resource (a kernel may name several). Two kernels that each stream
 DRAM at its full rate gain nothing from running together, and when the second is meant to run
 beside a GEMM (the flux overlapped with the GEMMs, ``composer.paths.overlap``) it must not start
 beside the first instead.
@@ -66,7 +66,7 @@ class KernelNode:
     grid: Dims | None = None
     block: Dims | None = None
     cost: float | None = None
-    resource: str | None = None
+    resource: str | tuple[str, ...] | None = None
     sm_limit: int | None = None
 
     def __post_init__(self) -> None:
@@ -77,8 +77,18 @@ class KernelNode:
             raise DataFlowError(f"node {self.name!r}: sm_limit must be a positive integer, got {self.sm_limit!r}")
         object.__setattr__(self, "reads", tuple(self.reads))
         object.__setattr__(self, "writes", tuple(self.writes))
+        if isinstance(self.resource, tuple) and (not self.resource or not all(isinstance(r, str) and r
+                                                                              for r in self.resource)):
+            raise DataFlowError(f"node {self.name!r}: resources must be non-empty names, got {self.resource!r}")
         if self.cost is not None and not self.cost >= 0:
             raise DataFlowError(f"node {self.name!r}: cost must be a non-negative number, got {self.cost!r}")
+
+    @property
+    def resources(self) -> tuple[str, ...]:
+        """The resources this kernel names (``resource`` as a tuple; () when none)."""
+        if self.resource is None:
+            return ()
+        return self.resource if isinstance(self.resource, tuple) else (self.resource,)
 
     @property
     def blocks(self) -> int | None:
@@ -114,10 +124,10 @@ def build_graph(nodes: Iterable[KernelNode], inputs: Iterable[str] = ()) -> nx.D
         if node.name in graph:
             raise DataFlowError(f"two kernel nodes are named {node.name!r}")
         graph.add_node(node.name, node=node, order=order)
-        if node.resource is not None:
-            if node.resource in last_user:
-                hazard(last_user[node.resource], node.name, RES, node.resource)
-            last_user[node.resource] = node.name
+        for resource in node.resources:
+            if resource in last_user:
+                hazard(last_user[resource], node.name, RES, resource)
+            last_user[resource] = node.name
         for array in dict.fromkeys(node.reads):
             if array in last_writer:
                 hazard(last_writer[array], node.name, RAW, array)

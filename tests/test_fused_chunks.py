@@ -1,0 +1,179 @@
+"""``chunk_elements``: the box kernels of a multi-kernel fused table launched chunk by chunk, one lane per
+kernel, so that a later kernel reads the q and dqdt an earlier one touched from L2 (composer.paths.fused).
+
+CPU: the key's errors; the chunks partition the elements; the rendered kernel takes e0 and the
+unchunked source does not change; the declared nodes, their hazards and the launch plan (one lane per
+kernel, the data edge of each chunk, the window that keeps the lanes within two chunks, two streams);
+each chunk launch's blocks map onto exactly its elements (the template's e = e0 + blockIdx.x / NBOX);
+the family's candidates round-trip through their tables and compile to the unchunked kernels'
+registers. GPU (marked): chunked tables at p = 31 and 63 against the reference on the point-varying
+input, on a small non-cubic grid with one element per chunk and on the Table S29 grid."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+
+import pytest
+
+from composer.errors import ConfigError
+from composer.fused.builder import CHUNKED_VOLUME_SIGNATURE, VOLUME_SIGNATURE, kernel_plans, kernel_sources, render_volume
+from composer.fused.candidates import candidate_list, chunk_candidates, label, to_table
+from composer.fused.config import fused_config, parse_table
+from composer.paths.base import cost_machine
+from composer.paths.fused import CHUNK_WINDOW, chunk_ranges
+from composer.paths.registry import path_class
+from composer.sched.graph import RAW, RES, build_graph
+from composer.paths.program import PROBLEM_INPUTS
+
+from tests.test_fused_cpu import needs_nvrtc
+
+XY_Z31 = {"flux": "inline", "mma": "8x8x4", "pair_io": True,
+          "kernels": [{"dirs": "xy", "box": [2, 32, 32], "threads": 256, "tile": [2, 2]},
+                      {"dirs": "z", "box": [32, 2, 32], "threads": 256, "tile": [2, 2]}]}
+
+
+def test_chunk_errors_name_the_key() -> None:
+    with pytest.raises(ConfigError, match=r"chunk_elements: expected an integer in \[1, "):
+        parse_table("FUSED_TC", 31, dict(XY_Z31, chunk_elements=0))
+    with pytest.raises(ConfigError, match="chunk_elements: expected an integer"):
+        parse_table("FUSED_TC", 31, dict(XY_Z31, chunk_elements=True))
+    one = {"flux": "inline", "mma": "8x8x4",
+           "kernels": [{"dirs": "xyz", "box": [16, 16, 16], "threads": 512, "tile": [2, 1]}]}
+    with pytest.raises(ConfigError, match="chunk_elements: needs two or more volume kernels"):
+        parse_table("FUSED_TC", 15, dict(one, chunk_elements=4))
+    stream = tomllib.loads(to_table(fused_config("FUSED_TC16", 255)))["paths"]["FUSED_TC16"]
+    with pytest.raises(ConfigError, match="chunk_elements: applies to the box kernels"):
+        parse_table("FUSED_TC16", 255, dict(stream, chunk_elements=1))
+    assert parse_table("FUSED_TC", 31, dict(XY_Z31, chunk_elements=16)).chunk_elements == 16
+
+
+def test_chunks_partition_the_elements() -> None:
+    assert chunk_ranges(10, 0) == [(0, 10)]
+    assert chunk_ranges(10, 4) == [(0, 4), (4, 8), (8, 10)]
+    assert chunk_ranges(8, 8) == [(0, 8)] and chunk_ranges(3, 5) == [(0, 3)]
+    for ne, size in ((512, 16), (64, 3), (7, 1)):
+        covered = [e for first, end in chunk_ranges(ne, size) for e in range(first, end)]
+        assert covered == list(range(ne))
+
+
+def test_rendered_kernel_takes_the_chunk_and_the_default_is_unchanged() -> None:
+    plain = parse_table("FUSED_TC", 31, XY_Z31)
+    chunked = dataclasses.replace(plain, chunk_elements=16)
+    for p_plan, c_plan in zip(kernel_plans(plain), kernel_plans(chunked)):
+        source, unchunked = render_volume(chunked, c_plan), render_volume(plain, p_plan)
+        assert "i64 ne, unsigned e0)" in source and "const i64 e = e0 + blockIdx.x / NBOX;" in source
+        assert "e0" not in unchunked and "const i64 e = blockIdx.x / NBOX;" in unchunked
+    assert {k.signature for k in kernel_sources(chunked)} == {CHUNKED_VOLUME_SIGNATURE}
+    assert {k.signature for k in kernel_sources(plain)} == {VOLUME_SIGNATURE}
+    assert [p.name for p in CHUNKED_VOLUME_SIGNATURE[-2:]] == ["ne", "e0"]
+
+
+def _plan(config, ne: int):
+    machine = cost_machine("sm_90", 132)
+    return path_class(config.variant).launch_plan(config.order, ne, machine, config=config)
+
+
+def test_nodes_hazards_and_the_two_lane_plan() -> None:
+    config = dataclasses.replace(parse_table("FUSED_TC", 31, XY_Z31), chunk_elements=100)
+    nodes = path_class("FUSED_TC").program(31, 512, cost_machine("sm_90", 132), config=config)
+    xy, z = (k.name for k in kernel_sources(config))
+    assert [n.name for n in nodes] == [f"{k}#{c}" for c in range(6) for k in (xy, z)]
+    assert nodes[-1].grid == 12 * 16 and nodes[0].grid == 100 * 16  # blocks: the chunk's elements x boxes
+    graph = build_graph(nodes, PROBLEM_INPUTS)
+    for c in range(6):
+        assert (RAW, f"dqdt#{c}") in graph.edges[f"{xy}#{c}", f"{z}#{c}"]["hazards"]
+        if c:
+            assert (RES, xy) in graph.edges[f"{xy}#{c - 1}", f"{xy}#{c}"]["hazards"]
+            assert (RES, z) in graph.edges[f"{z}#{c - 1}", f"{z}#{c}"]["hazards"]
+        if c >= CHUNK_WINDOW:  # the first lane waits for the last lane CHUNK_WINDOW chunks back
+            assert (RES, f"chunk_window{c % CHUNK_WINDOW}") in graph.edges[f"{z}#{c - CHUNK_WINDOW}", f"{xy}#{c}"]["hazards"]
+    plan = _plan(config, 512)
+    assert plan.streams == 2
+    # chunk c's z and chunk c + 1's xy on different streams: they run side by side
+    assert all(plan.stream_of[f"{z}#{c}"] != plan.stream_of[f"{xy}#{c + 1}"] for c in range(5))
+    unchunked = _plan(parse_table("FUSED_TC", 31, XY_Z31), 512)
+    assert unchunked.streams == 1 and [n for n in unchunked.issue_order] == [xy, z]
+
+
+def test_each_launch_covers_exactly_its_chunk() -> None:
+    """The template's element of block b, e = e0 + b / NBOX with the bound e < ne (the chunk's end),
+    over the grid the path launches: every element once, every box of it once."""
+    from composer.paths.fused import launch_grid
+
+    config = dataclasses.replace(parse_table("FUSED_TC", 31, XY_Z31), chunk_elements=7)
+    for k in (k for k in kernel_sources(config) if k.index is not None):
+        seen = []
+        for first, end in chunk_ranges(40, config.chunk_elements):
+            grid = launch_grid(k, config, end - first, config.nq, 132)
+            seen += [(first + b // k.blocks_per_element, b % k.blocks_per_element) for b in range(grid)
+                     if first + b // k.blocks_per_element < end]
+        assert sorted(seen) == [(e, box) for e in range(40) for box in range(k.blocks_per_element)]
+
+
+def test_candidates_label_and_round_trip() -> None:
+    assert chunk_candidates("FUSED_TC", 15) == [] and chunk_candidates("FUSED_TC16", 255) == []
+    sizes = {31: [8, 16, 32, 64], 63: [1, 2, 4, 8]}
+    for variant in ("FUSED", "FUSED_TC", "FUSED_TC16"):
+        for order in (31, 63):
+            found = chunk_candidates(variant, order)
+            assert [c.chunk_elements for _, c in found] == sizes[order]
+            assert [n for n, _ in candidate_list(variant, order, "chunks")][1:] == [n for n, _ in found]
+            for name, config in found:
+                assert label(config) == name and name.endswith(f" chunk{config.chunk_elements}")
+                table = tomllib.loads(to_table(config))["paths"][variant]
+                assert fused_config(variant, order, {variant: table}) == config
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("variant", ["FUSED", "FUSED_TC", "FUSED_TC16"])
+def test_chunked_kernels_keep_the_unchunked_blocks_per_sm(variant: str) -> None:
+    """e0 is one more argument and one add: the chunked kernels hold as many blocks per SM by their
+    registers as the unchunked ones, without spills."""
+    from composer.arch.sass import inspect_cubin
+    from composer.fused.builder import build
+
+    def blocks_by_registers(config):
+        out = []
+        for k in build(config, "sm_90").kernels:
+            sass = next(iter(inspect_cubin(k.compiled.cubin).values()))
+            assert sass.spill_bytes == 0, k.name
+            out.append(65536 // (-(-sass.registers // 8) * 8 * k.threads))
+        return out
+
+    for order in (31, 63):
+        base = fused_config(variant, order)
+        _, chunked = chunk_candidates(variant, order)[0]
+        assert blocks_by_registers(dataclasses.replace(chunked, nvrtc=None)) == \
+            blocks_by_registers(dataclasses.replace(base, nvrtc=None))
+
+
+@pytest.fixture(scope="module")
+def device():
+    from composer.runtime import default_device
+
+    return default_device()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant,order", [("FUSED", 31), ("FUSED_TC", 31), ("FUSED_TC16", 31), ("FUSED_TC", 63),
+                                           ("FUSED_TC16", 63)])
+@pytest.mark.parametrize("grid_kind", ["small", "benchmark"])
+def test_chunked_tables_match_the_reference_on_the_gpu(device, variant: str, order: int, grid_kind: str) -> None:
+    """The family's chunked tables (on the small grid, one element per chunk: every element its own
+    pair of launches) against the reference on the point-varying input, max|diff|/max|ref| <= 1e-12."""
+    from composer.config.schedules import load_schedule
+    from composer.fused.trial import TOLERANCE, run_case
+    from tests.test_fused_gpu import SMALL_GRIDS
+
+    grid = SMALL_GRIDS[order] if grid_kind == "small" else load_schedule(order).benchmark.grid
+    found = chunk_candidates(variant, order)
+    assert found
+    if grid_kind == "small":
+        found = [("chunk1", dataclasses.replace(found[0][1], chunk_elements=1))]
+    extra = {f"{variant}@{name}": (lambda o, c=c: c) for name, c in found}
+    records = run_case(order, grid, [], device, extra=extra)
+    assert len(records) == len(found)
+    for rec in records:
+        assert "error" not in rec, rec
+        assert rec["rel_err"] <= TOLERANCE, rec
