@@ -113,7 +113,7 @@ def test_each_launch_covers_exactly_its_chunk() -> None:
 
 def test_candidates_label_and_round_trip() -> None:
     assert chunk_candidates("FUSED_TC", 15) == [] and chunk_candidates("FUSED_TC16", 255) == []
-    sizes = {31: [8, 16, 32, 64], 63: [1, 2, 4, 8]}
+    sizes = {31: [8, 16, 32, 64, 128], 63: [1, 2, 4, 8, 16]}
     for variant in ("FUSED", "FUSED_TC", "FUSED_TC16"):
         for order in (31, 63):
             found = chunk_candidates(variant, order)
@@ -177,3 +177,53 @@ def test_chunked_tables_match_the_reference_on_the_gpu(device, variant: str, ord
     for rec in records:
         assert "error" not in rec, rec
         assert rec["rel_err"] <= TOLERANCE, rec
+
+
+def test_a_captured_plan_is_issued_once_per_pointer_pair_and_replayed(monkeypatch) -> None:
+    """``Path.capture_plan``: the first call with a (q, dqdt) pair captures the plan's steps into a graph,
+    later calls with it replay that graph; another pair gets its own; inside a capture under way (bench
+    --graph) the steps are issued into it; close() frees the graphs."""
+    import composer.paths.base as base
+
+    issued, replays, closed, capturing = [], [], [], [False]
+
+    class Graph:
+        @classmethod
+        def capture(cls, fn, stream):
+            graph = cls()
+            fn(stream)
+            return graph
+
+        def replay(self, stream) -> None:
+            replays.append(self)
+
+        def close(self) -> None:
+            closed.append(self)
+
+    monkeypatch.setattr(base, "CudaGraph", Graph)
+    monkeypatch.setattr(base, "is_capturing", lambda stream: capturing[0])
+    monkeypatch.setattr(base, "run_plan", lambda plan, streams, events, launchers: issued.append(launchers))
+
+    class Chunked(base.Path):
+        name = "CHUNKED_TEST"
+        capture_plan = True
+
+        @classmethod
+        def program(cls, order, num_elements, machine, **options):
+            return []
+
+        def bind(self, q_ptr, dqdt_ptr):
+            return {"pair": (q_ptr, dqdt_ptr)}
+
+    path = object.__new__(Chunked)
+    path.problem = type("Problem", (), {"stream": "main"})()
+    path.plan, path.side_streams, path.events = None, [], {}
+    for q, out in ((1, 9), (1, 9), (2, 9), (1, 9)):
+        path.launch(q, out)
+    assert issued == [{"pair": (1, 9)}, {"pair": (2, 9)}] and len(replays) == 4
+    assert replays[0] is replays[1] is replays[3] and replays[2] is not replays[0]
+    capturing[0] = True
+    path.launch(1, 9)
+    assert issued[-1] == {"pair": (1, 9)} and len(issued) == 3 and len(replays) == 4
+    path.close()
+    assert len(closed) == 2

@@ -334,7 +334,7 @@ def tile_swizzle_candidates(variant: str, order: int) -> list[tuple[str, FusedCo
 #: Bytes of one volume array a chunk of the ``chunks`` family spans (``chunk_elements`` = these over an
 #: element's 8 Nq^3 bytes, at least one element): a later kernel finds a chunk's q and dqdt in the 50-MB
 #: L2 only while the traffic of about one chunk of every array (11-12 of them) has passed since.
-CHUNK_ARRAY_BYTES = (2 << 20, 4 << 20, 8 << 20, 16 << 20)
+CHUNK_ARRAY_BYTES = (2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20)
 
 
 def chunk_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:

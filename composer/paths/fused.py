@@ -279,6 +279,9 @@ class FusedPathBase(Path):
             self.diff = problem.allocate(f"{self.name}.d_panels", panels.nbytes)
             self.diff.copy_from(panels, problem.stream)
             problem.stream.synchronize()  # the host copy is a temporary
+        # a chunked table issues two launches per chunk and the events between its lanes: replayed as a
+        # captured graph, so that the host's issue rate does not set the call's time
+        self.capture_plan = config.chunk_elements > 0
         self.options = {**self.options, "config": config}  # the plan declares the kernels just built
         self.schedule()
 

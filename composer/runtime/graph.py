@@ -85,6 +85,15 @@ class CudaGraph:
                 self.close()
 
 
+def is_capturing(stream: Stream) -> bool:
+    """Whether ``stream`` is being captured into a graph now (a launch enqueued on it then becomes a
+    node of that graph; beginning another capture on it would fail)."""
+    drv = stream._drv
+    stream.device.make_current()
+    status = check(drv.cuStreamIsCapturing(stream.handle), "cuStreamIsCapturing")
+    return status != drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+
 def capture_graph(fn: Callable[[Stream], None], stream: Stream) -> CudaGraph:
     """Functional alias of CudaGraph.capture."""
     return CudaGraph.capture(fn, stream)
