@@ -1016,6 +1016,37 @@ def cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]
     return [(label(c), c) for c in dict.fromkeys(out)]
 
 
+#: Orders of the ``xyz_cluster`` family and the cluster sizes it splits the element's k axis into.
+XYZ_CLUSTER_SIZES = {15: (2, 4), 31: (4, 8)}
+
+
+def xyz_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """All three directions in one box kernel over a whole element held by a thread-block cluster
+    (sm_90): each block stages 1/c of the element's k-planes of q*u, q*v and q*w (box [Nq/c, Nq, Nq]),
+    contracts x and y locally and z over the whole k axis, reading the other ranks' q*w planes through
+    distributed shared memory. Why: at p = 31 the shipped xy|z split writes dqdt and reads it back and
+    reads q twice (byte floor 394 us on the H200); one kernel over the element reads every input once
+    (283 us), but the element's three flux tiles (768 KB) need four to eight SMs. At p = 15 the whole
+    element fits one block (one or, swizzled, two per SM); a cluster of 2-4 holds more blocks per SM."""
+    sizes = XYZ_CLUSTER_SIZES.get(order)
+    if sizes is None or variant not in ("FUSED_TC", "FUSED_TC16") or order not in SUPPORTED_ORDERS[variant]:
+        return []
+    nq = order + 1
+    shapes = ALLOWED_MMA[variant]
+    out = []
+    for cluster in sizes:
+        for mma in shapes:
+            for threads in (256, 512):
+                for tile in ((1, 1), (1, 2), (2, 1), (2, 2), (1, 4), (2, 4)):
+                    kernel = KernelConfig((0, 1, 2), (nq // cluster, nq, nq), threads, tile, cluster=cluster)
+                    for swizzle in (False, True):
+                        config = FusedConfig(variant, order, "inline", (kernel,), mma, d_stage="smem",
+                                             pair_io=True, tile_swizzle=swizzle)
+                        if _fits(config):
+                            out.append(config)
+    return [(label(c), c) for c in dict.fromkeys(out)]
+
+
 def trace_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The order's whole-element schedule (p = 7, 15) with its exterior face traces taken from the
     neighbours' staged tiles in thread-block clusters of 2, 4 or 8 consecutive elements (issue 16's
@@ -1050,7 +1081,8 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "flux_tiles": flux_tile_candidates, "pair_io": pair_io_candidates,
             "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates,
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
-            "x_pairs": x_pair_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates}
+            "x_pairs": x_pair_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
+            "xyz_cluster": xyz_cluster_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
