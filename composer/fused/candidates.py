@@ -1047,6 +1047,26 @@ def xyz_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedCon
     return [(label(c), c) for c in dict.fromkeys(out)]
 
 
+def xyz_cluster_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """Around the xyz_cluster family's p = 15 winners on an H100 (session 28 call 4: clusters of 2, 256
+    threads, swizzled tiles, 0.907-0.908 x the shipped tables): their two warp tiles at register caps
+    of three and four blocks per SM and with the metric weights early or late, on each MMA shape."""
+    if order != 15 or variant not in ("FUSED_TC", "FUSED_TC16") or order not in SUPPORTED_ORDERS[variant]:
+        return []
+    nq = order + 1
+    out = []
+    for mma in ALLOWED_MMA[variant]:
+        for tile in ((2, 1), (1, 1)):
+            kernel = KernelConfig((0, 1, 2), (nq // 2, nq, nq), 256, tile, cluster=2)
+            for min_blocks in (0, 3, 4):
+                for weights in ("", "early", "late"):
+                    config = FusedConfig(variant, order, "inline", (kernel,), mma, d_stage="smem", min_blocks=min_blocks,
+                                         pair_io=True, tile_swizzle=True, weights=weights)
+                    if _fits(config):
+                        out.append(config)
+    return [(label(c), c) for c in dict.fromkeys(out)]
+
+
 def trace_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The order's whole-element schedule (p = 7, 15) with its exterior face traces taken from the
     neighbours' staged tiles in thread-block clusters of 2, 4 or 8 consecutive elements (issue 16's
@@ -1082,7 +1102,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates,
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
             "x_pairs": x_pair_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
-            "xyz_cluster": xyz_cluster_candidates}
+            "xyz_cluster": xyz_cluster_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
