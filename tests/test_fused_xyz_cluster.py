@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from composer import dg
-from composer.fused.candidates import candidate_list, label, to_table, xyz_cluster_candidates
+from composer.fused.candidates import (candidate_list, label, to_table, xyz_cluster_candidates,
+                                       xyz_cluster_refine_candidates)
 from composer.fused.config import fused_config
 from composer.fused.emulate import emulate
 
@@ -40,12 +41,34 @@ def test_the_family_splits_z_over_the_cluster() -> None:
             assert [n for n, _ in candidate_list(variant, order, "xyz_cluster")][1:] == [n for n, _ in found]
 
 
+def test_the_refinement_keeps_clusters_of_two_and_forms_x_faces_from_the_staging() -> None:
+    assert xyz_cluster_refine_candidates("FUSED_TC", 31) == [] and xyz_cluster_refine_candidates("FUSED", 15) == []
+    for variant in ("FUSED_TC", "FUSED_TC16"):
+        found = xyz_cluster_refine_candidates(variant, 15)
+        assert any(c.traces == "xfaces" for _, c in found) and any(c.min_blocks == 3 for _, c in found)
+        for name, config in found:
+            assert config.kernels[0].cluster == 2 and config.tile_swizzle and label(config) == name
+            table = tomllib.loads(to_table(config))["paths"][variant]
+            assert fused_config(variant, 15, {variant: table}) == config
+
+
+def test_x_faces_need_whole_x_lines_in_a_cluster() -> None:
+    from composer.errors import ConfigError
+    from composer.fused.config import parse_table
+
+    table = {"flux": "inline", "mma": "8x8x4", "d_stage": "smem", "traces": "tiles",
+             "kernels": [{"dirs": "xyz", "box": [8, 16, 16], "threads": 256, "tile": [2, 1], "cluster": 2}]}
+    with pytest.raises(ConfigError, match="forms its x faces from its own staged pairs"):
+        parse_table("FUSED_TC", 15, table)
+    assert parse_table("FUSED_TC", 15, dict(table, traces="xfaces")).traces == "xfaces"
+
+
 @pytest.mark.parametrize("variant,order", [("FUSED_TC", 15), ("FUSED_TC16", 15), ("FUSED_TC", 31), ("FUSED_TC16", 31)])
 def test_emulated_candidates_match_the_reference(variant: str, order: int) -> None:
     grid = SMALL[order]
     fields = dg.make_fields(order, grid, varying=True)
     ref = dg.reference_tendency(fields, order, grid)
-    for name, config in xyz_cluster_candidates(variant, order):
+    for name, config in xyz_cluster_candidates(variant, order) + xyz_cluster_refine_candidates(variant, order):
         out = emulate(config, fields, grid)
         assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13, name
 
@@ -65,7 +88,8 @@ def test_xyz_cluster_tables_match_the_reference_on_the_gpu(device, variant: str,
     from composer.fused.trial import TOLERANCE, run_case
 
     grid = SMALL[order] if grid_kind == "small" else load_schedule(order).benchmark.grid
-    found = xyz_cluster_candidates(variant, order)
+    found = xyz_cluster_candidates(variant, order) + [
+        (n, c) for n, c in xyz_cluster_refine_candidates(variant, order) if c.traces == "xfaces"]
     records = run_case(order, grid, [], device, extra={f"{variant}@{n}": (lambda o, c=c: c) for n, c in found})
     assert len(records) == len(found)
     for rec in records:

@@ -1064,6 +1064,11 @@ def xyz_cluster_refine_candidates(variant: str, order: int) -> list[tuple[str, F
                                          pair_io=True, tile_swizzle=True, weights=weights)
                     if _fits(config):
                         out.append(config)
+            # the x faces formed from the staging pairs (each block holds whole x lines), no x gathers
+            config = FusedConfig(variant, order, "inline", (kernel,), mma, d_stage="smem", pair_io=True,
+                                 tile_swizzle=True, traces="xfaces")
+            if _fits(config):
+                out.append(config)
     return [(label(c), c) for c in dict.fromkeys(out)]
 
 

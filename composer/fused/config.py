@@ -461,9 +461,12 @@ def cluster_problem(k: KernelConfig, nq: int, *, mma: str | None, d_stage: str, 
     chunk = k.box[2 - d]
     if d_panel and d_panel != nq and chunk % d_panel:
         return "cluster", f"d_panel {d_panel} must divide the chunk of {chunk} positions"
-    if traces != "global":
-        return "cluster", (f'a clustered kernel reads its traces from global memory (traces = "{traces}" would '
-                           "need the peers' tiles or the whole x lines)")
+    if traces not in ("global", "xfaces"):
+        return "cluster", (f'a clustered kernel reads its traces from global memory or, with "xfaces", forms its '
+                           f'x faces from its own staged pairs (traces = "{traces}" would need the peers\' tiles)')
+    if traces == "xfaces" and k.box[2] != nq:
+        return "cluster", 'traces = "xfaces" needs the box whole along x (its x-face nodes staged by this block)'
+
     if epb != 1:
         return "cluster", "a clustered kernel runs one element per block"
     return None
