@@ -41,13 +41,16 @@ def test_the_family_splits_z_over_the_cluster() -> None:
             assert [n for n, _ in candidate_list(variant, order, "xyz_cluster")][1:] == [n for n, _ in found]
 
 
-def test_the_refinement_keeps_clusters_of_two_and_forms_x_faces_from_the_staging() -> None:
+def test_the_refinement_keeps_clusters_of_two_splits_every_axis_and_forms_x_faces() -> None:
     assert xyz_cluster_refine_candidates("FUSED_TC", 31) == [] and xyz_cluster_refine_candidates("FUSED", 15) == []
     for variant in ("FUSED_TC", "FUSED_TC16"):
         found = xyz_cluster_refine_candidates(variant, 15)
         assert any(c.traces == "xfaces" for _, c in found) and any(c.min_blocks == 3 for _, c in found)
+        assert {c.kernels[0].split for _, c in found} == {0, 1, 2}  # the pair splits x, y or z
         for name, config in found:
-            assert config.kernels[0].cluster == 2 and config.tile_swizzle and label(config) == name
+            (k,) = config.kernels
+            assert k.cluster == 2 and k.dirs[-1] == k.split and label(config) == name
+            assert config.tile_swizzle == (k.box[2] % 16 == 0)  # x split: rows of 8 doubles, padded
             table = tomllib.loads(to_table(config))["paths"][variant]
             assert fused_config(variant, 15, {variant: table}) == config
 

@@ -1069,6 +1069,16 @@ def xyz_cluster_refine_candidates(variant: str, order: int) -> list[tuple[str, F
                                  tile_swizzle=True, traces="xfaces")
             if _fits(config):
                 out.append(config)
+            # the cluster split along y (z contracted locally, y across the pair) or along x (its box rows of
+            # Nq / 2 doubles too narrow for the swizzle): the same tiles, another axis through the peers
+            for dirs, box in (((0, 2, 1), (nq, nq // 2, nq)), ((1, 2, 0), (nq, nq, nq // 2))):
+                split = KernelConfig(dirs, box, 256, tile, cluster=2)
+                for swizzle in (True, False):
+                    config = FusedConfig(variant, order, "inline", (split,), mma, d_stage="smem", pair_io=True,
+                                         tile_swizzle=swizzle)
+                    if _fits(config):
+                        out.append(config)
+                        break
     return [(label(c), c) for c in dict.fromkeys(out)]
 
 

@@ -299,7 +299,8 @@ class FusedConfig:
     #: DRAM, and the two kernels run side by side (a shared-pipe-bound xy beside a DRAM-bound z). Why: at
     #: p = 31 and 63 the z kernel re-reads q and reads back the dqdt xy wrote, 3 of the 11-12 arrays
     #: of the xy|z byte floor; one 134-MB launch each streams them through the 50-MB L2 long before the
-    #: z kernel comes back to them. 0: one launch per kernel over every element.
+    #: z kernel comes back to them. 0: one launch per kernel over every element. Session 28 (H100): slower
+    #: at every chunk size, 4-10 % at four chunks (each chunk's launch pays its own ramp and tail).
     chunk_elements: int = 0
 
     @property

@@ -12,7 +12,8 @@ With ``chunk_elements`` (``FusedConfig``) each volume kernel is declared once pe
 elements, writing that chunk's share of dqdt (``dqdt#c``), and each kernel's chunks share a resource
 (one per kernel), so they follow one another: the scheduler then finds a pipeline of one lane per
 kernel, kernel n on chunk c beside kernel n - 1 on chunk c + 1, and the later kernel comes back to a
-chunk's q and dqdt while they are still in L2.
+chunk's q and dqdt while they are still in L2. Measured slower at every chunk size on an H100 (session 28,
+results.md section 3: each chunk's launch pays its own ramp and tail); kept, off by default.
 """
 
 from __future__ import annotations
