@@ -1212,7 +1212,7 @@ def label(config: FusedConfig) -> str:
                                   + (f"/pf{o.prefetch}" if o.prefetch else "")
                                   + (f"/A{o.a_operand}" if o.a_operand else "")
                                   + ("/P" if o.persistent else "") for o in config.kernels)
-    if any(c.cluster > 1 for c in config.kernels):
+    if any(c.cluster > 1 for c in config.kernels) and any(c.cluster == 1 for c in config.kernels):
         extra += " | " + " ".join(f"{o.dir_names}{list(o.box)}t{o.threads}{list(o.tile)}"
                                   for o in config.kernels if o.cluster == 1)
     return f"{config.variant}{mma} box{list(k.box)} t{k.threads} tile{list(k.tile)}{extra}"
