@@ -1036,7 +1036,9 @@ def xyz_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedCon
     out = []
     for cluster in sizes:
         for mma in shapes:
-            for threads in (256, 512):
+            # 1024 threads: one block per SM at p = 31 (224 KB) holds 32 warps instead of 16 (session 28 call 4: 512
+            # threads ran 843-877 us against 940-970 at 256, the shipped tables 616-637 on an H100)
+            for threads in (256, 512, 1024):
                 for tile in ((1, 1), (1, 2), (2, 1), (2, 2), (1, 4), (2, 4)):
                     kernel = KernelConfig((0, 1, 2), (nq // cluster, nq, nq), threads, tile, cluster=cluster)
                     for swizzle in (False, True):
