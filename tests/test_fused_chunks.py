@@ -225,5 +225,62 @@ def test_a_captured_plan_is_issued_once_per_pointer_pair_and_replayed(monkeypatc
     capturing[0] = True
     path.launch(1, 9)
     assert issued[-1] == {"pair": (1, 9)} and len(issued) == 3 and len(replays) == 4
+    capturing[0] = False
+    # at most MAX_PLAN_GRAPHS pairs: the least recently used one goes (here (2, 9): (1, 9) was used since)
+    for q in range(3, 3 + base.MAX_PLAN_GRAPHS - 1):
+        path.launch(q, 9)
+    assert len(closed) == 1 and closed[0] is replays[2]
+    path.launch(1, 9)
+    assert len(issued) == 3 + base.MAX_PLAN_GRAPHS - 1  # (1, 9) was kept: replayed, not captured again
     path.close()
-    assert len(closed) == 2
+    assert len(closed) == base.MAX_PLAN_GRAPHS + 1
+
+
+def test_a_chunked_table_built_in_code_is_checked_like_a_parsed_one() -> None:
+    """Candidates skip parse_table: the builder refuses chunk_elements beside another element mapping
+    (x_pairs, trace clusters, several elements per block), whose template branches ignore e0."""
+    from composer.errors import ComposerError
+
+    paired = fused_config("FUSED_TC16", 7)
+    assert paired.x_pairs
+    with pytest.raises(ComposerError, match="chunk_elements 4 "):
+        kernel_sources(dataclasses.replace(paired, chunk_elements=4))
+    with pytest.raises(ComposerError, match="chunk_elements 1 applies to the box kernels"):
+        kernel_sources(dataclasses.replace(fused_config("FUSED_TC16", 255), chunk_elements=1))
+
+
+def test_the_face_kernel_runs_once_before_every_chunk() -> None:
+    """flux = "array": the face kernel writes fstar once; every chunk's kernels read it."""
+    config = dataclasses.replace(parse_table("FUSED_TC", 31, dict(XY_Z31, flux="array")), chunk_elements=200)
+    nodes = path_class("FUSED_TC").program(31, 512, cost_machine("sm_90", 132), config=config)
+    face, *volume = nodes
+    assert face.role == "face_flux" and face.writes == ("fstar",) and len(volume) == 6
+    graph = build_graph(nodes, PROBLEM_INPUTS)
+    assert all((RAW, "fstar") in graph.edges[face.name, n.name]["hazards"] for n in volume)
+    assert path_class("FUSED_TC").plan_settings(31, config=config) == "chunk_elements=200"
+    assert path_class("FUSED_TC").plan_settings(31) == ""
+
+
+def test_chunk_node_times_round_trip_through_toml() -> None:
+    """A chunked table's node names hold '#', which TOML reads as a comment in a bare key: quoted."""
+    from composer.sched.node_times import render_node_times
+
+    text = render_node_times({("h100_sxm", "FUSED_TC", 31, "chunk_elements=128"): {"fused_tc_p31_k0_xy#0": 101.5,
+                                                                                 "fused_tc_p31_k1_z#0": 70.0}}, "t")
+    table = tomllib.loads(text)["h100_sxm"]["FUSED_TC"]["p31"]
+    assert table["nodes"] == {"fused_tc_p31_k0_xy#0": 101.5, "fused_tc_p31_k1_z#0": 70.0}
+
+
+def test_resources_are_normalised_and_reported_as_lists() -> None:
+    from composer.sched.graph import DataFlowError, KernelNode
+    from composer.sched.plan import plan
+    from composer.sched.report import describe
+
+    node = KernelNode("a", "r", writes=("x",), resource=["lane", "window0"])
+    assert node.resource == ("lane", "window0") and node.resources == ("lane", "window0")
+    assert KernelNode("b", "r", resource="dram").resources == ("dram",)
+    for bad in ((), ("lane", ""), ""):
+        with pytest.raises(DataFlowError, match="resources must be non-empty names"):
+            KernelNode("c", "r", resource=bad)
+    report = describe(plan(build_graph([node], ()), 2))
+    assert report["nodes"][0]["resource"] == ["lane", "window0"]

@@ -18,7 +18,7 @@ import numpy as np
 
 from composer.arch.limits import DEFAULT_ARCH, ArchLimits, arch_limits
 from composer.errors import ComposerError
-from composer.fused.config import (DIR_NAMES, FusedConfig, KernelConfig, box_lines, cluster_problem,
+from composer.fused.config import (DIR_NAMES, FusedConfig, KernelConfig, box_lines, chunk_problem, cluster_problem,
                                    tile_swizzle_problem, trace_cluster_problem, x_pairs_problem)
 from composer.fused.copies import d_trips, f_trips, panel_strides
 from composer.kernels.render import render
@@ -293,6 +293,10 @@ def _check_launchable(config: FusedConfig, plan: KernelPlan | StreamPlan, limits
     swizzle_problem = tile_swizzle_problem(config)
     if swizzle_problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: tile_swizzle {swizzle_problem}")
+    chunks_problem = chunk_problem(config)
+    if chunks_problem:
+        raise ComposerError(f"path {config.variant} at order {config.order}: chunk_elements "
+                            f"{config.chunk_elements} {chunks_problem}")
     trace_problem = trace_cluster_problem(config)
     if trace_problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: trace_cluster {config.trace_cluster} "

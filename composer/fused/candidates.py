@@ -1016,8 +1016,11 @@ def cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]
     return [(label(c), c) for c in dict.fromkeys(out)]
 
 
-#: Orders of the ``xyz_cluster`` family and the cluster sizes it splits the element's k axis into.
-XYZ_CLUSTER_SIZES = {15: (2, 4), 31: (4, 8)}
+#: Orders of the ``xyz_cluster`` family and the cluster sizes it splits the element's k axis into: each block
+#: holds Nq / c k-planes, at least the MMA's 8 output positions of the z contraction (a cluster of 4 at
+#: p = 15 or 8 at p = 31 would leave 4; the split contraction's N dimension is the positions), and the
+#: element's three flux tiles fit c blocks (p = 31 on 2 would need 393 KB each).
+XYZ_CLUSTER_SIZES = {15: (2,), 31: (4,)}
 
 
 def xyz_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
@@ -1026,8 +1029,8 @@ def xyz_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedCon
     contracts x and y locally and z over the whole k axis, reading the other ranks' q*w planes through
     distributed shared memory. Why: at p = 31 the shipped xy|z split writes dqdt and reads it back and
     reads q twice (byte floor 394 us on the H200); one kernel over the element reads every input once
-    (283 us), but the element's three flux tiles (768 KB) need four to eight SMs. At p = 15 the whole
-    element fits one block (one or, swizzled, two per SM); a cluster of 2-4 holds more blocks per SM."""
+    (283 us), but the element's three flux tiles (768 KB) need four SMs. At p = 15 the whole element fits
+    one block (one or, swizzled, two per SM); a cluster of 2 holds three blocks per SM."""
     sizes = XYZ_CLUSTER_SIZES.get(order)
     if sizes is None or variant not in ("FUSED_TC", "FUSED_TC16") or order not in SUPPORTED_ORDERS[variant]:
         return []

@@ -100,6 +100,12 @@ SCHEDULE_OPTIONS: Mapping[str, PathOption] = MappingProxyType({
 })
 
 
+#: Captured plans a path keeps (``Path.capture_plan``), one per (q, dqdt) pointer pair, least recently used
+#: evicted: an SSP-RK3 step calls the tendency on three q buffers; a caller cycling through more would
+#: otherwise grow the cache (and the device memory its graphs hold) without bound.
+MAX_PLAN_GRAPHS = 8
+
+
 def cost_machine(arch: str, sm_count: int, memory_bytes: int = 0) -> Machine:
     """The machine-table entry whose capacities price a device's kernels for the cost hints and
     whose recorded node times (``schedules/node_times.toml``) the plans take: the entry the GPU is
@@ -309,7 +315,11 @@ class Path(ABC):
         if self.capture_plan and not is_capturing(self.problem.stream):
             graphs: dict[tuple[int, int], CudaGraph] = self.__dict__.setdefault("_plan_graphs", {})
             key = (int(q_ptr), int(dqdt_ptr))
-            if key not in graphs:
+            if key in graphs:
+                graphs[key] = graphs.pop(key)  # the most recently used last
+            else:
+                if len(graphs) >= MAX_PLAN_GRAPHS:  # the least recently used pair goes
+                    graphs.pop(next(iter(graphs))).close()
                 launchers = self.bind(q_ptr, dqdt_ptr)
                 graphs[key] = CudaGraph.capture(lambda _s: run_plan(self.plan, self.streams, self.events, launchers),
                                                 self.problem.stream)
@@ -317,10 +327,14 @@ class Path(ABC):
             return
         run_plan(self.plan, self.streams, self.events, self.bind(q_ptr, dqdt_ptr))
 
-    def close(self) -> None:
-        """Release the path's own resources (handles, streams, workspace); subclasses call it last."""
+    def release_plan_graphs(self) -> None:
+        """Destroy the captured plans (``capture_plan``); a later call captures again."""
         for graph in self.__dict__.pop("_plan_graphs", {}).values():
             graph.close()
+
+    def close(self) -> None:
+        """Release the path's own resources (handles, streams, workspace); subclasses call it last."""
+        self.release_plan_graphs()
         for stream in getattr(self, "side_streams", ()):
             stream.close()
         for event in getattr(self, "events", {}).values():

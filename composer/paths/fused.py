@@ -201,6 +201,13 @@ class FusedPathBase(Path):
         return tuple(items)
 
     @classmethod
+    def plan_settings(cls, order: int, **options: Any) -> str:
+        """A chunked table's chunk size: its node names (``kernel#chunk``) repeat across chunk sizes of the
+        same chunk count, whose nodes take other times."""
+        config: FusedConfig = options.get("config") or fused_config(cls.variant, order)
+        return f"chunk_elements={config.chunk_elements}" if config.chunk_elements else ""
+
+    @classmethod
     def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
         config: FusedConfig = options.get("config") or fused_config(cls.variant, order)
         nodes = []
@@ -319,6 +326,7 @@ class FusedPathBase(Path):
                 for name, (kernel, grid, block, smem, face, cluster, elements) in self._launches.items()}
 
     def close(self) -> None:
+        self.release_plan_graphs()  # before the modules whose kernels the graphs launch
         for module in self._modules:
             module.close()
         self._modules.clear()

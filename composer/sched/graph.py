@@ -77,8 +77,10 @@ class KernelNode:
             raise DataFlowError(f"node {self.name!r}: sm_limit must be a positive integer, got {self.sm_limit!r}")
         object.__setattr__(self, "reads", tuple(self.reads))
         object.__setattr__(self, "writes", tuple(self.writes))
-        if isinstance(self.resource, tuple) and (not self.resource or not all(isinstance(r, str) and r
-                                                                              for r in self.resource)):
+        if isinstance(self.resource, (list, tuple)):
+            object.__setattr__(self, "resource", tuple(self.resource))
+        if self.resource is not None and (not self.resources or not all(isinstance(r, str) and r
+                                                                        for r in self.resources)):
             raise DataFlowError(f"node {self.name!r}: resources must be non-empty names, got {self.resource!r}")
         if self.cost is not None and not self.cost >= 0:
             raise DataFlowError(f"node {self.name!r}: cost must be a non-negative number, got {self.cost!r}")

@@ -29,6 +29,8 @@ every plan.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
@@ -137,6 +139,12 @@ def measured_weights(machine: str, path: str, order: int, nodes: Iterable[str],
     return {name: us * 1e-6 for name, us in entry.items()}
 
 
+def _toml_key(name: str) -> str:
+    """``name`` as a TOML key: bare where TOML allows it, else quoted (a chunked fused table's nodes are
+    named ``kernel#chunk``, and ``#`` would start a comment)."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name)
+
+
 def render_node_times(times: NodeTimes, header: str) -> str:
     """The TOML text of ``times``, ``header`` as its leading comment lines."""
     lines = [f"# {line}".rstrip() for line in header.splitlines()]
@@ -148,7 +156,7 @@ def render_node_times(times: NodeTimes, header: str) -> str:
         if table != (machine, path):
             table = (machine, path)
             lines += ["", f"[{machine}.{path}]"]
-        cells = [(settings, ", ".join(f"{name} = {us:.1f}" for name, us in nodes.items()))
+        cells = [(settings, ", ".join(f"{_toml_key(name)} = {us:.1f}" for name, us in nodes.items()))
                  for settings, nodes in sorted(entries)]
         if len(cells) == 1 and not cells[0][0]:
             lines.append(f"p{order} = {{ {cells[0][1]} }}")

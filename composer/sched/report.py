@@ -27,7 +27,8 @@ def describe(plan: LaunchPlan) -> dict[str, Any]:
         nodes.append({"name": name, "role": k.role, "reads": list(k.reads), "writes": list(k.writes),
                       "stream": plan.stream_of[name],
                       **({"sm_limit": k.sm_limit} if k.sm_limit is not None else {}),
-                      **({"resource": k.resource} if k.resource is not None else {})})
+                      **({"resource": k.resource if isinstance(k.resource, str) else list(k.resource)}
+                         if k.resource is not None else {})})
     events: dict[str, dict[str, Any]] = {}
     steps: list[dict[str, Any]] = []
     for step in plan.steps:
