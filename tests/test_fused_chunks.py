@@ -4,10 +4,11 @@ kernel, so that a later kernel reads the q and dqdt an earlier one touched from 
 CPU: the key's errors; the chunks partition the elements; the rendered kernel takes e0 and the
 unchunked source does not change; the declared nodes, their hazards and the launch plan (one lane per
 kernel, the data edge of each chunk, the window that keeps the lanes within two chunks, two streams);
-each chunk launch's blocks map onto exactly its elements (the template's e = e0 + blockIdx.x / NBOX);
-the family's candidates round-trip through their tables and compile to the unchunked kernels'
-registers. GPU (marked): chunked tables at p = 31 and 63 against the reference on the point-varying
-input, on a small non-cubic grid with one element per chunk and on the Table S29 grid."""
+the path end to end on fake streams, each launch it issues emulated over the elements its own e0 and ne
+name (composer.fused.emulate), against the reference; the family's candidates round-trip through
+their tables and keep the unchunked kernels' blocks per SM. GPU (marked): chunked tables at p = 31 and
+63 against the reference on the point-varying input, on a small non-cubic grid with one element per
+chunk and on the Table S29 grid."""
 
 from __future__ import annotations
 
@@ -96,21 +97,6 @@ def test_nodes_hazards_and_the_two_lane_plan() -> None:
     assert unchunked.streams == 1 and [n for n in unchunked.issue_order] == [xy, z]
 
 
-def test_each_launch_covers_exactly_its_chunk() -> None:
-    """The template's element of block b, e = e0 + b / NBOX with the bound e < ne (the chunk's end),
-    over the grid the path launches: every element once, every box of it once."""
-    from composer.paths.fused import launch_grid
-
-    config = dataclasses.replace(parse_table("FUSED_TC", 31, XY_Z31), chunk_elements=7)
-    for k in (k for k in kernel_sources(config) if k.index is not None):
-        seen = []
-        for first, end in chunk_ranges(40, config.chunk_elements):
-            grid = launch_grid(k, config, end - first, config.nq, 132)
-            seen += [(first + b // k.blocks_per_element, b % k.blocks_per_element) for b in range(grid)
-                     if first + b // k.blocks_per_element < end]
-        assert sorted(seen) == [(e, box) for e in range(40) for box in range(k.blocks_per_element)]
-
-
 def test_candidates_label_and_round_trip() -> None:
     assert chunk_candidates("FUSED_TC", 15) == [] and chunk_candidates("FUSED_TC16", 255) == []
     sizes = {31: [8, 16, 32, 64, 128], 63: [1, 2, 4, 8, 16]}
@@ -162,21 +148,12 @@ def device():
 def test_chunked_tables_match_the_reference_on_the_gpu(device, variant: str, order: int, grid_kind: str) -> None:
     """The family's chunked tables (on the small grid, one element per chunk: every element its own
     pair of launches) against the reference on the point-varying input, max|diff|/max|ref| <= 1e-12."""
-    from composer.config.schedules import load_schedule
-    from composer.fused.trial import TOLERANCE, run_case
-    from tests.test_fused_gpu import SMALL_GRIDS
+    from tests.test_fused_gpu import assert_candidates_validate
 
-    grid = SMALL_GRIDS[order] if grid_kind == "small" else load_schedule(order).benchmark.grid
     found = chunk_candidates(variant, order)
-    assert found
     if grid_kind == "small":
         found = [("chunk1", dataclasses.replace(found[0][1], chunk_elements=1))]
-    extra = {f"{variant}@{name}": (lambda o, c=c: c) for name, c in found}
-    records = run_case(order, grid, [], device, extra=extra)
-    assert len(records) == len(found)
-    for rec in records:
-        assert "error" not in rec, rec
-        assert rec["rel_err"] <= TOLERANCE, rec
+    assert_candidates_validate(device, order, grid_kind, found)
 
 
 def test_a_captured_plan_is_issued_once_per_pointer_pair_and_replayed(monkeypatch) -> None:
@@ -284,3 +261,92 @@ def test_resources_are_normalised_and_reported_as_lists() -> None:
             KernelNode("c", "r", resource=bad)
     report = describe(plan(build_graph([node], ()), 2))
     assert report["nodes"][0]["resource"] == ["lane", "window0"]
+
+
+@needs_nvrtc
+def test_the_chunked_path_launches_compute_the_reference(monkeypatch) -> None:
+    """The path end to end on the CPU: a chunked FUSED_TC p = 31 table built (NVRTC), its plan issued on fake
+    streams, and each launch it makes emulated from its own arguments (read by the kernel signature's
+    names: the kernel, its grid, e0 and ne) over the elements they name, in issue order. The result is
+    the reference's: a wrong e0/ne, a missed or doubled chunk or a z launch issued before its xy launch
+    would show."""
+    import numpy as np
+
+    import composer.paths.base as base
+    import composer.paths.fused as fused
+    from composer import dg
+    from composer.fused.emulate import emulate
+    from composer.paths.problem import DeviceProblem
+
+    order, grid = 31, (3, 2, 1)  # 6 elements in chunks of 4 and 2
+    config = dataclasses.replace(parse_table("FUSED_TC", order, XY_Z31), chunk_elements=4)
+    volume = [k.name for k in kernel_sources(config) if k.index is not None]
+    issued: list[tuple[int, int, int]] = []
+
+    class Buffer:
+        def __init__(self, ptr: int) -> None:
+            self.ptr = ptr
+
+    class Kernel:
+        def __init__(self, name: str, signature) -> None:
+            self.name, self.signature = name, signature
+
+        def resident_blocks(self, threads: int, smem: int) -> int:
+            return 2
+
+        def launch(self, grid_blocks, block, args, smem, stream, cluster=None) -> None:
+            a = dict(zip((p.name for p in self.signature), args))
+            first, end = a["e0"], a["ne"]
+            blocks = next(k.blocks_per_element for k in kernel_sources(config) if k.name == self.name)
+            assert grid_blocks == (end - first) * blocks and a["dqdt"] == 0xD0 and a["q"] == 0x10
+            issued.append((volume.index(self.name), first, end))
+
+    class Module:
+        @classmethod
+        def from_cubin(cls, cubin, device):
+            return cls()
+
+        def get_kernel(self, symbol, signature, threads, smem):
+            assert symbol in volume  # extern "C": the entry point is the kernel's name
+            return Kernel(symbol, signature)
+
+        def close(self) -> None:
+            pass
+
+    class Stream:
+        def __init__(self, device=None, priority: int = 0) -> None:
+            self.priority = priority
+
+        def wait(self, event) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    class Event:
+        def __init__(self, device=None, timing: bool = True) -> None:
+            pass
+
+        def record(self, stream) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.delenv("COMPOSER_BUILD_DIR", raising=False)
+    monkeypatch.setattr(fused, "Module", Module)
+    monkeypatch.setattr(base, "Stream", Stream)
+    monkeypatch.setattr(base, "Event", Event)
+    monkeypatch.setattr(base, "is_capturing", lambda stream: True)  # issue the plan as it is
+    device = type("Device", (), {"arch": "sm_90", "sm_count": 132, "total_memory": 80 << 30})()
+    fields = {name: Buffer(0x10 + i) for i, name in enumerate(dg.FIELD_KEYS)}
+    problem = DeviceProblem(order, grid, device, Stream(), fields, Buffer(0x1), Buffer(0x2), Buffer(0x3),
+                            Buffer(0x4), Buffer(0xD0),
+                            extra={"vmapM32": Buffer(0x5), "vmapP32": Buffer(0x6)})
+    path = path_class("FUSED_TC")(problem, config=config)
+    path.launch(problem.ptr("q"), problem.dqdt.ptr)
+    assert sorted(issued) == [(0, 0, 4), (0, 4, 6), (1, 0, 4), (1, 4, 6)]
+    values = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(values, order, grid)
+    out = emulate(config, values, grid, launches=issued)
+    assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13

@@ -50,6 +50,22 @@ def cases() -> list[tuple[int, tuple[int, int, int], str]]:
     return multi + sorted(bench, key=lambda c: (c[0] >= 511, c[0]))
 
 
+def assert_candidates_validate(device, order: int, grid_kind: str, found: list) -> None:
+    """Every ``(label, FusedConfig)`` of ``found`` (a candidate family's, all of one variant) against the
+    reference on the point-varying input at the order's small non-cubic grid or its Table S29 grid,
+    max|diff|/max|ref| <= 1e-12, none failing to launch: the GPU check the candidate families share."""
+    from composer.config.schedules import load_schedule
+
+    assert found
+    grid = SMALL_GRIDS[order] if grid_kind == "small" else load_schedule(order).benchmark.grid
+    extra = {f"{config.variant}@{name}": (lambda o, c=config: c) for name, config in found}
+    records = run_case(order, grid, [], device, extra=extra)
+    assert len(records) == len(found)
+    for rec in records:
+        assert "error" not in rec, rec
+        assert rec["rel_err"] <= TOLERANCE, rec
+
+
 @pytest.fixture(scope="module")
 def device():
     from composer.runtime import default_device

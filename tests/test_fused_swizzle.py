@@ -160,15 +160,6 @@ def device():
 def test_swizzled_tables_match_the_reference_on_the_gpu(device, variant: str, order: int, grid_kind: str) -> None:
     """Every tile_swizzle candidate against the reference on the point-varying input (a small non-cubic
     grid, then the Table S29 one), max|diff|/max|ref| <= 1e-12."""
-    from composer.config.schedules import load_schedule
-    from composer.fused.trial import TOLERANCE, run_case
-    from tests.test_fused_gpu import SMALL_GRIDS
+    from tests.test_fused_gpu import assert_candidates_validate
 
-    grid = SMALL_GRIDS[order] if grid_kind == "small" else load_schedule(order).benchmark.grid
-    found = {f"{variant}@{name}": config for name, config in tile_swizzle_candidates(variant, order)}
-    assert found
-    records = run_case(order, grid, [], device, extra={k: (lambda o, c=c: c) for k, c in found.items()})
-    assert len(records) == len(found)
-    for rec in records:
-        assert "error" not in rec, rec
-        assert rec["rel_err"] <= TOLERANCE, rec
+    assert_candidates_validate(device, order, grid_kind, tile_swizzle_candidates(variant, order))

@@ -87,14 +87,8 @@ def device():
 @pytest.mark.parametrize("variant,order", [("FUSED_TC", 15), ("FUSED_TC16", 15), ("FUSED_TC", 31), ("FUSED_TC16", 31)])
 @pytest.mark.parametrize("grid_kind", ["small", "benchmark"])
 def test_xyz_cluster_tables_match_the_reference_on_the_gpu(device, variant: str, order: int, grid_kind: str) -> None:
-    from composer.config.schedules import load_schedule
-    from composer.fused.trial import TOLERANCE, run_case
+    from tests.test_fused_gpu import assert_candidates_validate
 
-    grid = SMALL[order] if grid_kind == "small" else load_schedule(order).benchmark.grid
     found = xyz_cluster_candidates(variant, order) + [
         (n, c) for n, c in xyz_cluster_refine_candidates(variant, order) if c.traces == "xfaces"]
-    records = run_case(order, grid, [], device, extra={f"{variant}@{n}": (lambda o, c=c: c) for n, c in found})
-    assert len(records) == len(found)
-    for rec in records:
-        assert "error" not in rec, rec
-        assert rec["rel_err"] <= TOLERANCE, rec
+    assert_candidates_validate(device, order, grid_kind, found)

@@ -10,7 +10,7 @@ It is slow by design (Python loops over blocks and warps): use it at small order
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -478,8 +478,14 @@ def x_pair_traces(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg.M
     return inner, outer, written
 
 
-def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object) -> np.ndarray:
-    """dqdt as the fused kernels of ``config`` would compute it (volume layout [e, k, j, i])."""
+def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
+            launches: Sequence[tuple[int, int, int]] | None = None) -> np.ndarray:
+    """dqdt as the fused kernels of ``config`` would compute it (volume layout [e, k, j, i]).
+
+    ``launches``: the box kernels' launches in the order they run, each (volume kernel index, first
+    element, end), as a chunked table's path issues them (``chunk_elements``: the kernel's e0 and ne);
+    default: each kernel once over every element. dqdt starts as NaN, so an element no launch covers
+    shows."""
     mesh = dg.Mesh(config.order, grid)
     nq, ne = mesh.nq, mesh.num_elements
     flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in dg.FIELD_KEYS}
@@ -530,17 +536,20 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object)
                 fields["F"].reshape(shape)[:, :2])
         fstar = fstar.reshape(-1)
     dmat = dg.diff_matrix(config.order)
-    dqdt = np.zeros(mesh.num_points)
+    dqdt = np.full(mesh.num_points, np.nan)
     vel, metric = (flat["u"], flat["v"], flat["w"]), (flat["Ex"], flat["Ey"], flat["Ez"])
-    for plan in kernel_plans(config):
+    plans = kernel_plans(config)
+    for index, first, end in launches if launches is not None else [(i, 0, ne) for i in range(len(plans))]:
+        plan = plans[index]
         if isinstance(plan, StreamPlan):
+            assert (first, end) == (0, ne), "a streamed kernel runs over every element"
             _emulate_stream(config, plan, flat, fstar, dmat, dqdt, ne)
             continue
         bk, bj, bi = plan.kernel.box
         kk, jj, ii = np.meshgrid(np.arange(bk), np.arange(bj), np.arange(bi), indexing="ij")
         kk, jj, ii = kk.ravel(), jj.ravel(), ii.ravel()
         split, cluster = plan.kernel.split, plan.kernel.cluster
-        for e in range(ne):
+        for e in range(first, end):
             def gidx(k, j, i, box):
                 k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
                 return e * nq**3 + (k0 + k) * nq * nq + (j0 + j) * nq + i0 + i
