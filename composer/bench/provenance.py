@@ -33,7 +33,7 @@ DISTRIBUTIONS = ("composer-dg", "numpy", "cuda-bindings", "cuda-core", "nvidia-m
 #: timed FUSED_TC 8-10 % slower than the runs before them, with nothing in their record to say why).
 ENV_VARS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING",
             "SLURM_JOB_ID", "SLURMD_NODENAME", "PBS_JOBID", "JOB_ID",
-            "COMPOSER_BUILD_DIR", "COMPOSER_CACHE_DIR", "COMPOSER_SCHEDULES")
+            "COMPOSER_BUILD_DIR", "COMPOSER_CACHE_DIR", "COMPOSER_SCHEDULES", "COMPOSER_SCHEDULE_MACHINE")
 
 
 def _safe(errors: dict[str, str], key: str, fn: Callable[[], T]) -> T | None:

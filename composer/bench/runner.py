@@ -190,7 +190,9 @@ def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | 
     store = ResultStore(plan.out_dir)
     store.write_provenance({**collect_provenance(), "device": repr(device), "plan": {
         "paths": paths, "orders": list(plan.orders), "rounds": plan.rounds, "graph": plan.graph,
-        "sms": getattr(device, "active_sms", None)}})
+        "sms": getattr(device, "active_sms", None)},
+        # which file (and machine overlay) each order's tables came from
+        "schedules": {str(order): schedule.provenance() for order, schedule in schedules.items()}})
     jobs = [j for j in interleaved_schedule(paths, plan.orders, plan.rounds, arrangement=plan.arrangement)  # type: ignore[arg-type]
             if (j.path, j.order) not in skipped]
     if not jobs:

@@ -35,6 +35,9 @@ def register(subparsers: Any) -> None:
                         help="GEMM_FUSED: the schedule's carrier, fold and flux source; every legal one "
                              "(all); or the schedule's with every carrier tile and MMA shape the carrier sweep "
                              "tries (tiles; composer sweep-carrier --tiles times them; default: schedule)")
+    parser.add_argument("--machine", default=None, metavar="NAME",
+                        help="build the schedules as machine NAME runs them (its overlay's path tables, "
+                             "schedules/machines/NAME; default: $COMPOSER_SCHEDULE_MACHINE, else the generic ones)")
     parser.add_argument("--out", default=None, metavar="BUILD_DIR", help="output (default: build/<arch>)")
     parser.add_argument("--force", action="store_true", help="recompile everything")
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
@@ -54,6 +57,15 @@ def other_compiler_tables(jobs: list) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Build with the schedules of ``--machine`` (else of the active machine: a machine overlay changes
+    which kernels a fused table or a GEMM_FUSED carrier needs)."""
+    from composer.config.machine_schedules import active_machine, using_machine
+
+    with using_machine(args.machine if args.machine is not None else active_machine()):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else Path("build") / args.arch
     paths = [p for p in args.paths.split(",") if p]
     readers = [cls.name for cls in paths_with(reads_mma=True)]

@@ -61,13 +61,26 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """The report for ``--machine``, with that machine's schedule overlay where one ships (its fused
+    tables are the ones a run there uses, so their byte floors are that machine's)."""
+    from composer.config.machine_schedules import overlay_machines, using_machine
+    from composer.config.schedule_files import packaged_dir
+
     machine = get_machine(args.machine, args.machines_file)
+    with using_machine(machine.name if machine.name in overlay_machines(packaged_dir()) else None):
+        return _run(args, machine)
+
+
+def _run(args: argparse.Namespace, machine: Machine) -> int:
     if args.grid is None:
-        grid, grid_source = load_schedule(args.order).benchmark.grid, schedule_file_name(args.order)
+        schedule = load_schedule(args.order)
+        grid, grid_source = schedule.benchmark.grid, schedule.file or schedule_file_name(args.order)
     else:
         grid, grid_source = args.grid, "--grid"
     report = build_report(args.order, grid, machine, args.reserve)
     report["grid_source"] = grid_source
+    if args.order in available_orders():
+        report["schedule"] = load_schedule(args.order).provenance()
     if args.json:
         print(json.dumps(report, indent=2))
     else:

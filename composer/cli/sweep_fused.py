@@ -54,6 +54,10 @@ def register(subparsers: Any) -> None:
                        metavar="DIR", help="directory to write into (default: the user schedules directory, "
                        "$COMPOSER_SCHEDULES or ~/.config/composer/schedules); an order without a file there "
                        "gets a copy of the schedule in use first")
+    apply.add_argument("--overlay", action="store_true",
+                       help="write the winners into the machine overlay of the GPU the run was timed on "
+                            "(DIR/machines/<machine>/pNNNN.toml, applied on that machine only; needs "
+                            "--schedules-dir, e.g. schedules in a checkout)")
     apply.add_argument("--min-gain", type=non_negative_float, default=None, help="fraction (default: 0.02)")
     apply.add_argument("--date", default=None, help="date for the notes (default: today, UTC)")
     parser.set_defaults(func=main)
@@ -102,10 +106,13 @@ def main(args: argparse.Namespace) -> int:
         raise ComposerError(f"{args.sweep_json}: not a sweep log (invalid JSON: {exc})") from None
     from composer.config.schedules import user_dir
 
+    if args.overlay and args.schedules_dir is None:
+        raise ComposerError("--overlay writes into the shipped schedules directory: name it with --schedules-dir "
+                            "(schedules in a checkout); the user schedules directory already is one machine's")
     directory = args.schedules_dir or user_dir()
     date = args.date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
     gain = sweep.MIN_GAIN if args.min_gain is None else args.min_gain
-    changed = sweep.apply(str(args.sweep_json), str(directory), date, gain)
+    changed = sweep.apply(str(args.sweep_json), str(directory), date, gain, overlay=args.overlay)
     print("\n".join(changed + [f"written into {directory}"]) if changed
           else "no candidate beat its schedule's own table")
     return 0

@@ -224,5 +224,5 @@ def check_path_tables(paths: Table, order: int) -> dict[str, dict[str, Any]]:
             raise paths.error(name, f"unknown path (known: {', '.join(PATH_TABLES)})")
         raw[name] = dict(paths.table(name).data)
     for name in raw:
-        PATH_TABLES[name](paths.table(name), PathContext(name, order, paths.file, raw))
+        PATH_TABLES[name](paths.table(name), PathContext(name, order, paths.file_of(name), raw))
     return raw

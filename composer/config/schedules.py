@@ -29,6 +29,8 @@ from composer.config.fields import (
     read_text,
     string,
 )
+from composer.config import schedule_files as schedule_files_module
+from composer.config.machine_schedules import OVERLAY_DIR, active_machine, overlay_entry, read_overlay
 from composer.config.path_tables import check_path_tables
 from composer.config.schedule_files import (
     PACKAGED,
@@ -90,7 +92,10 @@ class Schedule:
     builders to interpret.
 
     ``origin`` (``"packaged"``, ``"user"`` or ``"file"``), ``file`` (the packaged file's name, else
-    its full path) and ``sha256`` (of the file's text) say which schedule a run used."""
+    its full path; ``p0015.toml+machines/h100/p0015.toml`` with a machine overlay), ``sha256`` (of the
+    file's text; of both texts with an overlay) and ``machine`` (the machine whose overlay replaced
+    path tables, ``""`` for none: :mod:`composer.config.machine_schedules`) say which schedule a run
+    used."""
 
     order: int
     benchmark: BenchmarkConfig
@@ -100,6 +105,7 @@ class Schedule:
     file: str = ""
     origin: str = ""
     sha256: str = ""
+    machine: str = ""
 
     @property
     def nq(self) -> int:
@@ -111,8 +117,12 @@ class Schedule:
         return self.nq**3 * self.benchmark.num_elements
 
     def provenance(self) -> dict[str, Any]:
-        """Which schedule this is, for a run's record: order, origin, file and content hash."""
-        return {"order": self.order, "origin": self.origin, "file": self.file, "sha256": self.sha256}
+        """Which schedule this is, for a run's record: order, origin, file, content hash and the
+        machine whose overlay it carries (absent for none)."""
+        record = {"order": self.order, "origin": self.origin, "file": self.file, "sha256": self.sha256}
+        if self.machine:
+            record["machine"] = self.machine
+        return record
 
 
 # --- public API -------------------------------------------------------------------------------
@@ -125,7 +135,8 @@ def available_orders(packaged: Any = None) -> list[int]:
 
 
 def load_schedule(order: int, packaged: Any = None) -> Schedule:
-    """The schedule of ``order`` (the user directory's file, else the packaged one); ConfigError
+    """The schedule of ``order`` (the user directory's file, else the packaged one with the active
+    machine's overlay when it has one: :mod:`composer.config.machine_schedules`); ConfigError
     (listing the available orders) if there is none."""
     if isinstance(order, bool) or not isinstance(order, int) or order < 1:
         raise ConfigError(f"order: expected a positive integer, got {order!r}")
@@ -135,6 +146,11 @@ def load_schedule(order: int, packaged: Any = None) -> Schedule:
         name = schedule_file_name(order)
         raise ConfigError(f"{name}: no schedule for order {order}; available orders: {available}")
     found = files[order]
+    machine = active_machine() if found.origin == PACKAGED else None
+    overlay = overlay_entry(packaged if packaged is not None else schedule_files_module.packaged_dir(), machine,
+                            found.entry.name) if machine else None
+    if overlay is not None:
+        return _load_overlaid(found.entry, found.display, overlay, machine, order)
     return _load(found.entry, found.display, found.origin, expected_order=order)
 
 
@@ -156,7 +172,23 @@ def _load(entry: Any, file: str, origin: str, expected_order: int | None) -> Sch
     return dataclasses.replace(schedule, origin=origin, sha256=digest)
 
 
-def _parse(data: dict[str, Any], file: str, expected_order: int | None) -> Schedule:
+def _load_overlaid(entry: Any, file: str, overlay: Any, machine: str, order: int) -> Schedule:
+    """The packaged schedule ``entry`` with the path tables of ``machine``'s overlay in place of its own."""
+    text = read_text(entry, file)
+    data = parse_toml(text, file)
+    overlay_file = f"{OVERLAY_DIR}/{machine}/{schedule_file_name(order)}"
+    overlay_text, _source, overlay_paths = read_overlay(overlay, overlay_file, order)
+    data["paths"] = {**data.get("paths", {}), **overlay_paths}
+    schedule = _parse(data, file, order, path_origins=dict.fromkeys(overlay_paths, overlay_file))
+    digest = hashlib.sha256(f"{text}\0{overlay_text}".encode("utf-8")).hexdigest()
+    return dataclasses.replace(schedule, file=f"{file}+{overlay_file}", origin=PACKAGED, sha256=digest,
+                               machine=machine)
+
+
+def _parse(data: dict[str, Any], file: str, expected_order: int | None,
+           path_origins: dict[str, str] | None = None) -> Schedule:
+    """A schedule from parsed TOML; ``path_origins`` names the file of each path table that came from
+    elsewhere (a machine overlay), so that its errors name that file."""
     top = Table(data, file)
     order = top.required("order", positive_int)
     if expected_order is not None and order != expected_order:
@@ -165,6 +197,8 @@ def _parse(data: dict[str, Any], file: str, expected_order: int | None) -> Sched
     benchmark = _parse_benchmark(top.table("benchmark"))
     validation = _parse_validation(top.table("validation"))
     paths_table = top.optional_table("paths")
+    if paths_table is not None and path_origins:
+        paths_table = Table(paths_table.data, file, "paths", path_origins)
     top.reject_unknown()
     paths = check_path_tables(paths_table, order) if paths_table is not None else {}
     return Schedule(order, benchmark, validation, paths, source, file)

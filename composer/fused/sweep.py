@@ -36,8 +36,9 @@ from composer.runtime.manifest import BUILD_DIR_ENV
 from composer.runtime.nvrtc import nvrtc_version
 
 
-def write_table(schedule_file: Path, table: str, note: str = "") -> None:
-    """Replace the ``[paths.<variant>]`` table of a schedule file by ``table`` (a ``to_table`` text).
+def write_table(schedule_file: Path, table: str, note: str = "", append: bool = False) -> None:
+    """Replace the ``[paths.<variant>]`` table of a schedule file by ``table`` (a ``to_table`` text);
+    with ``append``, a file without that table gets it at its end (a machine overlay's first table).
 
     The table runs from its header to the line that closes its ``kernels`` array; text around it
     (comments, the other paths' tables) stays as it is. The comment lines that open the old table
@@ -47,6 +48,11 @@ def write_table(schedule_file: Path, table: str, note: str = "") -> None:
     header = table.splitlines()[0]
     text = schedule_file.read_text()
     start = re.search(rf"^{re.escape(header)}[ \t]*$", text, re.M)
+    if start is None and append:
+        lines = table.splitlines()
+        lines[1:1] = [f"# {note}"] if note else []
+        atomic_write_text(schedule_file, text.rstrip("\n") + "\n\n" + "\n".join(lines) + "\n")
+        return
     if start is None:
         raise ComposerError(f"{schedule_file}: no {header} table to replace")
     close = re.compile(r"^\][ \t]*$", re.M).search(text, start.end())
@@ -92,19 +98,43 @@ def sweep_machine_label(records: list[dict], default: str = DEFAULT_MACHINE) -> 
     return get_machine(machine).name.upper() if machine else str(gpu)
 
 
+def sweep_machine_name(records: list[dict]) -> str:
+    """The machine-table name of the one GPU a sweep log was timed on (its records' ``machine``);
+    ComposerError when they name none (logs before session 25, a GPU the table lacks) or several."""
+    named = {r.get("machine") for r in records if r.get("machine") or r.get("gpu")}
+    if len(named) != 1 or None in named:
+        raise ComposerError("a machine overlay needs a sweep log timed on one GPU of the machine table; "
+                            f"its records name {sorted(map(str, named)) or 'none'}")
+    return named.pop()
+
+
 def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float = MIN_GAIN,
-          machine: str = DEFAULT_MACHINE) -> list[str]:
+          machine: str = DEFAULT_MACHINE, overlay: bool = False) -> list[str]:
     """Write the fastest candidate of each (order, variant) of a device sweep into the schedules
     of ``schedules_dir`` (None: the user schedules directory; an order without a file there gets a
     copy of the schedule in use first, never a write into the installed package) when it beats the
     schedule's own table, timed in the same run, by more than ``min_gain``. The note above each
     table names the machine the records were timed on (their ``machine`` entry, else their ``gpu``
     name; ``machine`` for logs written before the records named it); a log timed on several GPUs is
-    refused (its rows were never compared in one run)."""
+    refused (its rows were never compared in one run).
+
+    ``overlay``: write the winners into the machine overlay of the GPU the log was timed on
+    (``schedules_dir/machines/<machine>/pNNNN.toml``, :mod:`composer.config.machine_schedules`)
+    instead of the order's schedule, so that they apply on that machine only."""
+    from composer.config.machine_schedules import writable_overlay_file
     from composer.config.schedules import writable_schedule_file
 
     records = json.loads(Path(sweep_json).read_text())
     label = sweep_machine_label(records, machine)
+    if overlay:
+        if schedules_dir is None:
+            raise ComposerError("a machine overlay is written into the shipped schedules directory: name it "
+                                "(--schedules-dir schedules in a checkout)")
+        overlay_machine = sweep_machine_name(records)
+        target = lambda order: writable_overlay_file(  # noqa: E731
+            order, overlay_machine, Path(schedules_dir), f"composer sweep-fused apply of {Path(sweep_json).name}, {date}")
+    else:
+        target = lambda order: writable_schedule_file(order, schedules_dir)  # noqa: E731
     changed = []
     for (order, variant), r in sorted(best_records(records).items()):
         if r["variant"].endswith(("@base", f"@{SHIPPED}")):
@@ -116,7 +146,7 @@ def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float
             continue
         note = (f"{label} {date}, composer.fused.sweep: {r['us_per_call']:.1f} us/call"
                 + (f" (previous schedule {base['us_per_call']:.1f})" if base and base is not r else ""))
-        write_table(writable_schedule_file(order, schedules_dir), r["table"], note)
+        write_table(target(order), r["table"], note, append=overlay)
         changed.append(f"p{order} {variant}: {note}")
     return changed
 

@@ -69,6 +69,10 @@ class Device:
                                     self.attribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
         self.max_smem_optin: int = self.attribute(attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
         self.total_memory: int = int(check(drv.cuDeviceTotalMem(self.handle), "cuDeviceTotalMem"))
+        # the schedules this process loads from now on carry this GPU's machine overlay, if any
+        from composer.config.machine_schedules import note_device
+
+        self.machine: str | None = note_device(self)
 
     @property
     def arch(self) -> str:
