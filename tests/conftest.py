@@ -1,5 +1,6 @@
-"""Shared pytest configuration: tests marked ``gpu`` are skipped unless a CUDA GPU is usable, and
-no test reads the user's own schedules directory."""
+"""Shared pytest configuration: tests marked ``gpu`` are skipped unless a CUDA GPU is usable, no
+test reads the user's own schedules directory, and every test loads the generic schedules whatever
+GPU the process opened (a test of the machine overlays names its machine itself)."""
 
 import pytest
 
@@ -11,6 +12,8 @@ def _no_user_schedules(tmp_path_factory, monkeypatch):
     directory sets its own)."""
     monkeypatch.delenv("COMPOSER_SCHEDULES", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("xdg_config")))
+    # an H100 host's opened GPU would otherwise swap in its overlay's tables (composer.config.machine_schedules)
+    monkeypatch.setenv("COMPOSER_SCHEDULE_MACHINE", "generic")
 
 
 def pytest_collection_modifyitems(config, items):
