@@ -33,7 +33,7 @@ XYZ7 = {"flux": "inline", "mma": "8x8x4",
 
 def _single(variant: str, order: int):
     """The shipped table in its one-element form (p = 7's FUSED_TC16 pairs x neighbours since session 26)."""
-    from composer.fused.candidates import _one_element
+    from composer.fused.config import one_element_form as _one_element
 
     return _one_element(fused_config(variant, order))
 
@@ -347,10 +347,38 @@ def test_x_pairs_match_reference_on_the_gpu_and_refuse_odd_grids(order: int, sma
         problem.close()
 
 
+@pytest.mark.gpu
+def test_a_paired_schedule_runs_one_element_per_block_on_an_odd_grid(capsys: pytest.CaptureFixture[str]) -> None:
+    """The shipped FUSED_TC16 table at p = 7 pairs x neighbours; on a mesh of odd x extent the path runs its
+    kernels one element per block (a note on stderr) and computes the reference."""
+    from composer.fused.trial import TOLERANCE
+    from composer.paths.problem import DeviceProblem
+    from composer.paths.registry import path_class
+    from composer.runtime import default_device
+
+    assert fused_config("FUSED_TC16", 7).x_pairs
+    device = default_device()
+    grid = (3, 2, 2)
+    fields = dg.make_fields(7, grid, varying=True)
+    ref = dg.reference_tendency(fields, 7, grid)
+    problem = DeviceProblem.upload(fields, 7, grid, device)
+    try:
+        path = path_class("FUSED_TC16")(problem)
+        assert not path.config.x_pairs and path.config.kernels[0].threads * 2 == fused_config("FUSED_TC16", 7).kernels[0].threads
+        problem.dqdt.copy_from(np.full(ref.shape, np.nan), problem.stream)
+        path.launch(problem.ptr("q"), problem.dqdt.ptr)
+        out = problem.download(problem.dqdt)
+        assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= TOLERANCE
+        path.close()
+    finally:
+        problem.close()
+    assert "pairs x neighbours (x_pairs) but" in capsys.readouterr().err
+
+
 def test_one_element_form_of_a_paired_table_keeps_its_warps_and_register_cap() -> None:
     """x_pairs blocks hold two elements of half their threads: the one-element form the families start
     from has half the threads and twice the blocks per SM under a cap (the same registers per thread)."""
-    from composer.fused.candidates import _one_element
+    from composer.fused.config import one_element_form as _one_element
 
     paired = fused_config("FUSED_TC16", 7)
     assert paired.x_pairs  # session 26's table

@@ -26,7 +26,7 @@ from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.errors import ComposerError
 from composer.fused.builder import StreamPlan, kernel_plans, late_weights
 from composer.fused.config import (ALLOWED_MMA, D_LAYOUTS, L2_FETCH, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
-                                   box_lines, fused_config, parse_table)
+                                   box_lines, fused_config, one_element_form, parse_table)
 from composer.arch.mma import mma_shape
 
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
@@ -138,17 +138,6 @@ def _family_base(variant: str, order: int, volume: str | None, from_order: int =
     return base
 
 
-def _one_element(config: FusedConfig) -> FusedConfig:
-    """``config`` with one element per block where it pairs x neighbours (``x_pairs``: two elements of
-    half its threads each): the base of the families that change the traces or the elements a block
-    holds, which the pair's shared face cannot follow."""
-    if not config.x_pairs:
-        return config
-    # a register cap of N paired blocks per SM is one of 2N single-element blocks (the same warps)
-    return dataclasses.replace(config, x_pairs=False, min_blocks=2 * config.min_blocks, kernels=tuple(
-        dataclasses.replace(k, threads=k.threads // 2) for k in config.kernels))
-
-
 def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """(label, config) of the schedule-table variations of ``variant`` at ``order`` (base first)."""
     base = fused_config(variant, order)
@@ -226,7 +215,7 @@ def flux_tile_candidates(variant: str, order: int) -> list[tuple[str, FusedConfi
     base = _family_base(variant, order, "box")
     if base is None or not any(len(k.dirs) == 3 for k in base.kernels) or base.trace_cluster > 1:
         return []
-    base = _one_element(base)
+    base = one_element_form(base)
     limits = arch_limits(DEFAULT_ARCH)
     plans = kernel_plans(base)
     if not any(len(p.kernel.dirs) == 3 and limits.smem_per_sm // (p.smem_bytes + limits.smem_reserved_per_block)
@@ -296,7 +285,7 @@ def x_pair_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
         return []
     if any(k.box != (base.nq,) * 3 for k in base.kernels):
         return []
-    base = _one_element(base)  # a paired table: its single-element form, paired again below
+    base = one_element_form(base)  # a paired table: its single-element form, paired again below
     kernels = tuple(dataclasses.replace(k, threads=2 * k.threads) for k in base.kernels)
     out = []
     for blocks in (0, 2, 3, 4):
@@ -317,7 +306,7 @@ def tile_swizzle_candidates(variant: str, order: int) -> list[tuple[str, FusedCo
     base = _family_base(variant, order, "box", tensor_core=True)
     if base is None or base.tile_swizzle or any(k.box[2] % 16 for k in base.kernels):
         return []
-    base = _one_element(base)
+    base = one_element_form(base)
     out, seen = [], {base}
     variants = [dataclasses.replace(base, tile_swizzle=True)]
     if base.flux_tiles:
@@ -346,7 +335,7 @@ def chunk_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     base = _family_base(variant, order, "box")
     if base is None or len(base.kernels) < 2 or base.chunk_elements:
         return []
-    base = _one_element(base)
+    base = one_element_form(base)
     if base.elements_per_block != 1 or base.trace_cluster != 1 or any(k.cluster > 1 for k in base.kernels):
         return []
     element = 8 * base.nq**3
@@ -495,7 +484,7 @@ def strip_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     base = _family_base(variant, order, "box")
     if base is None or any(k.box != (base.nq,) * 3 for k in base.kernels) or base.d_stage != "global":
         return []
-    base = _one_element(base)
+    base = one_element_form(base)
     out = []
     for epb in (2, 4, 8):
         for traces in (base.traces, "tiles" if base.traces == "global" else "global"):
@@ -1096,7 +1085,7 @@ def trace_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     base = fused_config(variant, order)
     if base.volume != "box" or base.flux != "inline" or any(k.box != (base.nq,) * 3 for k in base.kernels):
         return []
-    base = _one_element(base)
+    base = one_element_form(base)
     out = []
     for size in (2, 4, 8):
         config = dataclasses.replace(base, traces="tiles", trace_cluster=size, elements_per_block=1)

@@ -648,6 +648,18 @@ def _flux_tiles(table: Mapping[str, Any], kernels: tuple[KernelConfig, ...], vol
     return value
 
 
+def one_element_form(config: FusedConfig) -> FusedConfig:
+    """``config`` with one element per block where it pairs x neighbours (``x_pairs``: two elements of
+    half its threads each); the same kernels otherwise. The base of the candidate families that change
+    the traces or the elements a block holds (which the pair's shared face cannot follow), and what a
+    fused path runs on a mesh whose elements do not pair up (an odd x extent)."""
+    if not config.x_pairs:
+        return config
+    # a register cap of N paired blocks per SM is one of 2N single-element blocks (the same warps)
+    return dataclasses.replace(config, x_pairs=False, min_blocks=2 * config.min_blocks, kernels=tuple(
+        dataclasses.replace(k, threads=k.threads // 2) for k in config.kernels))
+
+
 def x_pairs_problem(config: FusedConfig) -> str | None:
     """What is wrong with a table's ``x_pairs`` (None if nothing): two whole x-neighbour elements per
     block of box kernels that form their x faces from the staged nodes, with D read through the cache."""

@@ -32,7 +32,8 @@ from composer.config.schedules import available_orders, load_schedule
 from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_origin, kernel_sources,
                                     prebuilt)
 from composer.fused.traces import x_face_maps_problem, x_pairs_maps_problem
-from composer.fused.config import ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, table_variant
+from composer.fused.config import (ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, one_element_form,
+                                   table_variant)
 from composer.paths.base import Launcher, Path, PathOption, directory_option, positive_int_option
 from composer.paths.problem import DeviceProblem
 from composer.paths.program import FACE_FLUX_READS, OUTPUT, face_bytes, face_flux_cost, roof_seconds, volume_bytes
@@ -162,6 +163,20 @@ def note_compiler_mismatch(config: FusedConfig, origin: str) -> None:
           "$COMPOSER_BUILD_DIR, or its CUBINs in $COMPOSER_CACHE_DIR, give the measured ones)", file=sys.stderr)
 
 
+_UNPAIRED: set[tuple[str, int]] = set()
+
+
+def note_unpaired(variant: str, order: int, why: str) -> None:
+    """One line on stderr (once per variant and order in a process) when a paired table (``x_pairs``)
+    runs one element per block because the mesh's elements do not pair up: the results are the same,
+    the speed is not the table's."""
+    if (variant, order) in _UNPAIRED:
+        return
+    _UNPAIRED.add((variant, order))
+    print(f"note: {variant} p={order}: the schedule's table pairs x neighbours (x_pairs) but {why.split(': ', 1)[-1]}; "
+          "running its kernels one element per block", file=sys.stderr)
+
+
 class FusedPathBase(Path):
     """Launch the fused kernels of ``variant`` for the problem's order on its device."""
 
@@ -236,14 +251,21 @@ class FusedPathBase(Path):
     def __init__(self, problem: DeviceProblem, **options: Any) -> None:
         super().__init__(problem, **options)
         config: FusedConfig = self.options.get("config") or fused_config(self.variant, problem.order)
-        self.config = config
         if config.traces == "xfaces" and any(0 in k.dirs for k in config.kernels):
             # the kernels form the x-face fluxes from the staged nodes and read no vmapM there
             wrong = x_face_maps_problem(problem.mesh.face_maps[0], problem.nq)
-            if not wrong and config.x_pairs:  # and the paired elements' shared face from both halves
-                wrong = x_pairs_maps_problem(problem.mesh.face_maps[1], problem.nq)
             if wrong:
                 raise ConfigError(f"{self.variant} p={problem.order}: {wrong}")
+            unpaired = config.x_pairs and x_pairs_maps_problem(problem.mesh.face_maps[1], problem.nq)
+            if unpaired and "config" in self.options:  # a table the caller chose: run it as given or not at all
+                raise ConfigError(f"{self.variant} p={problem.order}: {unpaired}")
+            if unpaired:
+                # the schedule's paired table on a mesh whose elements do not pair (an odd x extent): the same
+                # kernels one element per block, which the plan and the launches below then follow
+                config = one_element_form(config)
+                self.options = {**self.options, "config": config}
+                note_unpaired(self.variant, problem.order, unpaired)
+        self.config = config
         if config.chunk_elements and problem.num_elements >= 2**32:
             raise ConfigError(f"{self.variant} p={problem.order}: chunk_elements numbers elements in 32 bits; "
                               f"the mesh has {problem.num_elements}")
