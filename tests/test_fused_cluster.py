@@ -202,11 +202,11 @@ def test_the_dfma_ablation_of_a_clustered_table_has_no_dmma() -> None:
 def _trace_cluster(variant: str, order: int, size: int):
     import dataclasses
 
-    from composer.fused.candidates import _one_element
+    from composer.fused.config import one_element_form
     from composer.fused.config import fused_config
 
     # the shipped table in its one-element form (p = 7's FUSED_TC16 pairs x neighbours since session 26)
-    return dataclasses.replace(_one_element(fused_config(variant, order)), traces="tiles", trace_cluster=size)
+    return dataclasses.replace(one_element_form(fused_config(variant, order)), traces="tiles", trace_cluster=size)
 
 
 def test_trace_cluster_keys_and_their_errors() -> None:

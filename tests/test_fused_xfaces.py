@@ -33,9 +33,9 @@ XYZ7 = {"flux": "inline", "mma": "8x8x4",
 
 def _single(variant: str, order: int):
     """The shipped table in its one-element form (p = 7's FUSED_TC16 pairs x neighbours since session 26)."""
-    from composer.fused.config import one_element_form as _one_element
+    from composer.fused.config import one_element_form
 
-    return _one_element(fused_config(variant, order))
+    return one_element_form(fused_config(variant, order))
 
 
 def _xfaces(variant: str, order: int):
@@ -378,13 +378,13 @@ def test_a_paired_schedule_runs_one_element_per_block_on_an_odd_grid(capsys: pyt
 def test_one_element_form_of_a_paired_table_keeps_its_warps_and_register_cap() -> None:
     """x_pairs blocks hold two elements of half their threads: the one-element form the families start
     from has half the threads and twice the blocks per SM under a cap (the same registers per thread)."""
-    from composer.fused.config import one_element_form as _one_element
+    from composer.fused.config import one_element_form
 
     paired = fused_config("FUSED_TC16", 7)
     assert paired.x_pairs  # session 26's table
-    single = _one_element(paired)
+    single = one_element_form(paired)
     assert not single.x_pairs and single.kernels[0].threads * 2 == paired.kernels[0].threads
     assert single.min_blocks == 0 == paired.min_blocks
-    capped = _one_element(dataclasses.replace(paired, min_blocks=3))
+    capped = one_element_form(dataclasses.replace(paired, min_blocks=3))
     assert capped.min_blocks == 6
-    assert _one_element(single) is single  # an unpaired table is its own one-element form
+    assert one_element_form(single) is single  # an unpaired table is its own one-element form
