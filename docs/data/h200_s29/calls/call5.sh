@@ -8,7 +8,7 @@ set -o pipefail
 source tools/device_prelude.sh
 record_gpu
 export COMPOSER_CACHE_DIR=$PWD/.cache/nvrtc_pin5
-timeout 150 python3 -m pytest -q -m gpu tests/test_fused_gpu.py -k "test_fused_paths_match_reference and 7-" \
+[ -n "$ONLY_XFACES" ] || timeout 150 python3 -m pytest -q -m gpu tests/test_fused_gpu.py -k "test_fused_paths_match_reference and 7-" \
   > $OUT/logs/gpu_fused7.log 2>&1; t gpu_fused7 $?
 tail -2 $OUT/logs/gpu_fused7.log
 timeout 200 python3 -m pytest -q -m gpu tests/test_fused_xfaces.py -rs > $OUT/logs/gpu_xfaces.log 2>&1; t gpu_xfaces $?
