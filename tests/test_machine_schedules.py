@@ -249,14 +249,19 @@ def _shipped_overlays() -> list[tuple[str, int, list[str]]]:
 
 @pytest.mark.gpu
 def test_the_opened_gpu_loads_its_machine_s_overlay() -> None:
+    """Opening a Device is what names the machine (no note_device call here)."""
     from composer.arch.identify import identify_machine
-    from composer.runtime import default_device
+    from composer.runtime.device import Device
 
-    device = default_device()
-    named = identify_machine(device.arch, device.sm_count, device.total_memory)
-    assert note_device(device) == (named.name if named else None)
-    for machine, order, _ in _shipped_overlays():
-        assert load_schedule(order).machine == (machine if named and named.name == machine else "")
+    assert active_machine() is None
+    device = Device(0)
+    try:
+        named = identify_machine(device.arch, device.sm_count, device.total_memory)
+        assert device.machine == active_machine() == (named.name if named else None)
+        for machine, order, _ in _shipped_overlays():
+            assert load_schedule(order).machine == (machine if named and named.name == machine else "")
+    finally:
+        device.close()
 
 
 @pytest.mark.gpu
@@ -273,3 +278,57 @@ def test_every_shipped_overlay_validates_on_the_gpu(grid_kind: str) -> None:
         with using_machine(machine):
             for variant in changed:
                 assert_candidates_validate(device, order, grid_kind, [(machine, fused_config(variant, order))])
+
+
+def test_a_copy_of_an_overlaid_schedule_holds_the_machine_s_tables(packaged_copy: Path, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the sweeps write into a user directory starts from the schedule in use: on a machine with an
+    overlay, the overlay's tables, not the generic ones (else the first write would undo the overlay)."""
+    from composer.config.schedule_files import copy_schedules, writable_schedule_file
+
+    _overlay(packaged_copy, "h100_sxm", 15, H100_TABLE)
+    with using_machine("H100_SXM"):  # names in any case
+        runs = load_schedule(15)
+        target = writable_schedule_file(15, tmp_path / "user")
+        copied = copy_schedules(tmp_path / "copies")
+    assert runs.machine == "h100_sxm"
+    for path in (target, next(p for p in copied if p.name == "p0015.toml")):
+        s = load_schedule_file(path)
+        assert s.paths == runs.paths and s.benchmark == runs.benchmark and s.validation == runs.validation
+    assert "machines/h100_sxm/p0015.toml" in target.read_text().splitlines()[0]
+    assert load_schedule_file(tmp_path / "copies" / "p0007.toml").paths == load_schedule(7).paths
+
+
+def test_an_overlay_takes_winners_measured_against_the_machine_s_own_table(packaged_copy: Path, tmp_path: Path,
+                                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A log whose baseline is the generic FUSED_TC16 table (planned without --machine) cannot replace the
+    h100_sxm overlay's FUSED_TC16: its winner never ran against the table it would replace."""
+    from composer.fused.candidates import to_table
+    from composer.fused.config import fused_config
+
+    row = {"order": 15, "passed": True, "gpu": "NVIDIA H100 80GB HBM3", "machine": "h100_sxm"}
+    generic = fused_config("FUSED_TC16", 15)
+    records = [{**row, "variant": "FUSED_TC16@shipped", "us_per_call": 560.0, "table": to_table(generic)},
+               {**row, "variant": "FUSED_TC16@other", "us_per_call": 540.0, "table": to_table(generic)}]
+    log = tmp_path / "sweep.json"
+    log.write_text(json.dumps(records))
+    assert main(["sweep-fused", "apply", str(log), "--overlay", "--schedules-dir", str(packaged_copy)]) == 2
+    err = capsys.readouterr().err
+    assert "p15 FUSED_TC16: the sweep's baseline (shipped) is not the table h100_sxm runs now" in err
+    assert "sweep-fused check --machine h100_sxm" in err
+
+
+def test_sweep_fused_check_plans_against_the_machine_s_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tomllib
+
+    from composer.fused.config import fused_config, parse_table
+    pytest.importorskip("cuda.bindings.nvrtc")  # the check compiles the plan's tables
+    monkeypatch.setenv("COMPOSER_CACHE_DIR", str(tmp_path / "cache"))
+    plan = tmp_path / "plan.json"
+    assert main(["sweep-fused", "check", "--orders", "15", "--subset", "tile_swizzle", "--only", "no such label",
+                 "--machine", "h100_sxm", "--workers", "1", "--plan", str(plan)]) == 0
+    rows = json.loads(plan.read_text())["15"]["FUSED_TC16"]
+    base = next(r for r in rows if r["label"] == "base")
+    with using_machine("h100_sxm"):
+        assert parse_table("FUSED_TC16", 15, tomllib.loads(base["table"])["paths"]["FUSED_TC16"]) == \
+            fused_config("FUSED_TC16", 15)

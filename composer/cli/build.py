@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     which kernels a fused table or a GEMM_FUSED carrier needs)."""
     from composer.config.machine_schedules import active_machine, using_machine
 
-    with using_machine(args.machine if args.machine is not None else active_machine()):
+    with using_machine(args.machine if args.machine is not None else active_machine(), "--machine"):
         return _run(args)
 
 

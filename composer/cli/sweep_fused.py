@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,9 @@ def register(subparsers: Any) -> None:
                        help="every candidate's table names this NVRTC, whose CUBINs stay in $COMPOSER_CACHE_DIR: "
                             "carry that directory and `run` times them on the GPU machine whatever NVRTC it has "
                             "(the schedule's table as shipped is timed too, as \"shipped\")")
+    check.add_argument("--machine", default=None, metavar="NAME",
+                       help="plan against the tables machine NAME runs (its overlay, schedules/machines/NAME; default: "
+                            "$COMPOSER_SCHEDULE_MACHINE, else the generic tables): what `apply --overlay` needs")
     check.add_argument("--json", action="store_true",
                        help="print the plan's summary as JSON (per order and variant: label, kept, registers, spills)")
     run = sub.add_parser("run", help="validate and time the planned candidates (needs a GPU)")
@@ -74,8 +78,14 @@ def main(args: argparse.Namespace) -> int:
             except re.error as exc:
                 raise ComposerError(f"--only {args.only!r}: not a regular expression ({exc})") from None
         spill = sweep.MAX_SPILL if args.max_spill is None else args.max_spill
-        plan = sweep.check(args.orders, workers=args.workers, subset=args.subset, max_spill=spill, only=args.only,
-                           pin_nvrtc=args.pin_nvrtc)
+        from composer.config.machine_schedules import active_machine, using_machine
+
+        machine = args.machine if args.machine is not None else active_machine()
+        with using_machine(machine, "--machine"):
+            # the checking workers are other processes: they take the machine from the environment
+            os.environ["COMPOSER_SCHEDULE_MACHINE"] = (machine or "generic").lower()
+            plan = sweep.check(args.orders, workers=args.workers, subset=args.subset, max_spill=spill, only=args.only,
+                               pin_nvrtc=args.pin_nvrtc)
         atomic_write_text(args.plan, json.dumps(plan, indent=1))
         kept = sum(row["ok"] for rows in plan.values() for v in rows.values() for row in v)
         if args.json:

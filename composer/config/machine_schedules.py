@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ _device_machine: str | None = None
 
 def _checked_name(name: str, where: str) -> str | None:
     """``name`` if the machine table has it (``generic`` -> None); ConfigError naming ``where`` else."""
+    name = name.lower()  # the machine table's names are lower case; `info --machine` takes any case
     if name == GENERIC:
         return None
     from composer.arch.machines import load_machines
@@ -63,9 +65,10 @@ def _checked_name(name: str, where: str) -> str | None:
 
 
 @contextlib.contextmanager
-def using_machine(name: str | None) -> Iterator[None]:
-    """Within the block, load the schedules of machine ``name`` (None: the generic schedules)."""
-    token = _forced.set(None if name is None else _checked_name(name, "schedule machine"))
+def using_machine(name: str | None, where: str = "schedule machine") -> Iterator[None]:
+    """Within the block, load the schedules of machine ``name`` (None: the generic schedules); ``where``
+    names the option an unknown name came from in the error."""
+    token = _forced.set(None if name is None else _checked_name(name, where))
     try:
         yield
     finally:
@@ -138,6 +141,23 @@ def writable_overlay_file(order: int, machine: str, directory: Path, source: str
     return target
 
 
+def overlaid_text(base_text: str, overlay_text: str, overlaid: list[str], note: str) -> str:
+    """One schedule file's text: ``base_text`` without the ``[paths.NAME]`` tables (and their sub-tables)
+    of ``overlaid``, then the overlay's ``[paths.*]`` tables; ``note`` (a comment) first. What a copy
+    of an overlaid schedule must hold: the tables the machine runs, not the generic ones."""
+    names = "|".join(re.escape(n) for n in overlaid)
+    owned = re.compile(rf"^\[paths\.(?:{names})(?:\.[^\]]*)?\]\s*$")
+    kept, skipping = [], False
+    for line in base_text.splitlines():
+        if line.startswith("["):
+            skipping = bool(owned.match(line))
+        if not skipping:
+            kept.append(line)
+    start = re.search(r"^\[paths\.", overlay_text, re.M)
+    tables = overlay_text[start.start():] if start else ""
+    return note + "\n".join(kept).rstrip("\n") + "\n\n" + tables.rstrip("\n") + "\n"
+
+
 def parse_overlay(text: str, file: str, order: int) -> tuple[str, dict[str, Any]]:
     """An overlay's ``source`` and its raw ``[paths]`` data (checked by the caller against the merged
     tables); ConfigError for another order, a key other than order/source/paths, or no path table."""
@@ -164,4 +184,4 @@ def read_overlay(entry: Any, file: str, order: int) -> tuple[str, str, dict[str,
 
 
 __all__ = ["GENERIC", "MACHINE_ENV", "OVERLAY_DIR", "active_machine", "forget_device", "note_device",
-           "overlay_entry", "overlay_machines", "parse_overlay", "read_overlay", "using_machine", "writable_overlay_file"]
+           "overlaid_text", "overlay_entry", "overlay_machines", "parse_overlay", "read_overlay", "using_machine", "writable_overlay_file"]

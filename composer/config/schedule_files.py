@@ -97,6 +97,24 @@ def schedule_files(packaged: Any = None, user: Path | None = None) -> dict[int, 
     return found
 
 
+def text_in_use(found: ScheduleFile, packaged: Any = None) -> tuple[str, str]:
+    """(name, text) of the schedule the loader runs for ``found``: a packaged file with the active
+    machine's overlay (``composer.config.machine_schedules``) is the merged text, the overlay's path
+    tables in place of the generic ones, so that a copy holds what the machine runs."""
+    from composer.config.machine_schedules import (OVERLAY_DIR, active_machine, overlaid_text, overlay_entry,
+                                                   read_overlay)
+
+    text = read_text(found.entry, found.display)
+    machine = active_machine() if found.origin == PACKAGED else None
+    overlay = overlay_entry(packaged if packaged is not None else packaged_dir(), machine,
+                            schedule_file_name(found.order)) if machine else None
+    if overlay is None:
+        return found.display, text
+    name = f"{OVERLAY_DIR}/{machine}/{schedule_file_name(found.order)}"
+    overlay_text, _source, paths = read_overlay(overlay, name, found.order)
+    return f"{found.display}+{name}", overlaid_text(text, overlay_text, list(paths), f"# with the path tables of {name}\n")
+
+
 def _check_writable(directory: Path) -> None:
     """Refuse an installed package's directory (site-packages): results written there are lost on
     the next install. A source checkout's ``schedules/`` may be named explicitly."""
@@ -123,10 +141,11 @@ def writable_schedule_file(order: int, directory: str | os.PathLike[str] | None 
     if current is None:
         raise ConfigError(f"{schedule_file_name(order)}: no schedule for order {order} to copy into "
                           f"{target_dir}")
-    note = (f"# Copy of the {current.origin} schedule {current.display}, made by composer to hold "
+    display, text = text_in_use(current, packaged)
+    note = (f"# Copy of the {current.origin} schedule {display}, made by composer to hold "
             f"measured results.\n# As a user schedule it replaces the packaged one of order {order} "
             f"as a whole (docs/schedules.md).\n")
-    atomic_write_bytes(target, (note + read_text(current.entry, current.display)).encode("utf-8"))
+    atomic_write_bytes(target, (note + text).encode("utf-8"))
     return target
 
 
@@ -139,6 +158,6 @@ def copy_schedules(out: Path) -> list[Path]:
     written = []
     for order, found in sorted(schedule_files().items()):
         target = out / schedule_file_name(order)
-        target.write_bytes(found.entry.read_bytes())
+        target.write_text(text_in_use(found)[1], encoding="utf-8")
         written.append(target)
     return written

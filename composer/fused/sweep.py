@@ -108,6 +108,30 @@ def sweep_machine_name(records: list[dict]) -> str:
     return named.pop()
 
 
+def check_overlay_baseline(records: list[dict], machine: str) -> None:
+    """Refuse a log whose baseline rows (``@shipped``, else ``@base``) are not the tables ``machine`` runs
+    now: a winner must beat the machine's own table to replace it in its overlay, not the generic one
+    (`sweep-fused check --machine` plans against the machine's tables). Compared as configurations,
+    the NVRTC a pinned plan names aside."""
+    import tomllib
+
+    from composer.config.machine_schedules import using_machine
+    from composer.fused.config import fused_config, parse_table
+
+    for r in records:
+        variant, _, tag = r["variant"].partition("@")
+        if tag not in ("base", SHIPPED) or not r.get("table") or variant == "FUSED_DFMA":
+            continue
+        order = int(r["order"])
+        timed = parse_table(variant, order, tomllib.loads(r["table"])["paths"][variant])
+        with using_machine(machine):
+            runs = fused_config(variant, order)
+        if dataclasses.replace(timed, nvrtc="") != dataclasses.replace(runs, nvrtc=""):
+            raise ComposerError(f"p{order} {variant}: the sweep's baseline ({tag}) is not the table {machine} runs "
+                                f"now; plan the sweep with `composer sweep-fused check --machine {machine}` so that "
+                                "its winners are measured against that machine's tables")
+
+
 def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float = MIN_GAIN,
           machine: str = DEFAULT_MACHINE, overlay: bool = False) -> list[str]:
     """Write the fastest candidate of each (order, variant) of a device sweep into the schedules
@@ -131,6 +155,7 @@ def apply(sweep_json: str, schedules_dir: str | None, date: str, min_gain: float
             raise ComposerError("a machine overlay is written into the shipped schedules directory: name it "
                                 "(--schedules-dir schedules in a checkout)")
         overlay_machine = sweep_machine_name(records)
+        check_overlay_baseline(records, overlay_machine)
         target = lambda order: writable_overlay_file(  # noqa: E731
             order, overlay_machine, Path(schedules_dir), f"composer sweep-fused apply of {Path(sweep_json).name}, {date}")
     else:

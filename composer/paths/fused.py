@@ -257,7 +257,7 @@ class FusedPathBase(Path):
             if wrong:
                 raise ConfigError(f"{self.variant} p={problem.order}: {wrong}")
             unpaired = config.x_pairs and x_pairs_maps_problem(problem.mesh.face_maps[1], problem.nq)
-            if unpaired and "config" in self.options:  # a table the caller chose: run it as given or not at all
+            if unpaired and self.options.get("config") is not None:  # a table the caller chose: run it as given or not at all
                 raise ConfigError(f"{self.variant} p={problem.order}: {unpaired}")
             if unpaired:
                 # the schedule's paired table on a mesh whose elements do not pair (an odd x extent): the same
