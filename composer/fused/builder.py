@@ -19,7 +19,8 @@ import numpy as np
 from composer.arch.limits import DEFAULT_ARCH, ArchLimits, arch_limits
 from composer.errors import ComposerError
 from composer.fused.config import (DIR_NAMES, FusedConfig, KernelConfig, box_lines, chunk_problem, cluster_problem,
-                                   tile_swizzle_problem, trace_cluster_problem, x_pairs_problem)
+                                   tile_swizzle_problem, trace_cluster_problem, x_chain_problem,
+                                   x_pairs_problem)
 from composer.fused.copies import d_trips, f_trips, panel_strides
 from composer.kernels.render import render
 from composer.runtime.nvrtc import CompiledKernel, compile_cuda
@@ -106,6 +107,7 @@ class KernelPlan(BoxGeometry):
     flux_tiles: int = 0  # > 0: at most this many flux tiles resident (the later directions restaged)
     x_traces: bool = False  # traces = "xfaces" in a kernel carrying x: its x-face fluxes formed while staging
     x_pairs: bool = False  # two x-neighbour elements per block, half the threads each (config.x_pairs)
+    x_chain: int = 0  # > 0: the chain's length, the block walking that many x neighbours (config.x_chain)
     swizzle: bool = False  # unpadded tiles, i XOR-swizzled (config.tile_swizzle; composer.fused.banks)
 
     @property
@@ -163,9 +165,13 @@ class KernelPlan(BoxGeometry):
 
     @property
     def smem_doubles(self) -> int:
-        """The block's: one element's, or with x_pairs two and the shared face's q, u, v, w on both sides."""
+        """The block's: one element's, or with x_pairs two and the shared face's q, u, v, w on both sides;
+        with x_chain one element's, the high-face q, u, v, w of the last two elements (carried to the
+        next) and the last element's high-face point pairs waiting for their lift."""
         if self.x_pairs:
             return 2 * self.element_doubles + 8 * self.lines(0)
+        if self.x_chain:
+            return self.element_doubles + 10 * self.lines(0)
         return self.element_doubles
 
     @property
@@ -290,6 +296,9 @@ def _check_launchable(config: FusedConfig, plan: KernelPlan | StreamPlan, limits
     pairs_problem = x_pairs_problem(config)
     if pairs_problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: x_pairs {pairs_problem}")
+    chain_problem = x_chain_problem(config)
+    if chain_problem:
+        raise ComposerError(f"path {config.variant} at order {config.order}: x_chain {chain_problem}")
     swizzle_problem = tile_swizzle_problem(config)
     if swizzle_problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: tile_swizzle {swizzle_problem}")
@@ -329,7 +338,8 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
         name = f"{config.variant.lower()}_p{config.order}_k{index}_{k.dir_names}"
         plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0, q_tile=config.traces == "tiles",
                           flux_tiles=config.flux_tiles, x_traces=config.traces == "xfaces" and 0 in k.dirs,
-                          x_pairs=config.x_pairs, swizzle=config.tile_swizzle)
+                          x_pairs=config.x_pairs, x_chain=config.elements_per_block if config.x_chain else 0,
+                          swizzle=config.tile_swizzle)
         plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan, limits)))
     return plans
 
@@ -408,7 +418,7 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         late_wgt=late_weights(config, plan), cluster=plan.kernel.cluster, trace_cluster=config.trace_cluster,
         pair_io=config.pair_io, l2_keep=config.l2_keep, pair_x=config.pair_io and config.engine == "mma" and plan.kernel.dirs[0] == 0,
         split=-1 if plan.kernel.split is None else plan.kernel.split, xtraces=plan.x_traces,
-        x_pairs=plan.x_pairs, element_doubles=plan.element_doubles, swizzle=plan.swizzle,
+        x_pairs=plan.x_pairs, x_chain=plan.x_chain, element_doubles=plan.element_doubles, swizzle=plan.swizzle,
         chunked=config.chunk_elements > 0, **mma)
 
 

@@ -13,7 +13,8 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``shape_twin_candidates`` (FUSED_TC's table on FUSED_TC16's shapes: the model's shape-transfer targets),
 ``box_shape_candidates`` (FUSED_TC16's box table on its other MMA shape),
 ``trace_cluster_candidates`` (exterior face traces from the neighbours' tiles in element clusters),
-``tile_swizzle_candidates`` (unpadded, XOR-swizzled flux tiles: three resident where padding held two);
+``tile_swizzle_candidates`` (unpadded, XOR-swizzled flux tiles: three resident where padding held two),
+``x_chain_candidates`` (a block walks a chain of x neighbours, the shared faces' traces carried on chip);
 ``candidate_list`` selects one family by name.
 """
 
@@ -294,6 +295,37 @@ def x_pair_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
                                   weights="early" if blocks and blocks != base.min_blocks else base.weights)
         if all(k.threads <= arch_limits(DEFAULT_ARCH).max_threads_per_block for k in kernels) and _fits(cfg):
             out.append((label(cfg), cfg))
+    return out
+
+
+def x_chain_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The whole-element xyz schedule on ``traces = "xfaces"`` with ``x_chain``: the block walks chains
+    of 2, 4 and 8 x-neighbour elements and carries the shared faces' traces in shared memory (the
+    x-face exterior gathers, 8 bytes per 32-byte sector, fall to 1 / L; every warp stays on one element).
+    Longer chains: fewer gathers, fewer blocks (the last wave's tail grows)."""
+    base = _family_base(variant, order, "box")
+    if base is None or not _xfaces_ok(base) or base.d_stage != "global":
+        return []
+    base = dataclasses.replace(one_element_form(base), traces="xfaces")
+    if len(base.kernels) != 1 or base.kernels[0].box != (base.nq,) * 3 or sorted(base.kernels[0].dirs) != [0, 1, 2]:
+        return []
+    threads = base.kernels[0].threads
+    limits = arch_limits(DEFAULT_ARCH)
+    # the element loop lets the compiler hoist the staging addresses: p = 7's FUSED_TC grows from 32 to 48
+    # registers, p = 15's 512-thread kernels from 64 to 116-126 (one block per SM instead of two); so each
+    # chain also at the register caps of 32, 40 and 64 (their blocks per SM; the weights loaded as the
+    # table loads them: late_weights' rule, which a cap alone would switch)
+    caps = sorted({blocks for regs in (32, 40, 64)
+                   if 1 <= (blocks := limits.registers_per_sm // (regs * threads)) and blocks * threads <= limits.max_threads_per_sm
+                   and blocks != base.min_blocks})
+    out = []
+    for length in (2, 4, 8):
+        for blocks in (0, *caps):
+            cfg = dataclasses.replace(base, x_chain=True, elements_per_block=length)
+            if blocks:
+                cfg = dataclasses.replace(cfg, min_blocks=blocks, weights=base.weights or ("late" if base.min_blocks >= 2 else "early"))
+            if _fits(cfg):
+                out.append((label(cfg), cfg))
     return out
 
 
@@ -1110,7 +1142,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "flux_tiles": flux_tile_candidates, "pair_io": pair_io_candidates,
             "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates,
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
-            "x_pairs": x_pair_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
+            "x_pairs": x_pair_candidates, "x_chain": x_chain_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
             "xyz_cluster": xyz_cluster_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
 SUBSETS = ("all", *FAMILIES)
 
@@ -1186,6 +1218,8 @@ def label(config: FusedConfig) -> str:
         extra += f" W{config.weights}"
     if config.x_pairs:
         extra += " xpairs"
+    if config.x_chain:
+        extra += " xchain"
     if config.tile_swizzle:
         extra += " swz"
     if config.chunk_elements:
@@ -1239,6 +1273,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f'weights = "{config.weights}"')
     if config.x_pairs:
         lines.append("x_pairs = true")
+    if config.x_chain:
+        lines.append("x_chain = true")
     if config.tile_swizzle:
         lines.append("tile_swizzle = true")
     if config.chunk_elements:

@@ -284,6 +284,17 @@ class FusedConfig:
     #: x-face gathers left are the exterior ones, 8 bytes per 32-byte sector; a pair halves them. The
     #: path checks that the mesh numbers x neighbours so (composer.fused.traces).
     x_pairs: bool = False
+    #: True (one whole-element box kernel carrying x, y and z, traces = "xfaces", elements_per_block =
+    #: L >= 2): the block's L consecutive elements are an x chain, walked one after another; each
+    #: element's high x-face traces (q, u, v, w) stay in shared memory, so that the next element forms
+    #: both fluxes of the face they share without a gather; the element's nodes on that face wait in
+    #: shared memory for their lift and are stored one element later. Why: after "xfaces" the x-face
+    #: gathers left are the exterior ones, 8 bytes per 32-byte sector (30 % of the p = 7 kernel's L2
+    #: sector requests, session 19), and the L2 partition link binds at p = 7 and 15 (96 %, 94 %,
+    #: session 27); a chain removes (L - 1) / L of them and keeps every warp on one element, which
+    #: ``x_pairs`` (half the warps per element) and ``elements_per_block`` alone (the next element's
+    #: face from L1, if it is still there) did not. The path checks the mesh (composer.fused.traces).
+    x_chain: bool = False
     #: True (box kernels on the tensor cores, every box's i extent a multiple of 16): the flux tiles
     #: unpadded (j stride BI, k stride BJ*BI doubles), each row's i XOR-swizzled by 4*((j + k) mod 4)
     #: (composer.fused.banks). Why: the padded strides (4 or 12 mod 16 doubles) make p = 15's 16^3
@@ -479,7 +490,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs",
+                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs", "x_chain",
                             "tile_swizzle", "chunk_elements", *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
@@ -592,6 +603,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if weights and volume != "box":
         raise _error(file, f"{prefix}.weights", "applies to the box kernel")
     x_pairs = _flag(table, "x_pairs", prefix, file)
+    x_chain = _flag(table, "x_chain", prefix, file)
     tile_swizzle = _flag(table, "tile_swizzle", prefix, file)
     chunk_elements = table.get("chunk_elements", 0)
     if "chunk_elements" in table and (type(chunk_elements) is not int or not 1 <= chunk_elements <= MAX_CHUNK_ELEMENTS):
@@ -600,13 +612,16 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
                          nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
-                         x_pairs=x_pairs, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements)
+                         x_pairs=x_pairs, x_chain=x_chain, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements)
     problem = chunk_problem(config)
     if problem:
         raise _error(file, f"{prefix}.chunk_elements", problem)
     problem = x_pairs_problem(config)
     if problem:
         raise _error(file, f"{prefix}.x_pairs", problem)
+    problem = x_chain_problem(config)
+    if problem:
+        raise _error(file, f"{prefix}.x_chain", problem)
     problem = tile_swizzle_problem(config)
     if problem:
         raise _error(file, f"{prefix}.tile_swizzle", problem)
@@ -650,9 +665,12 @@ def _flux_tiles(table: Mapping[str, Any], kernels: tuple[KernelConfig, ...], vol
 
 def one_element_form(config: FusedConfig) -> FusedConfig:
     """``config`` with one element per block where it pairs x neighbours (``x_pairs``: two elements of
-    half its threads each); the same kernels otherwise. The base of the candidate families that change
+    half its threads each) or chains them (``x_chain``: the block walks its elements); the same kernels
+    otherwise. The base of the candidate families that change
     the traces or the elements a block holds (which the pair's shared face cannot follow), and what a
     fused path runs on a mesh whose elements do not pair up (an odd x extent)."""
+    if config.x_chain:  # the same block per element, walking one element instead of a chain
+        return dataclasses.replace(config, x_chain=False, elements_per_block=1)
     if not config.x_pairs:
         return config
     # a register cap of N paired blocks per SM is one of 2N single-element blocks (the same warps)
@@ -677,6 +695,24 @@ def x_pairs_problem(config: FusedConfig) -> str | None:
         return 'needs d_stage = "global"'
     if any(k.threads % 64 for k in config.kernels):
         return "needs an even number of warps per block (half per element)"
+    return None
+
+
+def x_chain_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``x_chain`` (None if nothing): one whole-element box kernel carrying
+    x, y and z that forms its x faces from the staged nodes and walks ``elements_per_block`` >= 2
+    elements (the chain's length). One kernel: the element's high-face nodes are stored one element
+    late, as their final value (a kernel after it would subtract from a value not yet there)."""
+    if not config.x_chain:
+        return None
+    if config.volume != "box" or config.traces != "xfaces":
+        return 'needs the box kernel with traces = "xfaces"'
+    if len(config.kernels) != 1 or sorted(config.kernels[0].dirs) != [0, 1, 2]:
+        return "needs one volume kernel carrying x, y and z"
+    if config.elements_per_block < 2:
+        return "needs elements_per_block >= 2 (the chain's length)"
+    if config.x_pairs or config.trace_cluster != 1:
+        return "chains elements itself: drop x_pairs and trace_cluster"
     return None
 
 

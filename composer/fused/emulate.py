@@ -478,6 +478,69 @@ def x_pair_traces(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg.M
     return inner, outer, written
 
 
+def x_chain_traces(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg.Mesh
+                   ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], np.ndarray]:
+    """With ``x_chain``: the interior and exterior traces of q, u, v, w at the x faces an element shares
+    with its chain neighbours ([e, side, b * Nq + a]; NaN elsewhere) as the kernel takes them (the
+    template's formulas): in the element loop, the staging pair of element e = L b + sub whose x-face node
+    is on side 1 (sub < L - 1) writes node g + 1 into carry[sub % 2][field][line]; the pair on side 0
+    (sub > 0) reads carry[(sub - 1) % 2][field][line] and forms the face slot idx (its element's side 0)
+    and the slot idx - NFACE + NQ2 (the previous element's side 1, interior and exterior swapped). vmapP
+    is not read (the path checks the chains first: composer.fused.traces). Also how many times each
+    slot was formed."""
+    nq, ne = mesh.nq, mesh.num_elements
+    length = plan.x_chain
+    _, bj, _ = plan.kernel.box
+    nl, nq2, nface = nq * nq, nq * nq, 6 * nq * nq
+    flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in ("q", "u", "v", "w")}
+    inner = {k: np.full((ne * 2 * nl,), np.nan) for k in flat}
+    outer = {k: np.full((ne * 2 * nl,), np.nan) for k in flat}
+    formed = np.zeros(ne * 2 * nl, dtype=int)
+    pairs = [(p, x) for p in _staging_pairs(plan) if (x := _x_face_pair(plan, p)) is not None]
+    for block in range(ne // length):
+        carry = {k: np.full((2, nl), np.nan) for k in flat}
+        for sub in range(length):
+            e = block * length + sub
+            for (k, j, i), (side, line) in pairs:
+                g = e * nq**3 + k * nq * nq + j * nq + i  # the pair's first point (base + offsets, box at 0)
+                idx = e * nface + side * nq2 + (line // bj) * nq + line % bj  # Dir<0>::face_off(l, 0, 0, 0)
+                if side == 1 and sub < length - 1:
+                    for name in flat:
+                        carry[name][sub % 2, line] = flat[name][g + 1]
+                elif side == 0 and sub > 0:
+                    own, high = _x_slot(idx, nq), _x_slot(idx - nface + nq2, nq)
+                    for name in flat:
+                        node, prev = flat[name][g], carry[name][(sub - 1) % 2, line]
+                        inner[name][own], outer[name][own] = node, prev
+                        inner[name][high], outer[name][high] = prev, node
+                    formed[own] += 1
+                    formed[high] += 1
+    shape = (ne, 2, nl)
+    return ({k: v.reshape(shape) for k, v in inner.items()}, {k: v.reshape(shape) for k, v in outer.items()},
+            formed.reshape(shape))
+
+
+def _x_slot(idx: int, nq: int) -> int:
+    """The [e, side, b * Nq + a] slot (flat, two x sides per element) of face index ``idx`` (the
+    kernel's e * NFACE + face * NQ2 + node), which must be on an x face."""
+    e, rest = divmod(idx, 6 * nq * nq)
+    face, node = divmod(rest, nq * nq)
+    assert face < 2, f"face index {idx} is not on an x face"
+    return (2 * e + face) * nq * nq + node
+
+
+def x_chain_deferred_store(plan: KernelPlan, line: int, e: int) -> tuple[int, int]:
+    """Where the kernel of an ``x_chain`` table stores the point pair (i = Nq - 2, Nq - 1) of x line
+    ``line`` of element e - 1 once element e has formed their shared face's flux (the template's
+    ``gp = g - NQ3 + NQ - 2`` from e's staging pair g at i = 0), and which pend slot pair it reads
+    (``PEND + 2 * line``, written by e - 1's store loop at its pair of that line)."""
+    nq = plan.nq
+    _, bj, _ = plan.kernel.box
+    k, j = line // bj, line % bj
+    g = e * nq**3 + k * nq * nq + j * nq
+    return g - nq**3 + nq - 2, 2 * (k * bj + j)
+
+
 def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
             launches: Sequence[tuple[int, int, int]] | None = None) -> np.ndarray:
     """dqdt as the fused kernels of ``config`` would compute it (volume layout [e, k, j, i]).
@@ -519,6 +582,16 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
                 continue
             inner, _ = x_face_interior(plan, fields, mesh)
             outer = {k: v.copy() for k, v in exterior.items()}
+            if config.x_chain:
+                # the faces shared inside each chain: both traces from the carried nodes
+                from composer.fused.traces import x_chain_maps_problem
+
+                assert x_chain_maps_problem(vmap_p, nq, plan.x_chain) is None, "the path refuses x_chain on this mesh"
+                chain_in, chain_out, formed = x_chain_traces(plan, fields, mesh)
+                shared = formed > 0
+                for k in inner:
+                    inner[k][shared] = chain_in[k][shared]
+                    outer[k][shared] = chain_out[k][shared]
             if config.x_pairs:
                 # the shared face of each pair: both traces from the pair buffer
                 from composer.fused.traces import x_pairs_maps_problem

@@ -1,4 +1,4 @@
-"""Which meshes ``traces = "xfaces"`` (and ``x_pairs``) serve: the x-face maps must point at the
+"""Which meshes ``traces = "xfaces"`` (and ``x_pairs``, ``x_chain``) serve: the x-face maps must point at the
 element's own boundary nodes in the order the staging loop meets them (and, for pairs, elements
 2b and 2b + 1 must be x neighbours whose shared face's nodes line up).
 
@@ -38,22 +38,41 @@ def x_pairs_maps_problem(vmap_p: np.ndarray, nq: int) -> str | None:
     element count, and for every pair (2b, 2b + 1) the high x face of 2b sees node (b', a, 0) of
     2b + 1 and the low x face of 2b + 1 sees node (b', a, Nq - 1) of 2b at the same face node
     (a, b') (the kernel exchanges the shared face's nodes line by line), else what is wrong."""
+    return _x_links_problem(vmap_p, nq, 2, "x_pairs")
+
+
+def x_chain_maps_problem(vmap_p: np.ndarray, nq: int, length: int) -> str | None:
+    """None if the elements form x chains of ``length`` for ``x_chain`` under the exterior map
+    ``vmap_p``: an element count that is a multiple of ``length``, and in every chain (L b ... L b +
+    L - 1) each element's high x face sees the next one's i = 0 nodes and the next one's low x face
+    sees its i = Nq - 1 nodes, node for node (the block carries the shared faces' traces from one
+    element to the next line by line), else what is wrong."""
+    return _x_links_problem(vmap_p, nq, length, "x_chain")
+
+
+def _x_links_problem(vmap_p: np.ndarray, nq: int, length: int, key: str) -> str | None:
+    """The check of :func:`x_pairs_maps_problem` (``length`` 2) and :func:`x_chain_maps_problem`: every
+    link (e, e + 1) inside a group of ``length`` consecutive elements is an x-neighbour pair."""
     ne = vmap_p.shape[0]
-    if ne % 2:
-        return f"x_pairs needs an even number of elements, got {ne}"
+    if ne % length:
+        return (f"x_pairs needs an even number of elements, got {ne}" if key == "x_pairs" else
+                f"x_chain needs a multiple of elements_per_block = {length} elements, got {ne}")
     maps = vmap_p.reshape(ne, 6, nq, nq)
     b = np.arange(nq).reshape(1, nq, 1)
     a = np.arange(nq).reshape(1, 1, nq)
-    first = np.arange(0, ne, 2).reshape(-1, 1, 1)
-    expected_high = (first + 1) * nq**3 + b * nq * nq + a * nq  # 2b's face 1 -> 2b + 1's i = 0 nodes
-    expected_low = first * nq**3 + b * nq * nq + a * nq + nq - 1  # 2b + 1's face 0 -> 2b's i = Nq - 1 nodes
-    for got, expected, what in ((maps[0::2, 1], expected_high, "high x face of element"),
-                                (maps[1::2, 0], expected_low, "low x face of element")):
+    first = np.array([e for e in range(ne) if e % length != length - 1]).reshape(-1, 1, 1)
+    expected_high = (first + 1) * nq**3 + b * nq * nq + a * nq  # e's face 1 -> e + 1's i = 0 nodes
+    expected_low = first * nq**3 + b * nq * nq + a * nq + nq - 1  # e + 1's face 0 -> e's i = Nq - 1 nodes
+    for got, expected, what in ((maps[first[:, 0, 0], 1], expected_high, "high x face of element"),
+                                (maps[first[:, 0, 0] + 1, 0], expected_low, "low x face of element")):
         wrong = np.argwhere(got != expected)
         if len(wrong):
-            pair, wb, wa = (int(v) for v in wrong[0])
-            element = 2 * pair + (0 if what.startswith("high") else 1)
-            return (f"x_pairs needs elements 2b and 2b + 1 to be x neighbours: the {what} {element} sees node "
-                    f"{int(got[pair, wb, wa])} at ({wa}, {wb}), not {int(expected[pair, wb, wa])} (an odd x extent, "
+            link, wb, wa = (int(v) for v in wrong[0])
+            element = int(first[link, 0, 0]) + (0 if what.startswith("high") else 1)
+            extent = "an odd x extent" if key == "x_pairs" else f"an x extent that is not a multiple of {length}"
+            group = ("elements 2b and 2b + 1 to be x neighbours" if key == "x_pairs" else
+                     f"elements {length}b ... {length}b + {length - 1} to be consecutive x neighbours")
+            return (f"{key} needs {group}: the {what} {element} sees node "
+                    f"{int(got[link, wb, wa])} at ({wa}, {wb}), not {int(expected[link, wb, wa])} ({extent}, "
                     "or elements numbered otherwise)")
     return None

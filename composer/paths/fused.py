@@ -31,7 +31,7 @@ from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
 from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_origin, kernel_sources,
                                     prebuilt)
-from composer.fused.traces import x_face_maps_problem, x_pairs_maps_problem
+from composer.fused.traces import x_chain_maps_problem, x_face_maps_problem, x_pairs_maps_problem
 from composer.fused.config import (ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, one_element_form,
                                    table_variant)
 from composer.paths.base import Launcher, Path, PathOption, directory_option, positive_int_option
@@ -166,14 +166,15 @@ def note_compiler_mismatch(config: FusedConfig, origin: str) -> None:
 _UNPAIRED: set[tuple[str, int]] = set()
 
 
-def note_unpaired(variant: str, order: int, why: str) -> None:
-    """One line on stderr (once per variant and order in a process) when a paired table (``x_pairs``)
-    runs one element per block because the mesh's elements do not pair up: the results are the same,
-    the speed is not the table's."""
+def note_unpaired(variant: str, order: int, why: str, how: str = "pairs") -> None:
+    """One line on stderr (once per variant and order in a process) when a paired (``x_pairs``) or
+    chained (``x_chain``, ``how = "chains"``) table runs one element per block because the mesh's
+    elements do not pair or chain up: the results are the same, the speed is not the table's."""
     if (variant, order) in _UNPAIRED:
         return
     _UNPAIRED.add((variant, order))
-    print(f"note: {variant} p={order}: the schedule's table pairs x neighbours (x_pairs) but {why.split(': ', 1)[-1]}; "
+    key = "x_chain" if how == "chains" else "x_pairs"
+    print(f"note: {variant} p={order}: the schedule's table {how} x neighbours ({key}) but {why.split(': ', 1)[-1]}; "
           "running its kernels one element per block", file=sys.stderr)
 
 
@@ -256,15 +257,17 @@ class FusedPathBase(Path):
             wrong = x_face_maps_problem(problem.mesh.face_maps[0], problem.nq)
             if wrong:
                 raise ConfigError(f"{self.variant} p={problem.order}: {wrong}")
-            unpaired = config.x_pairs and x_pairs_maps_problem(problem.mesh.face_maps[1], problem.nq)
+            unpaired = (config.x_pairs and x_pairs_maps_problem(problem.mesh.face_maps[1], problem.nq)) or (
+                config.x_chain and x_chain_maps_problem(problem.mesh.face_maps[1], problem.nq, config.elements_per_block))
             if unpaired and self.options.get("config") is not None:  # a table the caller chose: run it as given or not at all
                 raise ConfigError(f"{self.variant} p={problem.order}: {unpaired}")
             if unpaired:
-                # the schedule's paired table on a mesh whose elements do not pair (an odd x extent): the same
-                # kernels one element per block, which the plan and the launches below then follow
+                # the schedule's paired or chained table on a mesh whose elements do not pair or chain (an x
+                # extent that is odd, or not a multiple of the chain): the same kernels one element per
+                # block, which the plan and the launches below then follow
+                note_unpaired(self.variant, problem.order, unpaired, "chains" if config.x_chain else "pairs")
                 config = one_element_form(config)
                 self.options = {**self.options, "config": config}
-                note_unpaired(self.variant, problem.order, unpaired)
         self.config = config
         if config.chunk_elements and problem.num_elements >= 2**32:
             raise ConfigError(f"{self.variant} p={problem.order}: chunk_elements numbers elements in 32 bits; "
