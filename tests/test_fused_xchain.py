@@ -55,6 +55,25 @@ def test_x_chain_key_errors_name_the_key() -> None:
                                         kernels=[dict(XYZ7["kernels"][0], threads=512)]))
 
 
+def test_x_prefetch_needs_a_chain_and_adds_the_next_element() -> None:
+    with pytest.raises(ConfigError, match="x_prefetch.*needs x_chain"):
+        parse_table("FUSED_TC", 7, {k: v for k, v in dict(XYZ7, x_prefetch=True).items() if k != "x_chain"})
+    chain = parse_table("FUSED_TC", 7, XYZ7)
+    ahead = parse_table("FUSED_TC", 7, dict(XYZ7, x_prefetch=True))
+    plan, plain = kernel_plans(ahead)[0], kernel_plans(chain)[0]
+    assert plan.raw_offset % 2 == 0 and plan.raw_offset >= plain.smem_doubles
+    assert plan.smem_doubles == plan.raw_offset + 4 * 512  # q, u, v, w of one element
+    source = render_volume(ahead, plan)
+    assert "prefetch_element(smem + RAW, q, u, v, w, base + NQ3, tid)" in source and "cp.async.wait_group 0" in source
+    assert "__ldg(reinterpret_cast<const double2*>(q + g))" not in source.split("2. fstar")[0].split("for (int sub")[1]
+    assert "prefetch_element" not in render_volume(chain, plain)
+    assert parse_table("FUSED_TC", 7, _toml(to_table(ahead))) == ahead and "xpf" in label(ahead)
+    assert one_element_form(ahead).x_prefetch is False
+    # p = 15's element does not fit twice beside its tiles: the family leaves it out there
+    assert not [name for name, _ in x_chain_candidates("FUSED_TC16", 15) if "xpf" in name]
+    assert [name for name, _ in x_chain_candidates("FUSED_TC", 7) if "xpf" in name]
+
+
 def test_chain_adds_the_carried_nodes_and_the_held_pairs_to_shared_memory() -> None:
     single = parse_table("FUSED_TC", 7, {k: v for k, v in XYZ7.items() if k not in ("x_chain", "elements_per_block")})
     chain = parse_table("FUSED_TC", 7, XYZ7)
@@ -169,10 +188,15 @@ def test_chain_compiles_and_the_element_loop_keeps_the_registers_of_one_element(
     staging and fragment offsets out of the loop (p = 15: 116-126 registers against 62-64, one block per
     SM instead of two). The uncapped chain stays within 1.5x the single element's registers."""
     single = build(dataclasses.replace(_chain(variant, order, 2), x_chain=False, elements_per_block=1), "sm_90").kernels[0]
-    for length in (2, 8):
-        built = build(_chain(variant, order, length), "sm_90").kernels[0]
+    configs = [_chain(variant, order, length) for length in (2, 8)]
+    if order == 7:
+        configs.append(dataclasses.replace(configs[-1], x_prefetch=True))
+    for config in configs:
+        length = config.elements_per_block
+        built = build(config, "sm_90").kernels[0]
         sass, one = _sass(built), _sass(single)
-        print(f"{variant} p={order} L={length}: {sass.registers} regs ({one.registers} single), {sass.spill_bytes} B local")
+        print(f"{variant} p={order} L={length}{' prefetch' if config.x_prefetch else ''}: {sass.registers} regs "
+              f"({one.registers} single), {sass.spill_bytes} B local")
         assert sass.registers <= 1.5 * one.registers and sass.spill_bytes == 0
 
 

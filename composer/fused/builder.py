@@ -108,6 +108,7 @@ class KernelPlan(BoxGeometry):
     x_traces: bool = False  # traces = "xfaces" in a kernel carrying x: its x-face fluxes formed while staging
     x_pairs: bool = False  # two x-neighbour elements per block, half the threads each (config.x_pairs)
     x_chain: int = 0  # > 0: the chain's length, the block walking that many x neighbours (config.x_chain)
+    x_prefetch: bool = False  # the chain's next element copied into shared memory ahead (config.x_prefetch)
     swizzle: bool = False  # unpadded tiles, i XOR-swizzled (config.tile_swizzle; composer.fused.banks)
 
     @property
@@ -167,12 +168,21 @@ class KernelPlan(BoxGeometry):
     def smem_doubles(self) -> int:
         """The block's: one element's, or with x_pairs two and the shared face's q, u, v, w on both sides;
         with x_chain one element's, the high-face q, u, v, w of the last two elements (carried to the
-        next) and the last element's high-face point pairs waiting for their lift."""
+        next) and the last element's high-face point pairs waiting for their lift (with x_prefetch then
+        the next element's q, u, v, w)."""
         if self.x_pairs:
             return 2 * self.element_doubles + 8 * self.lines(0)
+        if self.x_chain and self.x_prefetch:
+            return self.raw_offset + 4 * self.nq**3
         if self.x_chain:
             return self.element_doubles + 10 * self.lines(0)
         return self.element_doubles
+
+    @property
+    def raw_offset(self) -> int:
+        """x_prefetch: where the next element's q, u, v, w start (after the chain's buffers, 16-byte aligned)."""
+        end = self.element_doubles + 10 * self.lines(0)
+        return end + end % 2
 
     @property
     def smem_bytes(self) -> int:
@@ -338,7 +348,7 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
         name = f"{config.variant.lower()}_p{config.order}_k{index}_{k.dir_names}"
         plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0, q_tile=config.traces == "tiles",
                           flux_tiles=config.flux_tiles, x_traces=config.traces == "xfaces" and 0 in k.dirs,
-                          x_pairs=config.x_pairs, x_chain=config.elements_per_block if config.x_chain else 0,
+                          x_pairs=config.x_pairs, x_chain=config.elements_per_block if config.x_chain else 0, x_prefetch=config.x_prefetch,
                           swizzle=config.tile_swizzle)
         plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan, limits)))
     return plans
@@ -418,7 +428,8 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         late_wgt=late_weights(config, plan), cluster=plan.kernel.cluster, trace_cluster=config.trace_cluster,
         pair_io=config.pair_io, l2_keep=config.l2_keep, pair_x=config.pair_io and config.engine == "mma" and plan.kernel.dirs[0] == 0,
         split=-1 if plan.kernel.split is None else plan.kernel.split, xtraces=plan.x_traces,
-        x_pairs=plan.x_pairs, x_chain=plan.x_chain, element_doubles=plan.element_doubles, swizzle=plan.swizzle,
+        x_pairs=plan.x_pairs, x_chain=plan.x_chain, x_prefetch=plan.x_prefetch, raw_offset=plan.raw_offset,
+        element_doubles=plan.element_doubles, swizzle=plan.swizzle,
         chunked=config.chunk_elements > 0, **mma)
 
 

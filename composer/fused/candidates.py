@@ -321,11 +321,12 @@ def x_chain_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]
     out = []
     for length in (2, 4, 8):
         for blocks in (0, *caps):
-            cfg = dataclasses.replace(base, x_chain=True, elements_per_block=length)
-            if blocks:
-                cfg = dataclasses.replace(cfg, min_blocks=blocks, weights=base.weights or ("late" if base.min_blocks >= 2 else "early"))
-            if _fits(cfg):
-                out.append((label(cfg), cfg))
+            for prefetch in (False, True):  # x_prefetch: where the element fits twice (p = 7)
+                cfg = dataclasses.replace(base, x_chain=True, elements_per_block=length, x_prefetch=prefetch)
+                if blocks:
+                    cfg = dataclasses.replace(cfg, min_blocks=blocks, weights=base.weights or ("late" if base.min_blocks >= 2 else "early"))
+                if _fits(cfg):
+                    out.append((label(cfg), cfg))
     return out
 
 
@@ -1220,6 +1221,8 @@ def label(config: FusedConfig) -> str:
         extra += " xpairs"
     if config.x_chain:
         extra += " xchain"
+    if config.x_prefetch:
+        extra += " xpf"
     if config.tile_swizzle:
         extra += " swz"
     if config.chunk_elements:
@@ -1275,6 +1278,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append("x_pairs = true")
     if config.x_chain:
         lines.append("x_chain = true")
+    if config.x_prefetch:
+        lines.append("x_prefetch = true")
     if config.tile_swizzle:
         lines.append("tile_swizzle = true")
     if config.chunk_elements:

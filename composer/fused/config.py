@@ -295,6 +295,12 @@ class FusedConfig:
     #: ``x_pairs`` (half the warps per element) and ``elements_per_block`` alone (the next element's
     #: face from L1, if it is still there) did not. The path checks the mesh (composer.fused.traces).
     x_chain: bool = False
+    #: True (with x_chain): the chain's next element's q, u, v, w are copied into shared memory by cp.async
+    #: while the current one contracts, and the staging loop reads them there. Why: session 30's ncu of
+    #: the chained kernels had their warps waiting on global loads (long-scoreboard 57 % of the cycles
+    #: between issues) with fewer blocks per SM than the one-element kernels; copies in flight cost no
+    #: registers and overlap the element before. Costs 4 x Nq^3 doubles of shared memory (p = 7 only).
+    x_prefetch: bool = False
     #: True (box kernels on the tensor cores, every box's i extent a multiple of 16): the flux tiles
     #: unpadded (j stride BI, k stride BJ*BI doubles), each row's i XOR-swizzled by 4*((j + k) mod 4)
     #: (composer.fused.banks). Why: the padded strides (4 or 12 mod 16 doubles) make p = 15's 16^3
@@ -490,7 +496,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     prefix = f"paths.{variant}"
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
-                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs", "x_chain",
+                            "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs", "x_chain", "x_prefetch",
                             "tile_swizzle", "chunk_elements", *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
@@ -604,6 +610,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         raise _error(file, f"{prefix}.weights", "applies to the box kernel")
     x_pairs = _flag(table, "x_pairs", prefix, file)
     x_chain = _flag(table, "x_chain", prefix, file)
+    x_prefetch = _flag(table, "x_prefetch", prefix, file)
     tile_swizzle = _flag(table, "tile_swizzle", prefix, file)
     chunk_elements = table.get("chunk_elements", 0)
     if "chunk_elements" in table and (type(chunk_elements) is not int or not 1 <= chunk_elements <= MAX_CHUNK_ELEMENTS):
@@ -612,7 +619,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
                          nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
-                         x_pairs=x_pairs, x_chain=x_chain, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements)
+                         x_pairs=x_pairs, x_chain=x_chain, x_prefetch=x_prefetch, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements)
     problem = chunk_problem(config)
     if problem:
         raise _error(file, f"{prefix}.chunk_elements", problem)
@@ -622,6 +629,8 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     problem = x_chain_problem(config)
     if problem:
         raise _error(file, f"{prefix}.x_chain", problem)
+    if x_prefetch and not x_chain:
+        raise _error(file, f"{prefix}.x_prefetch", "copies the chain's next element: needs x_chain")
     problem = tile_swizzle_problem(config)
     if problem:
         raise _error(file, f"{prefix}.tile_swizzle", problem)
@@ -670,7 +679,7 @@ def one_element_form(config: FusedConfig) -> FusedConfig:
     the traces or the elements a block holds (which the pair's shared face cannot follow), and what a
     fused path runs on a mesh whose elements do not pair up (an odd x extent)."""
     if config.x_chain:  # the same block per element, walking one element instead of a chain
-        return dataclasses.replace(config, x_chain=False, elements_per_block=1)
+        return dataclasses.replace(config, x_chain=False, x_prefetch=False, elements_per_block=1)
     if not config.x_pairs:
         return config
     # a register cap of N paired blocks per SM is one of 2N single-element blocks (the same warps)
@@ -713,6 +722,8 @@ def x_chain_problem(config: FusedConfig) -> str | None:
         return "needs elements_per_block >= 2 (the chain's length)"
     if config.x_pairs or config.trace_cluster != 1:
         return "chains elements itself: drop x_pairs and trace_cluster"
+    if config.x_prefetch and (config.l2_keep or config.d_stage != "global"):
+        return "with x_prefetch the staging reads shared memory: drop l2_keep and d_stage"
     return None
 
 
