@@ -100,8 +100,9 @@ def _toml(text: str) -> dict:
 def test_every_shared_face_slot_is_formed_once_from_both_neighbours(variant: str, order: int, grid: tuple,
                                                                     length: int) -> None:
     """Inside each chain every face two elements share is formed exactly once on each side, with the
-    interior trace vmapM names and the exterior trace vmapP names (the template's carry and index
-    formulas, not the maps); the chain's outer faces are left to the gathers."""
+    interior trace vmapM names and the exterior trace vmapP names, by x_chain_traces (the emulation's copy
+    of the template's carry buffers and face-slot formulas, reading no map); the chain's outer faces are
+    left to the gathers."""
     mesh = dg.Mesh(order, grid)
     fields = dg.make_fields(order, grid, varying=True)
     ne, nl = mesh.num_elements, mesh.nq**2
@@ -141,6 +142,10 @@ def test_the_held_pair_is_stored_at_the_previous_elements_high_face(order: int, 
                                                        ("FUSED_TC", 15, (2, 1, 2), 2), ("FUSED_TC16", 15, (4, 1, 1), 4)])
 def test_emulated_chains_equal_the_single_element_kernels_and_the_reference(variant: str, order: int, grid: tuple,
                                                                             length: int) -> None:
+    """The emulation replays the chain's stores as the template orders them: an element before the chain's
+    last leaves out its high x face's lift and holds its (Nq - 2, Nq - 1) pairs back; the next element stores
+    them with that face's flux, at the template's index (x_chain_deferred_store). A point no store reaches
+    stays NaN."""
     fields = dg.make_fields(order, grid, varying=True)
     ref = dg.reference_tendency(fields, order, grid)
     chain = _chain(variant, order, length)
@@ -149,6 +154,23 @@ def test_emulated_chains_equal_the_single_element_kernels_and_the_reference(vari
     assert not np.any(np.isnan(out))
     assert np.max(np.abs(out - emulate(single, fields, grid))) <= 1e-15 * np.max(np.abs(ref))
     assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+
+
+def test_a_wrong_deferred_store_shows_in_the_emulation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The emulated kernel goes through the deferred store's index: a store one line off, or one reading the
+    wrong held slot, leaves points unstored (NaN) or wrong, so the reference check above can fail."""
+    import composer.fused.emulate as emulate_module
+
+    grid, order = (4, 1, 1), 7
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    chain = _chain("FUSED_TC", order, 4)
+    right = emulate_module.x_chain_deferred_store
+    for wrong in (lambda plan, line, e: (right(plan, line, e)[0] + plan.nq, right(plan, line, e)[1]),
+                  lambda plan, line, e: (right(plan, line, e)[0], (right(plan, line, e)[1] + 2) % (2 * plan.nq**2))):
+        monkeypatch.setattr(emulate_module, "x_chain_deferred_store", wrong)
+        out = emulate(chain, fields, grid)
+        assert np.any(np.isnan(out)) or np.max(np.abs(out - ref)) / np.max(np.abs(ref)) > 1e-6
 
 
 def test_meshes_that_do_not_chain_are_refused_in_one_line() -> None:
@@ -233,7 +255,7 @@ def test_a_chained_table_runs_one_element_per_block_where_the_mesh_does_not_chai
 
     import composer.paths.fused
 
-    monkeypatch.setattr(composer.paths.fused, "_UNPAIRED", set())
+    monkeypatch.setattr(composer.paths.fused, "_ONE_ELEMENT_NOTED", set())
     chain = _chain("FUSED_TC", 7, 4)
     monkeypatch.setattr(composer.paths.fused, "fused_config", lambda variant, order: chain)
     device = default_device()
@@ -257,6 +279,16 @@ def test_a_chained_table_runs_one_element_per_block_where_the_mesh_does_not_chai
 
 
 def test_builder_refuses_a_chain_it_cannot_build() -> None:
-    bad = dataclasses.replace(_chain("FUSED_TC", 7, 2), traces="global")
+    """Tables built in code (the candidate families) skip parse_table: the plan checks them again."""
+    chain = _chain("FUSED_TC", 7, 2)
     with pytest.raises(ComposerError, match='x_chain needs the box kernel with traces = "xfaces"'):
-        kernel_plans(bad)
+        kernel_plans(dataclasses.replace(chain, traces="global"))
+    half = dataclasses.replace(chain.kernels[0], box=(4, 8, 8))
+    with pytest.raises(ComposerError, match=r"x_chain needs the whole element as the box \[8, 8, 8\]"):
+        kernel_plans(dataclasses.replace(chain, kernels=(half,)))
+    with pytest.raises(ComposerError, match='x_chain needs d_stage = "global"'):
+        kernel_plans(dataclasses.replace(chain, d_stage="smem"))
+    with pytest.raises(ComposerError, match="x_prefetch copies the chain's next element: needs x_chain"):
+        kernel_plans(dataclasses.replace(chain, x_chain=False, x_prefetch=True))
+    with pytest.raises(ConfigError, match="paths.FUSED_TC.x_prefetch: replaces the staging loads with copies: drop l2_keep"):
+        parse_table("FUSED_TC", 7, dict(XYZ7, x_prefetch=True, l2_keep=True, flux_tiles=2))

@@ -361,7 +361,7 @@ def test_a_paired_schedule_runs_one_element_per_block_on_an_odd_grid(capsys: pyt
 
     import composer.paths.fused
 
-    monkeypatch.setattr(composer.paths.fused, "_UNPAIRED", set())  # the note is once per process
+    monkeypatch.setattr(composer.paths.fused, "_ONE_ELEMENT_NOTED", set())  # the note is once per process
     assert fused_config("FUSED_TC16", 7).x_pairs
     device = default_device()
     grid = (3, 2, 2)

@@ -20,7 +20,7 @@ from composer.arch.limits import DEFAULT_ARCH, ArchLimits, arch_limits
 from composer.errors import ComposerError
 from composer.fused.config import (DIR_NAMES, FusedConfig, KernelConfig, box_lines, chunk_problem, cluster_problem,
                                    tile_swizzle_problem, trace_cluster_problem, x_chain_problem,
-                                   x_pairs_problem)
+                                   x_pairs_problem, x_prefetch_problem)
 from composer.fused.copies import d_trips, f_trips, panel_strides
 from composer.kernels.render import render
 from composer.runtime.nvrtc import CompiledKernel, compile_cuda
@@ -309,6 +309,9 @@ def _check_launchable(config: FusedConfig, plan: KernelPlan | StreamPlan, limits
     chain_problem = x_chain_problem(config)
     if chain_problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: x_chain {chain_problem}")
+    prefetch_problem = x_prefetch_problem(config)
+    if prefetch_problem:
+        raise ComposerError(f"path {config.variant} at order {config.order}: x_prefetch {prefetch_problem}")
     swizzle_problem = tile_swizzle_problem(config)
     if swizzle_problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: tile_swizzle {swizzle_problem}")

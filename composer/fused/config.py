@@ -629,8 +629,9 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     problem = x_chain_problem(config)
     if problem:
         raise _error(file, f"{prefix}.x_chain", problem)
-    if x_prefetch and not x_chain:
-        raise _error(file, f"{prefix}.x_prefetch", "copies the chain's next element: needs x_chain")
+    problem = x_prefetch_problem(config)
+    if problem:
+        raise _error(file, f"{prefix}.x_prefetch", problem)
     problem = tile_swizzle_problem(config)
     if problem:
         raise _error(file, f"{prefix}.tile_swizzle", problem)
@@ -720,10 +721,24 @@ def x_chain_problem(config: FusedConfig) -> str | None:
         return "needs one volume kernel carrying x, y and z"
     if config.elements_per_block < 2:
         return "needs elements_per_block >= 2 (the chain's length)"
+    if any(k.box != (config.nq,) * 3 or k.cluster > 1 for k in config.kernels):
+        return f"needs the whole element as the box [{config.nq}, {config.nq}, {config.nq}], no cluster"
+    if config.d_stage != "global":
+        return 'needs d_stage = "global" (the element loop re-stages nothing but the element)'
     if config.x_pairs or config.trace_cluster != 1:
         return "chains elements itself: drop x_pairs and trace_cluster"
-    if config.x_prefetch and (config.l2_keep or config.d_stage != "global"):
-        return "with x_prefetch the staging reads shared memory: drop l2_keep and d_stage"
+    return None
+
+
+def x_prefetch_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``x_prefetch`` (None if nothing): a chain (``x_chain``) whose staging
+    loop reads plain loads (the copies replace them; ``l2_keep``'s hinted loads have no copy form)."""
+    if not config.x_prefetch:
+        return None
+    if not config.x_chain:
+        return "copies the chain's next element: needs x_chain"
+    if config.l2_keep:
+        return "replaces the staging loads with copies: drop l2_keep"
     return None
 
 

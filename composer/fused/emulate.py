@@ -520,6 +520,19 @@ def x_chain_traces(plan: KernelPlan, fields: Mapping[str, np.ndarray], mesh: dg.
             formed.reshape(shape))
 
 
+def _store_held_pairs(plan: KernelPlan, e: int, pend: np.ndarray, fstar: np.ndarray, dqdt: np.ndarray) -> None:
+    """Element e of a chain stores the pairs element e - 1 held back, as the template does in its staging
+    loop: -pend at (i = Nq - 2) and -(pend + the flux of their shared face, e - 1's high side: the slot
+    idx - NFACE + NQ2 of e's low-face slot idx) at i = Nq - 1, at :func:`x_chain_deferred_store`'s index."""
+    nq = plan.nq
+    _, bj, _ = plan.kernel.box
+    for line in range(nq * nq):
+        store, slot = x_chain_deferred_store(plan, line, e)
+        idx = e * 6 * nq * nq + (line // bj) * nq + line % bj  # e's low x face: Dir<0>::face_off(l, 0, 0, 0)
+        dqdt[store] = -pend[slot]
+        dqdt[store + 1] = -(pend[slot + 1] + fstar[idx - 6 * nq * nq + nq * nq])
+
+
 def _x_slot(idx: int, nq: int) -> int:
     """The [e, side, b * Nq + a] slot (flat, two x sides per element) of face index ``idx`` (the
     kernel's e * NFACE + face * NQ2 + node), which must be on an x face."""
@@ -619,6 +632,7 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
             _emulate_stream(config, plan, flat, fstar, dmat, dqdt, ne)
             continue
         bk, bj, bi = plan.kernel.box
+        pend = np.full(2 * bk * bj, np.nan)  # x_chain: the held point pairs of the element before ([line][2])
         kk, jj, ii = np.meshgrid(np.arange(bk), np.arange(bj), np.arange(bi), indexing="ij")
         kk, jj, ii = kk.ravel(), jj.ravel(), ii.ravel()
         split, cluster = plan.kernel.split, plan.kernel.cluster
@@ -665,13 +679,27 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
                         else:
                             acc[off] = acc[off] + weighted
                 val = acc[tile_offset(plan, kk, jj, ii)].copy()
+                # x_chain: an element before its chain's last leaves out its high x face's lift (the next
+                # element forms that flux) and holds its point pairs at i = Nq - 2 back
+                defer = bool(plan.x_chain) and e % plan.x_chain < plan.x_chain - 1
                 for d in plan.kernel.dirs:
                     pos = (ii + i0, jj + j0, kk + k0)[d]  # along the whole axis (a split one's chunk moved)
                     face = {0: (kk + k0) * nq + (jj + j0), 1: (kk + k0) * nq + (ii + i0),
                             2: (jj + j0) * nq + (ii + i0)}[d]
                     for side, where in ((0, pos == 0), (1, pos == nq - 1)):
+                        if defer and d == 0 and side == 1:
+                            continue
                         idx = e * 6 * nq * nq + (2 * d + side) * nq * nq + face
                         val = val + np.where(where, fstar[np.where(where, idx, 0)], 0.0)
                 g = gidx(kk, jj, ii, box)
-                dqdt[g] = -val if plan.first else dqdt[g] - val
+                out = -val if plan.first else dqdt[g] - val
+                if plan.x_chain:
+                    assert plan.first and box == 0, "a chain is one whole-element kernel"
+                    if e % plan.x_chain:
+                        _store_held_pairs(plan, e, pend, fstar, dqdt)
+                    held = (ii >= nq - 2) & defer
+                    pend[2 * (kk[held] * plan.kernel.box[1] + jj[held]) + ii[held] - (nq - 2)] = val[held]
+                    dqdt[g[~held]] = out[~held]
+                else:
+                    dqdt[g] = out
     return dqdt.reshape(mesh.volume_shape)

@@ -38,7 +38,10 @@ def x_pairs_maps_problem(vmap_p: np.ndarray, nq: int) -> str | None:
     element count, and for every pair (2b, 2b + 1) the high x face of 2b sees node (b', a, 0) of
     2b + 1 and the low x face of 2b + 1 sees node (b', a, Nq - 1) of 2b at the same face node
     (a, b') (the kernel exchanges the shared face's nodes line by line), else what is wrong."""
-    return _x_links_problem(vmap_p, nq, 2, "x_pairs")
+    ne = vmap_p.shape[0]
+    if ne % 2:
+        return f"x_pairs needs an even number of elements, got {ne}"
+    return _x_links_problem(vmap_p, nq, 2, "x_pairs needs elements 2b and 2b + 1 to be x neighbours", "an odd x extent")
 
 
 def x_chain_maps_problem(vmap_p: np.ndarray, nq: int, length: int) -> str | None:
@@ -47,32 +50,32 @@ def x_chain_maps_problem(vmap_p: np.ndarray, nq: int, length: int) -> str | None
     L - 1) each element's high x face sees the next one's i = 0 nodes and the next one's low x face
     sees its i = Nq - 1 nodes, node for node (the block carries the shared faces' traces from one
     element to the next line by line), else what is wrong."""
-    return _x_links_problem(vmap_p, nq, length, "x_chain")
-
-
-def _x_links_problem(vmap_p: np.ndarray, nq: int, length: int, key: str) -> str | None:
-    """The check of :func:`x_pairs_maps_problem` (``length`` 2) and :func:`x_chain_maps_problem`: every
-    link (e, e + 1) inside a group of ``length`` consecutive elements is an x-neighbour pair."""
     ne = vmap_p.shape[0]
     if ne % length:
-        return (f"x_pairs needs an even number of elements, got {ne}" if key == "x_pairs" else
-                f"x_chain needs a multiple of elements_per_block = {length} elements, got {ne}")
+        return f"x_chain needs a multiple of elements_per_block = {length} elements, got {ne}"
+    return _x_links_problem(vmap_p, nq, length,
+                            f"x_chain needs elements {length}b ... {length}b + {length - 1} to be consecutive x neighbours",
+                            f"an x extent that is not a multiple of {length}")
+
+
+def _x_links_problem(vmap_p: np.ndarray, nq: int, length: int, need: str, likely: str) -> str | None:
+    """The link check of :func:`x_pairs_maps_problem` (``length`` 2) and :func:`x_chain_maps_problem`:
+    every link (e, e + 1) inside a group of ``length`` consecutive elements is an x-neighbour pair;
+    else ``need``, the first wrong node, and ``likely`` (the usual cause)."""
+    ne = vmap_p.shape[0]
     maps = vmap_p.reshape(ne, 6, nq, nq)
     b = np.arange(nq).reshape(1, nq, 1)
     a = np.arange(nq).reshape(1, 1, nq)
-    first = np.array([e for e in range(ne) if e % length != length - 1]).reshape(-1, 1, 1)
+    firsts = np.flatnonzero(np.arange(ne) % length != length - 1)  # e of every link (e, e + 1)
+    first = firsts.reshape(-1, 1, 1)
     expected_high = (first + 1) * nq**3 + b * nq * nq + a * nq  # e's face 1 -> e + 1's i = 0 nodes
     expected_low = first * nq**3 + b * nq * nq + a * nq + nq - 1  # e + 1's face 0 -> e's i = Nq - 1 nodes
-    for got, expected, what in ((maps[first[:, 0, 0], 1], expected_high, "high x face of element"),
-                                (maps[first[:, 0, 0] + 1, 0], expected_low, "low x face of element")):
+    for got, expected, what in ((maps[firsts, 1], expected_high, "high x face of element"),
+                                (maps[firsts + 1, 0], expected_low, "low x face of element")):
         wrong = np.argwhere(got != expected)
         if len(wrong):
             link, wb, wa = (int(v) for v in wrong[0])
-            element = int(first[link, 0, 0]) + (0 if what.startswith("high") else 1)
-            extent = "an odd x extent" if key == "x_pairs" else f"an x extent that is not a multiple of {length}"
-            group = ("elements 2b and 2b + 1 to be x neighbours" if key == "x_pairs" else
-                     f"elements {length}b ... {length}b + {length - 1} to be consecutive x neighbours")
-            return (f"{key} needs {group}: the {what} {element} sees node "
-                    f"{int(got[link, wb, wa])} at ({wa}, {wb}), not {int(expected[link, wb, wa])} ({extent}, "
-                    "or elements numbered otherwise)")
+            element = int(firsts[link]) + (0 if what.startswith("high") else 1)
+            return (f"{need}: the {what} {element} sees node {int(got[link, wb, wa])} at ({wa}, {wb}), not "
+                    f"{int(expected[link, wb, wa])} ({likely}, or elements numbered otherwise)")
     return None
