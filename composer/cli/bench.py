@@ -44,8 +44,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--baseline", default=None, help="path the ratios divide by (default: the first path)")
     parser.add_argument("--option", dest="options", action="append", type=path_option, default=None,
                         metavar="PATH.KEY=VALUE", help="a path option, repeatable (e.g. GEMM_CUTE.mma=8x8x4)")
-    parser.add_argument("--machine", default=DEFAULT_MACHINE,
-                        help=f"machine entry for the roof fractions (default: {DEFAULT_MACHINE})")
+    parser.add_argument("--machine", default=None,
+                        help="machine entry for the roof fractions (default: the GPU the run opens, identified "
+                             f"in the machine table; {DEFAULT_MACHINE} where it is not there)")
     parser.add_argument("--sms", type=positive_int, default=None,
                         help="run in a green context of N SMs (even, >= 2): the balance axis; the "
                              "active SM count is read back with %%smid in every run and recorded")
@@ -67,9 +68,11 @@ def run(args: argparse.Namespace) -> int:
     # checked before the GPU is opened; with `auto` once its choices name the paths
     auto = any(is_auto(p) for p in args.paths)
     options = None if auto else requested_path_options(options_by_path(args.options), args.paths)
-    machine = get_machine(args.machine)
+    machine = get_machine(args.machine) if args.machine else None  # a wrong name stops before the GPU opens
     _check_out_sms(Path(args.out), args.sms)
     device = open_device(args.sms)  # NoGpuError says what works without a GPU
+    if machine is None:
+        machine = roof_machine(device)
     paths, cells = expand_auto(args.paths, args.orders, device)  # prints each auto choice on stderr
     if options is None:
         options = requested_path_options(options_by_path(args.options), paths)
@@ -83,6 +86,19 @@ def run(args: argparse.Namespace) -> int:
         run_sweep(plan, machine, device)
     print((Path(args.out) / ResultStore.SUMMARY_JSON).read_text(), end="")
     return 0
+
+
+def roof_machine(device: Any) -> Any:
+    """The machine whose capacities the roof fractions divide by: the opened GPU's entry in the machine
+    table (an H100's 3.35 TB/s, not the H200's 4.24), else the default machine with a note on stderr."""
+    from composer.arch.machines import get_machine
+
+    name = getattr(device, "machine", None)
+    if name:
+        return get_machine(name)
+    print(f"note: {getattr(device, 'name', 'this GPU')} is not in the machine table: the roof fractions use "
+          f"{DEFAULT_MACHINE}'s capacities (--machine names another)", file=sys.stderr)
+    return get_machine(DEFAULT_MACHINE)
 
 
 def _check_out_sms(out: Path, sms: int | None) -> None:
