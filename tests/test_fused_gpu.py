@@ -66,6 +66,31 @@ def assert_candidates_validate(device, order: int, grid_kind: str, found: list) 
         assert rec["rel_err"] <= TOLERANCE, rec
 
 
+def run_schedule_table(variant: str, order: int, grid: tuple[int, int, int], device, refused=None):
+    """The path of ``variant`` built from the order's schedule table (as the path resolves it on this mesh)
+    and launched once into a NaN-filled dqdt; returns (the table the path ran, max|diff|/max|ref|).
+    ``refused``: a (config, regex) the same path must refuse, given explicitly, on this mesh first."""
+    from composer.errors import ConfigError
+    from composer.paths.problem import DeviceProblem
+    from composer.paths.registry import path_class
+
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    problem = DeviceProblem.upload(fields, order, grid, device)
+    try:
+        if refused is not None:
+            with pytest.raises(ConfigError, match=refused[1]):
+                path_class(variant)(problem, config=refused[0])
+        path = path_class(variant)(problem)
+        problem.dqdt.copy_from(np.full(ref.shape, np.nan), problem.stream)
+        path.launch(problem.ptr("q"), problem.dqdt.ptr)
+        out = problem.download(problem.dqdt)
+        path.close()
+    finally:
+        problem.close()
+    return path.config, float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
+
+
 @pytest.fixture(scope="module")
 def device():
     from composer.runtime import default_device

@@ -249,32 +249,17 @@ def test_a_chained_table_runs_one_element_per_block_where_the_mesh_does_not_chai
     """A chained table given as the schedule's runs one element per block on a mesh whose x extent the
     chain does not divide (a note on stderr) and computes the reference; given explicitly it is refused."""
     from composer.fused.trial import TOLERANCE
-    from composer.paths.problem import DeviceProblem
-    from composer.paths.registry import path_class
     from composer.runtime import default_device
 
     import composer.paths.fused
+    from tests.test_fused_gpu import run_schedule_table
 
     monkeypatch.setattr(composer.paths.fused, "_ONE_ELEMENT_NOTED", set())
     chain = _chain("FUSED_TC", 7, 4)
     monkeypatch.setattr(composer.paths.fused, "fused_config", lambda variant, order: chain)
-    device = default_device()
-    grid = (3, 2, 2)
-    fields = dg.make_fields(7, grid, varying=True)
-    ref = dg.reference_tendency(fields, 7, grid)
-    problem = DeviceProblem.upload(fields, 7, grid, device)
-    try:
-        with pytest.raises(ConfigError, match=r"x_chain needs elements 4b \.\.\. 4b \+ 3 to be consecutive x neighbours"):
-            path_class("FUSED_TC")(problem, config=chain)
-        path = path_class("FUSED_TC")(problem)
-        assert not path.config.x_chain and path.config.elements_per_block == 1
-        problem.dqdt.copy_from(np.full(ref.shape, np.nan), problem.stream)
-        path.launch(problem.ptr("q"), problem.dqdt.ptr)
-        out = problem.download(problem.dqdt)
-        assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= TOLERANCE
-        path.close()
-    finally:
-        problem.close()
+    ran, err = run_schedule_table("FUSED_TC", 7, (3, 2, 2), default_device(), refused=(
+        chain, r"x_chain needs elements 4b \.\.\. 4b \+ 3 to be consecutive x neighbours"))
+    assert not ran.x_chain and ran.elements_per_block == 1 and err <= TOLERANCE
     assert "chains x neighbours (x_chain) but" in capsys.readouterr().err
 
 

@@ -355,29 +355,16 @@ def test_a_paired_schedule_runs_one_element_per_block_on_an_odd_grid(capsys: pyt
     """The shipped FUSED_TC16 table at p = 7 pairs x neighbours; on a mesh of odd x extent the path runs its
     kernels one element per block (a note on stderr) and computes the reference."""
     from composer.fused.trial import TOLERANCE
-    from composer.paths.problem import DeviceProblem
-    from composer.paths.registry import path_class
     from composer.runtime import default_device
 
     import composer.paths.fused
+    from tests.test_fused_gpu import run_schedule_table
 
     monkeypatch.setattr(composer.paths.fused, "_ONE_ELEMENT_NOTED", set())  # the note is once per process
     assert fused_config("FUSED_TC16", 7).x_pairs
-    device = default_device()
-    grid = (3, 2, 2)
-    fields = dg.make_fields(7, grid, varying=True)
-    ref = dg.reference_tendency(fields, 7, grid)
-    problem = DeviceProblem.upload(fields, 7, grid, device)
-    try:
-        path = path_class("FUSED_TC16")(problem)
-        assert not path.config.x_pairs and path.config.kernels[0].threads * 2 == fused_config("FUSED_TC16", 7).kernels[0].threads
-        problem.dqdt.copy_from(np.full(ref.shape, np.nan), problem.stream)
-        path.launch(problem.ptr("q"), problem.dqdt.ptr)
-        out = problem.download(problem.dqdt)
-        assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= TOLERANCE
-        path.close()
-    finally:
-        problem.close()
+    ran, err = run_schedule_table("FUSED_TC16", 7, (3, 2, 2), default_device())
+    assert not ran.x_pairs and ran.kernels[0].threads * 2 == fused_config("FUSED_TC16", 7).kernels[0].threads
+    assert err <= TOLERANCE
     assert "pairs x neighbours (x_pairs) but" in capsys.readouterr().err
 
 
