@@ -13,12 +13,13 @@ from composer.cli.bench import roof_machine
 
 
 def test_the_opened_gpu_names_the_roof() -> None:
-    h100 = roof_machine(SimpleNamespace(machine="h100_sxm", name="NVIDIA H100 80GB HBM3"))
+    h100 = roof_machine(SimpleNamespace(arch="sm_90", sm_count=132, total_memory=85_017_493_504,
+                                        name="NVIDIA H100 80GB HBM3"))  # as the device tool's H100 reports itself
     assert h100 == get_machine("h100_sxm") and h100.hbm_bandwidth != get_machine("h200").hbm_bandwidth
 
 
 def test_an_unknown_gpu_falls_back_with_a_note(capsys: pytest.CaptureFixture[str]) -> None:
-    machine = roof_machine(SimpleNamespace(machine=None, name="Some GPU"))
+    machine = roof_machine(SimpleNamespace(arch="sm_90", sm_count=7, total_memory=1 << 30, name="Some GPU"))
     assert machine == get_machine(DEFAULT_MACHINE)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Some GPU is not in the machine table" in err and "--machine" in err

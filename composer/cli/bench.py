@@ -92,8 +92,9 @@ def roof_machine(device: Any) -> Any:
     """The machine whose capacities the roof fractions divide by: the opened GPU's entry in the machine
     table (an H100's 3.35 TB/s, not the H200's 4.24), else the default machine with a note on stderr."""
     from composer.arch.machines import get_machine
+    from composer.config.crossover import machine_of_device
 
-    name = getattr(device, "machine", None)
+    name = machine_of_device(device)  # the identification `composer campaign` and `path="auto"` use
     if name:
         return get_machine(name)
     print(f"note: {getattr(device, 'name', 'this GPU')} is not in the machine table: the roof fractions use "

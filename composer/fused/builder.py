@@ -18,9 +18,8 @@ import numpy as np
 
 from composer.arch.limits import DEFAULT_ARCH, ArchLimits, arch_limits
 from composer.errors import ComposerError
-from composer.fused.config import (DIR_NAMES, FusedConfig, KernelConfig, box_lines, chunk_problem, cluster_problem,
-                                   tile_swizzle_problem, trace_cluster_problem, x_chain_problem,
-                                   x_pairs_problem, x_prefetch_problem)
+from composer.fused.config import (DIR_NAMES, FusedConfig, KernelConfig, box_lines, cluster_problem,
+                                   first_table_problem)
 from composer.fused.copies import d_trips, f_trips, panel_strides
 from composer.kernels.render import render
 from composer.runtime.nvrtc import CompiledKernel, compile_cuda
@@ -303,26 +302,11 @@ def _check_launchable(config: FusedConfig, plan: KernelPlan | StreamPlan, limits
                               epb=config.elements_per_block, volume=config.volume)
     if problem:
         raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name}: {problem[1]}")
-    pairs_problem = x_pairs_problem(config)
-    if pairs_problem:
-        raise ComposerError(f"path {config.variant} at order {config.order}: x_pairs {pairs_problem}")
-    chain_problem = x_chain_problem(config)
-    if chain_problem:
-        raise ComposerError(f"path {config.variant} at order {config.order}: x_chain {chain_problem}")
-    prefetch_problem = x_prefetch_problem(config)
-    if prefetch_problem:
-        raise ComposerError(f"path {config.variant} at order {config.order}: x_prefetch {prefetch_problem}")
-    swizzle_problem = tile_swizzle_problem(config)
-    if swizzle_problem:
-        raise ComposerError(f"path {config.variant} at order {config.order}: tile_swizzle {swizzle_problem}")
-    chunks_problem = chunk_problem(config)
-    if chunks_problem:
-        raise ComposerError(f"path {config.variant} at order {config.order}: chunk_elements "
-                            f"{config.chunk_elements} {chunks_problem}")
-    trace_problem = trace_cluster_problem(config)
-    if trace_problem:
-        raise ComposerError(f"path {config.variant} at order {config.order}: trace_cluster {config.trace_cluster} "
-                            f"{trace_problem}")
+    problem = first_table_problem(config)
+    if problem:
+        key, what = problem
+        value = f" {getattr(config, key)}" if key in ("chunk_elements", "trace_cluster") else ""
+        raise ComposerError(f"path {config.variant} at order {config.order}: {key}{value} {what}")
     if launch_cluster(config, plan.kernel) > limits.max_cluster_blocks:
         raise ComposerError(f"path {config.variant} at order {config.order}: kernel {plan.name} runs in "
                             f"thread-block clusters of {launch_cluster(config, plan.kernel)}; {limits.arch} has "

@@ -620,25 +620,24 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
                          nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
                          x_pairs=x_pairs, x_chain=x_chain, x_prefetch=x_prefetch, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements)
-    problem = chunk_problem(config)
+    problem = first_table_problem(config)
     if problem:
-        raise _error(file, f"{prefix}.chunk_elements", problem)
-    problem = x_pairs_problem(config)
-    if problem:
-        raise _error(file, f"{prefix}.x_pairs", problem)
-    problem = x_chain_problem(config)
-    if problem:
-        raise _error(file, f"{prefix}.x_chain", problem)
-    problem = x_prefetch_problem(config)
-    if problem:
-        raise _error(file, f"{prefix}.x_prefetch", problem)
-    problem = tile_swizzle_problem(config)
-    if problem:
-        raise _error(file, f"{prefix}.tile_swizzle", problem)
-    problem = trace_cluster_problem(config)
-    if problem:
-        raise _error(file, f"{prefix}.trace_cluster", problem)
+        raise _error(file, f"{prefix}.{problem[0]}", problem[1])
     return config
+
+
+def first_table_problem(config: FusedConfig) -> tuple[str, str] | None:
+    """(key, what is wrong) of the first whole-table key check ``config`` fails, None if none: the checks
+    that look at several keys at once. parse_table refuses a schedule's table with it, the builder a
+    table built in code (a candidate), so that both refuse the same tables for the same reason."""
+    checks = (("chunk_elements", chunk_problem), ("x_pairs", x_pairs_problem), ("x_chain", x_chain_problem),
+              ("x_prefetch", x_prefetch_problem), ("tile_swizzle", tile_swizzle_problem),
+              ("trace_cluster", trace_cluster_problem))
+    for key, check in checks:
+        problem = check(config)
+        if problem:
+            return key, problem
+    return None
 
 
 def _flag(table: Mapping[str, Any], key: str, prefix: str, file: str) -> bool:

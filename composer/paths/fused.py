@@ -166,14 +166,14 @@ def note_compiler_mismatch(config: FusedConfig, origin: str) -> None:
 _ONE_ELEMENT_NOTED: set[tuple[str, int]] = set()
 
 
-def note_one_element(variant: str, order: int, why: str, how: str = "pairs") -> None:
-    """One line on stderr (once per variant and order in a process) when a paired (``x_pairs``) or
-    chained (``x_chain``, ``how = "chains"``) table runs one element per block because the mesh's
-    elements do not pair or chain up: the results are the same, the speed is not the table's."""
+def note_one_element(variant: str, order: int, why: str, key: str = "x_pairs") -> None:
+    """One line on stderr (once per variant and order in a process) when a paired (``key`` x_pairs) or
+    chained (x_chain) table runs one element per block because the mesh's elements do not pair or chain
+    up: the results are the same, the speed is not the table's."""
     if (variant, order) in _ONE_ELEMENT_NOTED:
         return
     _ONE_ELEMENT_NOTED.add((variant, order))
-    key = "x_chain" if how == "chains" else "x_pairs"
+    how = "chains" if key == "x_chain" else "pairs"
     print(f"note: {variant} p={order}: the schedule's table {how} x neighbours ({key}) but {why.split(': ', 1)[-1]}; "
           "running its kernels one element per block", file=sys.stderr)
 
@@ -265,7 +265,7 @@ class FusedPathBase(Path):
                 # the schedule's paired or chained table on a mesh whose elements do not pair or chain (an x
                 # extent that is odd, or not a multiple of the chain): the same kernels one element per
                 # block, which the plan and the launches below then follow
-                note_one_element(self.variant, problem.order, unpaired, "chains" if config.x_chain else "pairs")
+                note_one_element(self.variant, problem.order, unpaired, "x_chain" if config.x_chain else "x_pairs")
                 config = one_element_form(config)
                 self.options = {**self.options, "config": config}
         self.config = config
