@@ -38,6 +38,9 @@ VOLUME_SIGNATURE: tuple[Param, ...] = params(
 #: blockIdx.x: the element index then stays a zero-extended 32-bit value, which ptxas addresses with the
 #: unchunked kernel's registers (an i64 e0 spilled 40 B/thread at FUSED_TC p = 31's 64-register cap).
 CHUNKED_VOLUME_SIGNATURE: tuple[Param, ...] = VOLUME_SIGNATURE + params("e0:u32")
+#: A table with ``element_bricks``: the permutation its blocks take their elements from (int32, one per
+#: element; composer.fused.order).
+ORDERED_VOLUME_SIGNATURE: tuple[Param, ...] = VOLUME_SIGNATURE + params("order:ptr")
 FACE_SIGNATURE: tuple[Param, ...] = params(
     "q:ptr u:ptr v:ptr w:ptr vmapM:ptr vmapP:ptr nx:ptr ny:ptr nz:ptr F:ptr fstar:ptr ne:i64")
 
@@ -417,7 +420,7 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         split=-1 if plan.kernel.split is None else plan.kernel.split, xtraces=plan.x_traces,
         x_pairs=plan.x_pairs, x_chain=plan.x_chain, x_prefetch=plan.x_prefetch, raw_offset=plan.raw_offset,
         element_doubles=plan.element_doubles, swizzle=plan.swizzle,
-        chunked=config.chunk_elements > 0, **mma)
+        chunked=config.chunk_elements > 0, element_order=config.element_bricks is not None, **mma)
 
 
 def render_face(nq: int) -> str:
@@ -446,6 +449,14 @@ def face_source(nq: int) -> KernelSource:
     return KernelSource(face_kernel_name(nq), render_face(nq), FACE_THREADS, 0, 0, FACE_SIGNATURE, None)
 
 
+def volume_signature(config: FusedConfig) -> tuple[Param, ...]:
+    """The box and streamed kernels' parameters: the unchunked list, with a chunk's first element
+    (``chunk_elements``) or the element permutation (``element_bricks``) after it."""
+    if config.chunk_elements:
+        return CHUNKED_VOLUME_SIGNATURE
+    return ORDERED_VOLUME_SIGNATURE if config.element_bricks is not None else VOLUME_SIGNATURE
+
+
 def kernel_sources(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[KernelSource]:
     """Every kernel of ``config`` for ``arch`` in launch order: the face kernel (flux = "array"),
     then the volume kernels (their layout depends on the architecture's shared memory)."""
@@ -453,7 +464,7 @@ def kernel_sources(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[Kernel
     for plan in kernel_plans(config, arch):
         sources.append(KernelSource(plan.name, render_volume(config, plan), plan.kernel.threads, plan.smem_bytes,
                                     plan.blocks_per_element,
-                                    CHUNKED_VOLUME_SIGNATURE if config.chunk_elements else VOLUME_SIGNATURE, plan.index,
+                                    volume_signature(config), plan.index,
                                     launch_cluster(config, plan.kernel),
                                     isinstance(plan, StreamPlan) and plan.persistent))
     return sources

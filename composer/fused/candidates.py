@@ -14,7 +14,8 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``box_shape_candidates`` (FUSED_TC16's box table on its other MMA shape),
 ``trace_cluster_candidates`` (exterior face traces from the neighbours' tiles in element clusters),
 ``tile_swizzle_candidates`` (unpadded, XOR-swizzled flux tiles: three resident where padding held two),
-``x_chain_candidates`` (a block walks a chain of x neighbours, the shared faces' traces carried on chip);
+``x_chain_candidates`` (a block walks a chain of x neighbours, the shared faces' traces carried on chip),
+``element_order_candidates`` (the blocks take the elements brick by brick, neighbours' face layers found in L2);
 ``candidate_list`` selects one family by name.
 """
 
@@ -27,7 +28,7 @@ from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.errors import ComposerError
 from composer.fused.builder import StreamPlan, kernel_plans, late_weights
 from composer.fused.config import (ALLOWED_MMA, D_LAYOUTS, L2_FETCH, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
-                                   box_lines, fused_config, one_element_form, parse_table)
+                                   box_lines, element_bricks_problem, fused_config, one_element_form, parse_table)
 from composer.arch.mma import mma_shape
 
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
@@ -379,6 +380,38 @@ def chunk_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
         cfg = dataclasses.replace(base, chunk_elements=count)
         if count < ne and cfg not in seen and _fits(cfg):
             seen.add(cfg)
+            out.append((label(cfg), cfg))
+    return out
+
+
+#: Bricks the ``element_order`` family tries (``composer.fused.order.ranked_bricks``: the fewest
+#: estimated face-layer re-reads on the benchmark grid first).
+ELEMENT_ORDER_KEEP = 3
+
+
+def element_order_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The box schedule with its blocks taking the elements brick by brick (``element_bricks``), the
+    ELEMENT_ORDER_KEEP bricks of ``ranked_bricks`` on the order's benchmark grid and the default
+    machine's L2; a table that pairs or chains elements also as its one-element form in the default
+    order, the comparison its bricked forms need. Why: in the default order a block's z neighbours run
+    NeX * NeY blocks away, about a wave, and their face layers are read from DRAM twice (p = 7: 111 MB
+    above the kernel's floor on an H100, ncu session 27)."""
+    from composer.arch.machines import DEFAULT_MACHINE, get_machine
+    from composer.config.schedules import load_schedule
+    from composer.fused.order import ranked_bricks
+
+    base = _family_base(variant, order, "box")
+    if base is None:
+        return []
+    single = one_element_form(base)
+    if single.element_bricks is not None or element_bricks_problem(dataclasses.replace(single, element_bricks=(1, 1, 1))):
+        return []
+    grid = load_schedule(order).benchmark.grid
+    l2_bytes = get_machine(DEFAULT_MACHINE).l2_bytes or 50 << 20
+    out = [] if single == base else [(label(single), single)]
+    for bricks in ranked_bricks(grid, single.nq, l2_bytes, ELEMENT_ORDER_KEEP):
+        cfg = dataclasses.replace(single, element_bricks=bricks)
+        if _fits(cfg):
             out.append((label(cfg), cfg))
     return out
 
@@ -1144,7 +1177,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates,
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
             "x_pairs": x_pair_candidates, "x_chain": x_chain_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
-            "xyz_cluster": xyz_cluster_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
+            "xyz_cluster": xyz_cluster_candidates, "element_order": element_order_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -1227,6 +1260,8 @@ def label(config: FusedConfig) -> str:
         extra += " swz"
     if config.chunk_elements:
         extra += f" chunk{config.chunk_elements}"
+    if config.element_bricks:
+        extra += " eb" + "x".join(map(str, config.element_bricks))
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -1284,6 +1319,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append("tile_swizzle = true")
     if config.chunk_elements:
         lines.append(f"chunk_elements = {config.chunk_elements}")
+    if config.element_bricks:
+        lines.append(f"element_bricks = {list(config.element_bricks)}")
     if config.nvrtc:
         lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":

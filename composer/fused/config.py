@@ -217,6 +217,8 @@ def _box_nq(k: KernelConfig) -> int:
 
 #: The largest ``chunk_elements`` a table may name (a chunk beyond the whole mesh is one launch).
 MAX_CHUNK_ELEMENTS = 1 << 20
+#: The largest brick extent ``element_bricks`` takes (elements along one axis).
+MAX_BRICK_ELEMENTS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -319,6 +321,13 @@ class FusedConfig:
     #: z kernel comes back to them. 0: one launch per kernel over every element. Session 28 (H100): slower
     #: at every chunk size, 4-10 % at four chunks (each chunk's launch pays its own ramp and tail).
     chunk_elements: int = 0
+    #: (bx, by, bz) (box kernels, one element per block): the blocks take the elements brick by brick,
+    #: bricks of bx x by x bz elements (composer.fused.order): block b's element is ``order[b]``, a
+    #: permutation the path uploads. Why: in the default order a z neighbour's block runs NeX * NeY
+    #: blocks away (1024 at p = 7), about one wave, so the face layers a block gathers from it are read
+    #: from DRAM again once that block stages them (ncu, p = 7: 111 MB above the kernel's floor, about
+    #: what every z-face layer re-read costs). None: block b takes element b.
+    element_bricks: tuple[int, int, int] | None = None
 
     @property
     def nq(self) -> int:
@@ -497,7 +506,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
                             "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs", "x_chain", "x_prefetch",
-                            "tile_swizzle", "chunk_elements", *STREAM_SWITCHES),
+                            "tile_swizzle", "chunk_elements", "element_bricks", *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
     if flux not in FLUX_MODES:
@@ -616,10 +625,12 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if "chunk_elements" in table and (type(chunk_elements) is not int or not 1 <= chunk_elements <= MAX_CHUNK_ELEMENTS):
         raise _error(file, f"{prefix}.chunk_elements",
                      f"expected an integer in [1, {MAX_CHUNK_ELEMENTS}], got {chunk_elements!r}")
+    element_bricks = _element_bricks(table, prefix, file)
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
                          nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
-                         x_pairs=x_pairs, x_chain=x_chain, x_prefetch=x_prefetch, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements)
+                         x_pairs=x_pairs, x_chain=x_chain, x_prefetch=x_prefetch, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements,
+                         element_bricks=element_bricks)
     problem = first_table_problem(config)
     if problem:
         raise _error(file, f"{prefix}.{problem[0]}", problem[1])
@@ -632,7 +643,7 @@ def first_table_problem(config: FusedConfig) -> tuple[str, str] | None:
     table built in code (a candidate), so that both refuse the same tables for the same reason."""
     checks = (("chunk_elements", chunk_problem), ("x_pairs", x_pairs_problem), ("x_chain", x_chain_problem),
               ("x_prefetch", x_prefetch_problem), ("tile_swizzle", tile_swizzle_problem),
-              ("trace_cluster", trace_cluster_problem))
+              ("trace_cluster", trace_cluster_problem), ("element_bricks", element_bricks_problem))
     for key, check in checks:
         problem = check(config)
         if problem:
@@ -646,6 +657,18 @@ def _flag(table: Mapping[str, Any], key: str, prefix: str, file: str) -> bool:
     if type(value) is not bool:
         raise _error(file, f"{prefix}.{key}", f"expected true or false, got {value!r}")
     return value
+
+
+def _element_bricks(table: Mapping[str, Any], prefix: str, file: str) -> tuple[int, int, int] | None:
+    """The table's ``element_bricks`` (None when absent): three positive element counts (bx, by, bz)."""
+    if "element_bricks" not in table:
+        return None
+    value = table["element_bricks"]
+    if (not isinstance(value, list) or len(value) != 3
+            or any(type(n) is not int or not 1 <= n <= MAX_BRICK_ELEMENTS for n in value)):
+        raise _error(file, f"{prefix}.element_bricks",
+                     f"expected [bx, by, bz], three integers in [1, {MAX_BRICK_ELEMENTS}] (elements), got {value!r}")
+    return (value[0], value[1], value[2])
 
 
 def _flux_tiles(table: Mapping[str, Any], kernels: tuple[KernelConfig, ...], volume: str, traces: str,
@@ -771,6 +794,21 @@ def chunk_problem(config: FusedConfig) -> str | None:
         return "chunks whole elements, one per block: drop elements_per_block, trace_cluster and x_pairs"
     if any(k.cluster > 1 for k in config.kernels):
         return "cannot be combined with a kernel's cluster (its blocks span one element's boxes)"
+    return None
+
+
+def element_bricks_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``element_bricks`` (None if nothing): box kernels whose blocks each
+    take one element (or one box of it) from the permutation; the tables whose blocks hold consecutive
+    elements (pairs, chains, walks, trace clusters, chunks) rely on the default numbering."""
+    if config.element_bricks is None:
+        return None
+    if config.volume != "box":
+        return "applies to the box kernels (a streamed kernel's blocks are tiles of every element)"
+    if (config.x_pairs or config.x_chain or config.elements_per_block != 1 or config.trace_cluster != 1
+            or config.chunk_elements):
+        return ("orders single elements: drop x_pairs, x_chain, elements_per_block, trace_cluster and "
+                "chunk_elements (their blocks hold consecutive elements)")
     return None
 
 

@@ -18,6 +18,7 @@ from composer import dg
 from composer.fused.builder import KernelPlan, StreamPlan, d_panel_layout, kernel_plans
 from composer.fused.config import FusedConfig
 from composer.fused.copies import program
+from composer.fused.order import brick_order
 from composer.arch.mma import mma_shape
 
 
@@ -555,15 +556,19 @@ def x_chain_deferred_store(plan: KernelPlan, line: int, e: int) -> tuple[int, in
 
 
 def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
-            launches: Sequence[tuple[int, int, int]] | None = None) -> np.ndarray:
+            launches: Sequence[tuple[int, int, int]] | None = None,
+            element_order: np.ndarray | None = None) -> np.ndarray:
     """dqdt as the fused kernels of ``config`` would compute it (volume layout [e, k, j, i]).
 
     ``launches``: the box kernels' launches in the order they run, each (volume kernel index, first
     element, end), as a chunked table's path issues them (``chunk_elements``: the kernel's e0 and ne);
-    default: each kernel once over every element. dqdt starts as NaN, so an element no launch covers
-    shows."""
+    default: each kernel once over every element. ``element_order``: the element each block position
+    takes (default: the path's brick order of ``element_bricks``, else position b takes element b).
+    dqdt starts as NaN, so an element no launch covers shows."""
     mesh = dg.Mesh(config.order, grid)
     nq, ne = mesh.nq, mesh.num_elements
+    if element_order is None and config.element_bricks is not None:
+        element_order = brick_order(mesh.grid, config.element_bricks)
     flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in dg.FIELD_KEYS}
     fstar = dg.numerical_flux(fields, mesh).reshape(-1)  # same formula as _flux.cuh.j2
     if config.trace_cluster > 1:
@@ -636,7 +641,9 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
         kk, jj, ii = np.meshgrid(np.arange(bk), np.arange(bj), np.arange(bi), indexing="ij")
         kk, jj, ii = kk.ravel(), jj.ravel(), ii.ravel()
         split, cluster = plan.kernel.split, plan.kernel.cluster
-        for e in range(first, end):
+        for position in range(first, end):
+            e = position if element_order is None else int(element_order[position])
+
             def gidx(k, j, i, box):
                 k0, j0, i0 = _box_origin(box, plan.kernel.box, nq)
                 return e * nq**3 + (k0 + k) * nq * nq + (j0 + j) * nq + i0 + i

@@ -32,6 +32,7 @@ from composer.config.schedules import available_orders, load_schedule
 from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_origin, kernel_sources,
                                     prebuilt)
 from composer.fused.traces import x_chain_maps_problem, x_face_maps_problem, x_pairs_maps_problem
+from composer.fused.order import brick_order
 from composer.fused.config import (ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, one_element_form,
                                    table_variant)
 from composer.paths.base import Launcher, Path, PathOption, directory_option, positive_int_option
@@ -302,6 +303,12 @@ class FusedPathBase(Path):
                 name = built.name if face else chunk_node(built.name, config, c)
                 self._launches[name] = (kernel, grid, built.threads, smem, face, built.cluster, (first, end))
         self.vmap_m, self.vmap_p = problem.index_maps32()
+        self.element_order = None  # element_bricks: the permutation the blocks take their elements from
+        if config.element_bricks is not None:
+            order = brick_order(problem.mesh.grid, config.element_bricks)
+            self.element_order = problem.allocate(f"{self.name}.element_order", order.nbytes)
+            self.element_order.copy_from(order, problem.stream)
+            problem.stream.synchronize()  # the host copy is a temporary
         self.fstar = (problem.allocate(f"{self.name}.fstar", face_bytes(problem.nq, problem.num_elements))
                       if config.flux == "array" else None)
         self.diff = problem.diff  # d_layout = "panels": the k-panel copy of D the kernels read instead
@@ -344,7 +351,9 @@ class FusedPathBase(Path):
             if face:
                 return face_args
             # a chunk's launch covers elements first .. end - 1 (the kernel's e0 and bound)
-            return (*volume_args, end, first) if chunked else (*volume_args, ne)
+            if chunked:
+                return (*volume_args, end, first)
+            return (*volume_args, ne, self.element_order.ptr) if self.element_order is not None else (*volume_args, ne)
 
         return {name: (lambda s, k=kernel, g=grid, b=block, m=smem, a=args(face, *elements), c=cluster:
                        k.launch(g, b, a, m, s, cluster=c if c > 1 else None))

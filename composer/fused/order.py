@@ -1,0 +1,104 @@
+"""The order in which a whole-element fused kernel's blocks take their elements (``element_bricks``).
+
+Why: a block gathers the exterior traces of its six neighbours' face layers (q, u, v, w at the nodes
+across each face). The neighbour's layer is read from DRAM twice when the neighbour's own block runs
+so much earlier or later that the streamed arrays in between have pushed the layer out of L2. In the
+default order (block b takes element b) a z neighbour is NeX * NeY blocks away: 1024 at p = 7 on the
+32^3 benchmark grid, about one wave of resident blocks, whose streamed bytes (48 KB per element,
+about 50 MB) fill the L2. ncu at p = 7 (H100, session 27): 1671 MB of DRAM against the kernel's
+1560-MB floor, the 111 MB about what re-reading every z-face layer costs (134 MB). Taking the
+elements brick by brick (bricks of ``bx x by x bz`` elements, the bricks and the elements inside each
+in the kji order of the grid) keeps every neighbour inside a brick a few hundred blocks away.
+
+The kernel reads its element from a permutation array (``order[b]``), so it serves any mesh: this
+module makes the permutation of the structured grid (composer.dg.Mesh numbers element (ex, ey, ez)
+as ex + NeX * (ey + NeY * ez)); an unstructured mesh would bring its own locality order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+#: Fractions of the L2 that may hold the streamed working set between a layer's two reads (the rest goes
+#: to the lines in flight and the writes; how much is not known: at p = 7 the H100's 50 MB did not hold
+#: the 1024 blocks between z neighbours, 49 MB): ``ranked_bricks`` scores a brick over all of them.
+L2_WINDOW_FRACTIONS = (0.25, 0.5, 0.75)
+
+
+def brick_order(grid: Sequence[int], bricks: Sequence[int]) -> np.ndarray:
+    """The element each block takes (int32, one per element): bricks of ``bricks`` = (bx, by, bz)
+    elements in kji order, the elements of a brick in kji order; bricks at the grid's high ends are
+    cut where the extent is not a multiple of the brick. A permutation of range(Ne)."""
+    nex, ney, nez = (int(n) for n in grid)
+    bx, by, bz = (int(b) for b in bricks)
+    if min(bx, by, bz) < 1:
+        raise ValueError(f"brick extents must be positive, got {tuple(bricks)}")
+    ez, ey, ex = np.meshgrid(np.arange(nez), np.arange(ney), np.arange(nex), indexing="ij")
+    nbx, nby = -(-nex // bx), -(-ney // by)
+    brick = (ez // bz * nby + ey // by) * nbx + ex // bx
+    inner = ((ez % bz) * by + ey % by) * bx + ex % bx
+    key = brick.ravel().astype(np.int64) * (bx * by * bz) + inner.ravel()
+    order = np.argsort(key, kind="stable").astype(np.int32)  # element indices e = ex + NeX * (ey + NeY * ez)
+    return order
+
+
+def positions(order: np.ndarray) -> np.ndarray:
+    """Launch position of each element (the inverse permutation of ``order``)."""
+    pos = np.empty(len(order), dtype=np.int64)
+    pos[order] = np.arange(len(order))
+    return pos
+
+
+def face_layer_bytes(nq: int) -> tuple[int, int, int]:
+    """DRAM bytes of one face layer of q, u, v, w as a neighbour's gathers fetch it, per direction:
+    32-byte sectors, so an x face (one node in each row of Nq doubles) costs a sector per node, a y
+    face Nq rows of Nq contiguous doubles, a z face one contiguous plane."""
+    sector = 32
+    x = 4 * nq * nq * sector
+    y = 4 * nq * (-(-nq * 8 // sector) * sector)
+    z = 4 * nq * nq * 8
+    return x, y, z
+
+
+def reread_bytes(grid: Sequence[int], order: np.ndarray, nq: int, window: int) -> int:
+    """Estimated DRAM bytes read twice per call: every face layer whose element and gathering
+    neighbour are more than ``window`` launch positions apart (periodic neighbours included)."""
+    nex, ney, nez = (int(n) for n in grid)
+    pos = positions(order).reshape(nez, ney, nex)
+    total = 0
+    for axis, layer in zip((2, 1, 0), face_layer_bytes(nq)):  # x, y, z: the array axes ex, ey, ez
+        far = np.abs(pos - np.roll(pos, -1, axis=axis)) > window
+        total += 2 * layer * int(np.count_nonzero(far))  # both layers of the shared face
+    return total
+
+
+def reuse_window(l2_bytes: float, element_bytes: float) -> int:
+    """Launch positions between two reads of a layer that still find it in ``l2_bytes`` of L2: the
+    elements whose streamed bytes fill it."""
+    return max(1, int(l2_bytes / element_bytes))
+
+
+def ranked_bricks(grid: Sequence[int], nq: int, l2_bytes: int, keep: int) -> list[tuple[int, int, int]]:
+    """The ``keep`` bricks with the fewest estimated re-read bytes (``reread_bytes`` summed over the reuse
+    windows of ``L2_WINDOW_FRACTIONS`` of ``l2_bytes``), larger bricks first among equals; every brick spans whole x rows (an x face's
+    layer, a sector per node, is the costliest to read twice) and powers of two (or the whole extent)
+    along y and z. The whole grid (the default order) is left out."""
+    nex, ney, nez = (int(n) for n in grid)
+    ne = nex * ney * nez
+    element_bytes = 8 * (8 * nq**3 + 4 * 6 * nq * nq) + 2 * 4 * 6 * nq * nq  # the fields, dqdt and int32 maps
+    windows = [reuse_window(f * l2_bytes, element_bytes) for f in L2_WINDOW_FRACTIONS]
+
+    def extents(n: int) -> list[int]:
+        return sorted({1 << s for s in range(n.bit_length()) if 1 << s <= n} | {n})
+
+    scored = []
+    for by in extents(ney):
+        for bz in extents(nez):
+            if by * bz * nex == ne:
+                continue  # the default order
+            bricks = (nex, by, bz)
+            order = brick_order(grid, bricks)
+            scored.append((sum(reread_bytes(grid, order, nq, w) for w in windows), -by * bz, bricks))
+    return [bricks for *_, bricks in sorted(scored)[:keep]]
