@@ -420,7 +420,7 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         split=-1 if plan.kernel.split is None else plan.kernel.split, xtraces=plan.x_traces,
         x_pairs=plan.x_pairs, x_chain=plan.x_chain, x_prefetch=plan.x_prefetch, raw_offset=plan.raw_offset,
         element_doubles=plan.element_doubles, swizzle=plan.swizzle,
-        chunked=config.chunk_elements > 0, element_order=config.element_bricks is not None, **mma)
+        chunked=config.chunk_elements > 0, element_order=config.element_bricks is not None, local_interior=not config.interior_maps, **mma)
 
 
 def render_face(nq: int) -> str:

@@ -15,7 +15,8 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``trace_cluster_candidates`` (exterior face traces from the neighbours' tiles in element clusters),
 ``tile_swizzle_candidates`` (unpadded, XOR-swizzled flux tiles: three resident where padding held two),
 ``x_chain_candidates`` (a block walks a chain of x neighbours, the shared faces' traces carried on chip),
-``element_order_candidates`` (the blocks take the elements brick by brick, neighbours' face layers found in L2);
+``element_order_candidates`` (the blocks take the elements brick by brick, neighbours' face layers found in L2),
+``local_interior_candidates`` (the face fluxes' interior traces addressed from the layout, no vmapM);
 ``candidate_list`` selects one family by name.
 """
 
@@ -411,6 +412,25 @@ def element_order_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     out = [] if single == base else [(label(single), single)]
     for bricks in ranked_bricks(grid, single.nq, l2_bytes, ELEMENT_ORDER_KEEP):
         cfg = dataclasses.replace(single, element_bricks=bricks)
+        if _fits(cfg):
+            out.append((label(cfg), cfg))
+    return out
+
+
+def local_interior_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The box schedule with its face fluxes reading no vmapM (``interior_maps = false``), as it is and,
+    where its blocks can take bricks, on the best-ranked brick of ``element_order_candidates``. Why: the
+    y and z faces' vmapM is 34 MB of the p = 7 kernel's DRAM bytes and a dependent load before each
+    interior gather (the x faces' went with ``traces = "xfaces"``)."""
+    base = _family_base(variant, order, "box")
+    if base is None or base.flux != "inline" or base.traces not in ("global", "xfaces"):
+        return []
+    out = []
+    variants = [dataclasses.replace(base, interior_maps=False)]
+    bricked = [cfg for _, cfg in element_order_candidates(variant, order) if cfg.element_bricks is not None]
+    if bricked:
+        variants.append(dataclasses.replace(bricked[0], interior_maps=False))
+    for cfg in variants:
         if _fits(cfg):
             out.append((label(cfg), cfg))
     return out
@@ -1177,7 +1197,8 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "l2_keep": l2_keep_candidates, "shape_twin": shape_twin_candidates,
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
             "x_pairs": x_pair_candidates, "x_chain": x_chain_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
-            "xyz_cluster": xyz_cluster_candidates, "element_order": element_order_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
+            "xyz_cluster": xyz_cluster_candidates, "element_order": element_order_candidates,
+            "local_interior": local_interior_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -1262,6 +1283,8 @@ def label(config: FusedConfig) -> str:
         extra += f" chunk{config.chunk_elements}"
     if config.element_bricks:
         extra += " eb" + "x".join(map(str, config.element_bricks))
+    if not config.interior_maps:
+        extra += " noM"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -1321,6 +1344,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f"chunk_elements = {config.chunk_elements}")
     if config.element_bricks:
         lines.append(f"element_bricks = {list(config.element_bricks)}")
+    if not config.interior_maps:
+        lines.append("interior_maps = false")
     if config.nvrtc:
         lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":

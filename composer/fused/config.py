@@ -328,6 +328,13 @@ class FusedConfig:
     #: from DRAM again once that block stages them (ncu, p = 7: 111 MB above the kernel's floor, about
     #: what every z-face layer re-read costs). None: block b takes element b.
     element_bricks: tuple[int, int, int] | None = None
+    #: False (box kernels with inline fluxes, traces = "global" or "xfaces"): the face fluxes read no
+    #: vmapM; each face node's interior trace is the element's own boundary node, addressed from the
+    #: layout (the path checks that the mesh's interior map names exactly those nodes, as "xfaces" does
+    #: for the x faces). Exterior traces still come through vmapP. Why: vmapM of the y and z faces is
+    #: 34 MB of DRAM at p = 7 (2 % of the kernel's bytes) and a dependent load before every interior
+    #: gather; on any conforming hexahedral mesh it names the element's own face nodes.
+    interior_maps: bool = True
 
     @property
     def nq(self) -> int:
@@ -506,7 +513,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
                             "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs", "x_chain", "x_prefetch",
-                            "tile_swizzle", "chunk_elements", "element_bricks", *STREAM_SWITCHES),
+                            "tile_swizzle", "chunk_elements", "element_bricks", "interior_maps", *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
     if flux not in FLUX_MODES:
@@ -626,11 +633,14 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         raise _error(file, f"{prefix}.chunk_elements",
                      f"expected an integer in [1, {MAX_CHUNK_ELEMENTS}], got {chunk_elements!r}")
     element_bricks = _element_bricks(table, prefix, file)
+    interior_maps = table.get("interior_maps", True)
+    if type(interior_maps) is not bool:
+        raise _error(file, f"{prefix}.interior_maps", f"expected true or false, got {interior_maps!r}")
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
                          nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
                          x_pairs=x_pairs, x_chain=x_chain, x_prefetch=x_prefetch, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements,
-                         element_bricks=element_bricks)
+                         element_bricks=element_bricks, interior_maps=interior_maps)
     problem = first_table_problem(config)
     if problem:
         raise _error(file, f"{prefix}.{problem[0]}", problem[1])
@@ -643,7 +653,8 @@ def first_table_problem(config: FusedConfig) -> tuple[str, str] | None:
     table built in code (a candidate), so that both refuse the same tables for the same reason."""
     checks = (("chunk_elements", chunk_problem), ("x_pairs", x_pairs_problem), ("x_chain", x_chain_problem),
               ("x_prefetch", x_prefetch_problem), ("tile_swizzle", tile_swizzle_problem),
-              ("trace_cluster", trace_cluster_problem), ("element_bricks", element_bricks_problem))
+              ("trace_cluster", trace_cluster_problem), ("element_bricks", element_bricks_problem),
+              ("interior_maps", interior_maps_key_problem))
     for key, check in checks:
         problem = check(config)
         if problem:
@@ -809,6 +820,20 @@ def element_bricks_problem(config: FusedConfig) -> str | None:
             or config.chunk_elements):
         return ("orders single elements: drop x_pairs, x_chain, elements_per_block, trace_cluster and "
                 "chunk_elements (their blocks hold consecutive elements)")
+    return None
+
+
+def interior_maps_key_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``interior_maps = false`` (None if nothing): box kernels forming
+    their face fluxes inline from gathered traces (``"global"``) or, on the x faces, from their staged
+    pairs (``"xfaces"``); ``"tiles"`` and trace clusters read the interior from the staged tiles through
+    vmapM's offsets."""
+    if config.interior_maps:
+        return None
+    if config.volume != "box" or config.flux != "inline":
+        return 'applies to the box kernels with flux = "inline" (the face kernel of "array" reads the maps)'
+    if config.traces not in ("global", "xfaces"):
+        return f'needs traces = "global" or "xfaces", got "{config.traces}"'
     return None
 
 

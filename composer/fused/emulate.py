@@ -626,6 +626,11 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
                 outer["q"], outer["u"] * normal[0] + outer["v"] * normal[1] + outer["w"] * normal[2],
                 fields["F"].reshape(shape)[:, :2])
         fstar = fstar.reshape(-1)
+    if not config.interior_maps:
+        # the kernels address every face's interior trace from the layout: the same nodes as vmapM here
+        from composer.fused.traces import interior_maps_problem
+
+        assert interior_maps_problem(mesh.face_maps[0], nq) is None, "the path refuses interior_maps = false on this mesh"
     dmat = dg.diff_matrix(config.order)
     dqdt = np.full(mesh.num_points, np.nan)
     vel, metric = (flat["u"], flat["v"], flat["w"]), (flat["Ex"], flat["Ey"], flat["Ez"])

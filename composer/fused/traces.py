@@ -14,23 +14,48 @@ from __future__ import annotations
 import numpy as np
 
 
+def own_face_nodes(nq: int, face: int) -> np.ndarray:
+    """Flat in-element index (k * Nq^2 + j * Nq + i) of each node (b, a) of ``face`` (shape (Nq, Nq)):
+    the element's own boundary nodes in the face order of the spec (x faces (a, b) = (j, k), y faces
+    (i, k), z faces (i, j))."""
+    d, side = divmod(face, 2)
+    b = np.arange(nq).reshape(nq, 1)
+    a = np.arange(nq).reshape(1, nq)
+    at = side * (nq - 1)
+    k, j, i = ((b, a, at), (b, at, a), (at, b, a))[d]
+    return np.broadcast_to(k * nq * nq + j * nq + i, (nq, nq))
+
+
+def own_face_maps_problem(vmap_m: np.ndarray, nq: int, faces: tuple[int, ...], what: str) -> str | None:
+    """None if every slot of ``faces`` in ``vmap_m`` (the interior map, shape (Ne, 6, Nq, Nq) or (Ne, 6,
+    Nq * Nq)) names the element's own boundary node (``own_face_nodes``), else what is wrong, starting
+    with ``what`` (the first slot that is not)."""
+    ne = vmap_m.shape[0]
+    maps = vmap_m.reshape(ne, 6, nq, nq)
+    e = np.arange(ne).reshape(ne, 1, 1)
+    for face in faces:
+        own = e * nq**3 + own_face_nodes(nq, face)
+        wrong = np.argwhere(maps[:, face] != own)
+        if len(wrong):
+            we, wb, wa = (int(v) for v in wrong[0])
+            return (f"{what}: vmapM of element {we}, {'xyz'[face // 2]} face {face % 2}, node ({wa}, {wb}) is "
+                    f"{int(maps[we, face, wb, wa])}, not {int(own[we, wb, wa])}")
+    return None
+
+
 def x_face_maps_problem(vmap_m: np.ndarray, nq: int) -> str | None:
     """None if every x-face slot (element e, side s, face node b * Nq + a) of ``vmap_m`` (the
     interior map, shape (Ne, 6, Nq, Nq) or (Ne, 6, Nq * Nq)) is node (k, j, i) = (b, a, s ? Nq - 1 : 0)
     of element e, else what is wrong (the first slot that is not)."""
-    ne = vmap_m.shape[0]
-    maps = vmap_m.reshape(ne, 6, nq, nq)[:, :2]  # faces 0, 1: x low, x high; [e, side, b, a]
-    e = np.arange(ne).reshape(ne, 1, 1, 1)
-    side = np.arange(2).reshape(1, 2, 1, 1)
-    b = np.arange(nq).reshape(1, 1, nq, 1)
-    a = np.arange(nq).reshape(1, 1, 1, nq)
-    own = e * nq**3 + b * nq * nq + a * nq + side * (nq - 1)
-    wrong = np.argwhere(maps != own)
-    if not len(wrong):
-        return None
-    we, ws, wb, wa = (int(v) for v in wrong[0])
-    return (f'traces = "xfaces" needs x-face maps that name the element\'s own boundary nodes: vmapM of element {we}, '
-            f"x face {ws}, node ({wa}, {wb}) is {int(maps[we, ws, wb, wa])}, not {int(own[we, ws, wb, wa])}")
+    return own_face_maps_problem(vmap_m, nq, (0, 1),
+                                 'traces = "xfaces" needs x-face maps that name the element\'s own boundary nodes')
+
+
+def interior_maps_problem(vmap_m: np.ndarray, nq: int) -> str | None:
+    """None if every slot of ``vmap_m`` names the element's own boundary node, which a table with
+    ``interior_maps = false`` addresses without reading the map, else what is wrong."""
+    return own_face_maps_problem(vmap_m, nq, tuple(range(6)),
+                                 "interior_maps = false needs face maps that name the element's own boundary nodes")
 
 
 def x_pairs_maps_problem(vmap_p: np.ndarray, nq: int) -> str | None:

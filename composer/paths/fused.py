@@ -31,7 +31,8 @@ from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
 from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_origin, kernel_sources,
                                     prebuilt)
-from composer.fused.traces import x_chain_maps_problem, x_face_maps_problem, x_pairs_maps_problem
+from composer.fused.traces import (interior_maps_problem, x_chain_maps_problem, x_face_maps_problem,
+                                   x_pairs_maps_problem)
 from composer.fused.order import brick_order
 from composer.fused.config import (ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, one_element_form,
                                    table_variant)
@@ -269,6 +270,11 @@ class FusedPathBase(Path):
                 note_one_element(self.variant, problem.order, unpaired, "x_chain" if config.x_chain else "x_pairs")
                 config = one_element_form(config)
                 self.options = {**self.options, "config": config}
+        if not config.interior_maps:
+            # the face fluxes address their interior traces from the element's layout and read no vmapM
+            wrong = interior_maps_problem(problem.mesh.face_maps[0], problem.nq)
+            if wrong:
+                raise ConfigError(f"{self.variant} p={problem.order}: {wrong}")
         self.config = config
         if config.chunk_elements and problem.num_elements >= 2**32:
             raise ConfigError(f"{self.variant} p={problem.order}: chunk_elements numbers elements in 32 bits; "
