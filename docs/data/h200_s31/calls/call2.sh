@@ -5,10 +5,9 @@
 # `composer model fit` on those counters (--machine h200, K = 2, as sessions 20 and 28); `composer model predict
 # --as FUSED_TC16=FUSED_TC` of the 16x8x4 twins and the 16x8x8 twins (.cache/build_twins135_88), both files' sha256 and
 # the UTC time logged before any twin runs (logs/predictions.txt); then `composer bench --paths FUSED_TC,FUSED_TC16` on
-# each twin build and `composer model score`. 2. With the time left, session 28's call 6 (issues 16 at p = 15 and 14 at
-# 511/575; it packs its own results.tgz, so this call's go to results_i15.tgz first).
-# Carry: .whl .cache/commit .cache/twins135 .cache/build_twins135 .cache/twins135_88 .cache/build_twins135_88
-# .cache/build_s22 .cache/nvrtc_pin5.
+# each twin build and `composer model score`. 2. With the time left, call 5 (issue 16 at p = 7, 15, 63: the element
+# order and the face fluxes without vmapM; it packs its own results.tgz, so this call's go to results_i15.tgz first).
+# Carry: .whl .cache (twins135, build_twins135, twins135_88, build_twins135_88, nvrtc_pin8, commit).
 set -o pipefail
 source tools/device_prelude.sh
 mkdir -p $OUT/prof $OUT/model $OUT/bench
@@ -42,4 +41,4 @@ done
 finish_call prof model bench > /dev/null
 mv $OUT/results.tgz $OUT/results_i15.tgz
 left=$(( 570 - $(elapsed) ))
-[ $left -gt 150 ] && CALL_BUDGET_S=$left bash docs/data/h200_s28/calls/call6.sh
+[ $left -gt 150 ] && CALL_BUDGET_S=$left bash docs/data/h200_s31/calls/call5.sh
