@@ -84,7 +84,7 @@ def test_the_overlay_replaces_whole_path_tables_and_nothing_else(packaged_copy: 
     monkeypatch.setenv(MACHINE_ENV, "h200")
     assert load_schedule(15) == generic
     monkeypatch.setenv(MACHINE_ENV, "h100_sxm")
-    assert load_schedule(7).machine == "" and load_schedule(7).file == "p0007.toml"
+    assert load_schedule(31).machine == "" and load_schedule(31).file == "p0031.toml"
 
 
 def test_which_machine_applies(packaged_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -188,6 +188,8 @@ def test_sweep_fused_apply_writes_a_machine_overlay(packaged_copy: Path, tmp_pat
 
     if fresh:
         shutil.rmtree(packaged_copy / "machines")
+    else:  # an overlay of p = 15 without a FUSED table, which the apply below adds
+        _overlay(packaged_copy, "h100_sxm", 15, H100_TABLE)
     generic = load_schedule(15)
     with using_machine("h100_sxm"):
         before = load_schedule(15)  # the shipped overlay's tables (FUSED is not among them)
@@ -308,7 +310,7 @@ def test_a_copy_of_an_overlaid_schedule_holds_the_machine_s_tables(packaged_copy
         s = load_schedule_file(path)
         assert s.paths == runs.paths and s.benchmark == runs.benchmark and s.validation == runs.validation
     assert "machines/h100_sxm/p0015.toml" in target.read_text().splitlines()[0]
-    assert load_schedule_file(tmp_path / "copies" / "p0007.toml").paths == load_schedule(7).paths
+    assert load_schedule_file(tmp_path / "copies" / "p0031.toml").paths == load_schedule(31).paths
 
 
 def test_an_overlay_takes_winners_measured_against_the_machine_s_own_table(packaged_copy: Path, tmp_path: Path,
