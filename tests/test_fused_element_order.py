@@ -142,19 +142,13 @@ def test_bricked_kernel_compiles_with_the_registers_of_the_plain_one(variant: st
 def test_element_order_candidates_match_reference_on_the_gpu(order: int, grid: tuple | str) -> None:
     """Every element_order candidate of the three variants against the reference (NaN-filled dqdt) on a
     small non-cubic grid (bricks cut at its ends) and on the Table S29 grid."""
-    from composer.fused.trial import TOLERANCE, run_case
     from composer.runtime import default_device
 
-    from tests.test_fused_gpu import bench_grid
+    from tests.test_fused_gpu import assert_candidates_validate
 
-    grid = bench_grid(order) if grid == "s29" else grid
-    extra = {f"{v}@{name}": (lambda o, c=config: c) for v in ("FUSED", "FUSED_TC", "FUSED_TC16")
-             for name, config in element_order_candidates(v, order)}
-    assert extra
-    for rec in run_case(order, grid, [], default_device(), extra=extra):
-        print(rec)
-        assert "error" not in rec, rec
-        assert rec["rel_err"] <= TOLERANCE, rec
+    found = [(name, config) for variant in ("FUSED", "FUSED_TC", "FUSED_TC16")
+             for name, config in element_order_candidates(variant, order)]
+    assert_candidates_validate(default_device(), order, "s29" if grid == "s29" else grid, found)
 
 
 def _toml(text: str) -> dict:

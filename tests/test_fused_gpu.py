@@ -50,14 +50,18 @@ def cases() -> list[tuple[int, tuple[int, int, int], str]]:
     return multi + sorted(bench, key=lambda c: (c[0] >= 511, c[0]))
 
 
-def assert_candidates_validate(device, order: int, grid_kind: str, found: list) -> None:
-    """Every ``(label, FusedConfig)`` of ``found`` (a candidate family's, all of one variant) against the
-    reference on the point-varying input at the order's small non-cubic grid or its Table S29 grid,
-    max|diff|/max|ref| <= 1e-12, none failing to launch: the GPU check the candidate families share."""
+def assert_candidates_validate(device, order: int, grid_kind: str | tuple[int, int, int], found: list) -> None:
+    """Every ``(label, FusedConfig)`` of ``found`` (a candidate family's) against the reference on the
+    point-varying input at the order's small non-cubic grid ("small"), its Table S29 grid ("s29") or the
+    grid given, max|diff|/max|ref| <= 1e-12, none failing to launch: the GPU check the candidate
+    families share."""
     from composer.config.schedules import load_schedule
 
     assert found
-    grid = SMALL_GRIDS[order] if grid_kind == "small" else load_schedule(order).benchmark.grid
+    if isinstance(grid_kind, tuple):
+        grid = grid_kind
+    else:
+        grid = SMALL_GRIDS[order] if grid_kind == "small" else load_schedule(order).benchmark.grid
     extra = {f"{config.variant}@{name}": (lambda o, c=config: c) for name, config in found}
     records = run_case(order, grid, [], device, extra=extra)
     assert len(records) == len(found)
