@@ -126,6 +126,19 @@ def test_family_orders_the_one_element_tables() -> None:
     assert element_order_candidates("FUSED_TC16", 511) == []  # a streamed schedule
 
 
+def test_refine_family_tries_more_bricks_on_the_mapless_one_element_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    from composer.fused import candidates
+
+    found = candidates.brick_refine_candidates("FUSED_TC", 7)
+    assert len(found) == candidates.BRICK_REFINE_KEEP
+    assert all(c.element_bricks and not c.interior_maps and not c.x_pairs for _, c in found)
+    assert len({c.element_bricks for _, c in found}) == len(found)
+    # a base that takes bricks already (the H100's overlay) is refined from its one-element, unbricked form
+    bricked = dataclasses.replace(fused_config("FUSED_TC", 7), element_bricks=(32, 8, 32), interior_maps=False)
+    monkeypatch.setattr(candidates, "_family_base", lambda v, o, volume, **kw: bricked)
+    assert [c for _, c in candidates.brick_refine_candidates("FUSED_TC", 7)] == [c for _, c in found]
+
+
 @needs_nvrtc
 @pytest.mark.parametrize("variant,order", [("FUSED_TC", 7), ("FUSED_TC16", 15)])
 def test_bricked_kernel_compiles_with_the_registers_of_the_plain_one(variant: str, order: int) -> None:

@@ -16,7 +16,8 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``tile_swizzle_candidates`` (unpadded, XOR-swizzled flux tiles: three resident where padding held two),
 ``x_chain_candidates`` (a block walks a chain of x neighbours, the shared faces' traces carried on chip),
 ``element_order_candidates`` (the blocks take the elements brick by brick, neighbours' face layers found in L2),
-``local_interior_candidates`` (the face fluxes' interior traces addressed from the layout, no vmapM);
+``local_interior_candidates`` (the face fluxes' interior traces addressed from the layout, no vmapM),
+``brick_refine_candidates`` (more brick shapes for the mapless one-element tables);
 ``candidate_list`` selects one family by name.
 """
 
@@ -411,6 +412,34 @@ def element_order_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     l2_bytes = get_machine(DEFAULT_MACHINE).l2_bytes or 50 << 20
     out = [] if single == base else [(label(single), single)]
     for bricks in ranked_bricks(grid, single.nq, l2_bytes, ELEMENT_ORDER_KEEP):
+        cfg = dataclasses.replace(single, element_bricks=bricks)
+        if _fits(cfg):
+            out.append((label(cfg), cfg))
+    return out
+
+
+#: Bricks the ``brick_refine`` family tries (the best-ranked first).
+BRICK_REFINE_KEEP = 8
+
+
+def brick_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The ``element_order`` family's one-element table without vmapM (``interior_maps = false``) on the
+    BRICK_REFINE_KEEP best-ranked bricks: the brick shape refined once the first three and the mapless
+    faces have measured faster (session 31, p = 7 on an H100: x0.949 with 32 x 8 x 32)."""
+    from composer.arch.machines import DEFAULT_MACHINE, get_machine
+    from composer.config.schedules import load_schedule
+    from composer.fused.order import ranked_bricks
+
+    base = _family_base(variant, order, "box")
+    if base is None or base.flux != "inline" or base.traces not in ("global", "xfaces"):
+        return []
+    single = dataclasses.replace(one_element_form(base), element_bricks=None, interior_maps=False)
+    if element_bricks_problem(dataclasses.replace(single, element_bricks=(1, 1, 1))):
+        return []
+    grid = load_schedule(order).benchmark.grid
+    l2_bytes = get_machine(DEFAULT_MACHINE).l2_bytes or 50 << 20
+    out = []
+    for bricks in ranked_bricks(grid, single.nq, l2_bytes, BRICK_REFINE_KEEP):
         cfg = dataclasses.replace(single, element_bricks=bricks)
         if _fits(cfg):
             out.append((label(cfg), cfg))
@@ -1198,7 +1227,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
             "x_pairs": x_pair_candidates, "x_chain": x_chain_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
             "xyz_cluster": xyz_cluster_candidates, "element_order": element_order_candidates,
-            "local_interior": local_interior_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
+            "local_interior": local_interior_candidates, "brick_refine": brick_refine_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
