@@ -70,6 +70,19 @@ def assert_candidates_validate(device, order: int, grid_kind: str | tuple[int, i
         assert rec["rel_err"] <= TOLERANCE, rec
 
 
+def permuting_bricks(grid: tuple[int, int, int]) -> tuple[int, int, int] | None:
+    """Bricks whose order is not the default one on ``grid`` (a small test grid, where the bricks the
+    families rank for the benchmark grid cover it whole and so take the elements in the default order);
+    None on a grid no brick permutes (a single row of elements)."""
+    from composer.fused.order import brick_order
+
+    ne = grid[0] * grid[1] * grid[2]
+    for bricks in ((2, 2, 1), (1, 2, 2), (2, 1, 2), (2, 2, 2), (1, 1, 2)):
+        if not np.array_equal(brick_order(grid, bricks), np.arange(ne)):
+            return bricks
+    return None
+
+
 def run_schedule_table(variant: str, order: int, grid: tuple[int, int, int], device, refused=None):
     """The path of ``variant`` built from the order's schedule table (as the path resolves it on this mesh)
     and launched once into a NaN-filled dqdt; returns (the table the path ran, max|diff|/max|ref|).

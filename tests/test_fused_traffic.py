@@ -27,6 +27,18 @@ def test_single_kernel_streams_every_array_once() -> None:
     assert byte_floor_bytes(config, (2, 2, 2)) == counts.unique_bytes(7, (2, 2, 2)) + 2 * 4 * 6 * nq * nq * ne
 
 
+def test_the_maps_a_kernel_does_not_read_leave_its_floor() -> None:
+    """vmapM of the x faces with traces = "xfaces", of every face with interior_maps = false."""
+    config = fused_config("FUSED", 7)
+    grid, ne, nq = (2, 2, 2), 8, 8
+    plain = byte_floor_bytes(config, grid)
+    xfaces = dataclasses.replace(config, traces="xfaces")
+    mapless = dataclasses.replace(config, interior_maps=False)
+    assert plain - byte_floor_bytes(xfaces, grid) == 2 * nq * nq * ne * 4
+    assert plain - byte_floor_bytes(mapless, grid) == 6 * nq * nq * ne * 4
+    assert byte_floor_bytes(dataclasses.replace(xfaces, interior_maps=False), grid) == byte_floor_bytes(mapless, grid)
+
+
 def test_split_kernels_reread_q_and_dqdt() -> None:
     base = fused_config("FUSED_TC16", 63)
     split = dataclasses.replace(base, flux="inline", traces="global", kernels=(

@@ -84,7 +84,8 @@ def ranked_bricks(grid: Sequence[int], nq: int, l2_bytes: int, keep: int) -> lis
     """The ``keep`` bricks with the fewest estimated re-read bytes (``reread_bytes`` summed over the reuse
     windows of ``L2_WINDOW_FRACTIONS`` of ``l2_bytes``), larger bricks first among equals; every brick spans whole x rows (an x face's
     layer, a sector per node, is the costliest to read twice) and powers of two (or the whole extent)
-    along y and z. The whole grid (the default order) is left out."""
+    along y and z. Bricks whose permutation is the default order (any NeX x NeY x bz brick) or one
+    another brick gives are left out."""
     nex, ney, nez = (int(n) for n in grid)
     ne = nex * ney * nez
     element_bytes = 8 * (8 * nq**3 + 4 * 6 * nq * nq) + 2 * 4 * 6 * nq * nq  # the fields, dqdt and int32 maps
@@ -93,12 +94,13 @@ def ranked_bricks(grid: Sequence[int], nq: int, l2_bytes: int, keep: int) -> lis
     def extents(n: int) -> list[int]:
         return sorted({1 << s for s in range(n.bit_length()) if 1 << s <= n} | {n})
 
-    scored = []
+    scored, seen = [], {np.arange(ne, dtype=np.int32).tobytes()}  # the default order is no candidate
     for by in extents(ney):
         for bz in extents(nez):
-            if by * bz * nex == ne:
-                continue  # the default order
             bricks = (nex, by, bz)
             order = brick_order(grid, bricks)
+            if order.tobytes() in seen:
+                continue  # the default order, or a permutation a brick scored already gives
+            seen.add(order.tobytes())
             scored.append((sum(reread_bytes(grid, order, nq, w) for w in windows), -by * bz, bricks))
     return [bricks for *_, bricks in sorted(scored)[:keep]]

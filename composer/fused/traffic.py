@@ -11,7 +11,8 @@ Model, per tendency call (each kernel streams its arrays once; traces of a field
 streams anyway are L2 hits; a traced field it does not stream costs 8 bytes per value):
 - volume kernel carrying directions D: q, and u/v/w and Ex/Ey/Ez of D; dqdt written by the first
   kernel, read and written by the others; for the 2|D| faces of D: inline fluxes read nx, ny, nz,
-  F and the two 32-bit maps and gather the velocity components outside D on both sides; with the
+  F and the two 32-bit maps (vmapM not on the x faces with traces = "xfaces", on none with
+  interior_maps = false) and gather the velocity components outside D on both sides; with the
   face array they read fstar;
 - face kernel (``flux = "array"``): nx, ny, nz, F, the maps and fstar for all six faces, and the
   traces of q, u, v, w on both sides, one 32-byte sector per value on x faces (nodes Nq doubles
@@ -55,8 +56,18 @@ def schedule_traffic(config: FusedConfig, grid: counts.Grid) -> list[KernelTraff
         out.append(KernelTraffic(f"face flux nq{nq}", 0, _face_kernel_bytes(face_points)))
     for index, kernel in enumerate(config.kernels):
         streamed, face_bytes = _volume_kernel_bytes(len(kernel.dirs), index, config.flux, vol, face_points)
+        if config.flux == "inline":
+            face_bytes -= unread_vmapm_faces(config, kernel.dirs) * face_points * MAP
         out.append(KernelTraffic(f"k{index} {kernel.dir_names}", streamed, face_bytes))
     return out
+
+
+def unread_vmapm_faces(config: FusedConfig, dirs: tuple[int, ...]) -> int:
+    """Faces (of the 2 per carried direction) whose vmapM an inline-flux kernel carrying ``dirs`` does not
+    read: all of them with ``interior_maps = false``, the two x faces with ``traces = "xfaces"``."""
+    if not config.interior_maps:
+        return 2 * len(dirs)
+    return 2 if config.traces == "xfaces" and 0 in dirs else 0
 
 
 def _face_kernel_bytes(face_points: int) -> int:
