@@ -176,3 +176,20 @@ def _toml(text: str) -> dict:
     import tomllib
 
     return tomllib.loads(text)["paths"]["FUSED_TC"]
+
+
+def test_info_estimates_the_layers_each_table_reads_twice(capsys: pytest.CaptureFixture[str]) -> None:
+    """`composer info` per fused table: the re-read estimate in its element order, lower for the H100's
+    bricked overlay at p = 7 than for the generic table in the default order; none for a paired table."""
+    import json
+
+    from composer.cli.main import main
+
+    rows = {}
+    for machine in ("h200", "h100_sxm"):
+        assert main(["info", "--order", "7", "--machine", machine, "--json"]) == 0
+        rows[machine] = {r["variant"]: r for r in json.loads(capsys.readouterr().out)["fused"]}
+    generic, h100 = rows["h200"]["FUSED_TC"], rows["h100_sxm"]["FUSED_TC"]
+    assert generic["element_bricks"] is None and h100["element_bricks"] == [32, 8, 32]
+    assert h100["gather_rereads"][1] < generic["gather_rereads"][0] / 4
+    assert rows["h200"]["FUSED_TC16"]["gather_rereads"] is None  # x_pairs: two elements per block

@@ -159,6 +159,7 @@ def _split_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) 
 def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) -> list[dict[str, Any]]:
     """Per fused variant with a schedule at ``order``: its kernels' DRAM bytes and the byte floor."""
     from composer.fused.config import fused_config
+    from composer.fused.order import gather_rereads
     from composer.fused.traffic import operand_bytes_per_flop, schedule_traffic
 
     if order not in available_orders():  # no schedule file for this order: no fused schedules to show
@@ -175,7 +176,9 @@ def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) 
                      "kernels": [{"name": k.name, "bytes": k.total_bytes} for k in kernels],
                      "bytes": total, "floor_s": total / machine.hbm_bandwidth,
                      "over_unique": total / unique, "volume": config.volume,
-                     "operand_bytes_per_flop": operand_bytes_per_flop(config, machine.arch)})
+                     "operand_bytes_per_flop": operand_bytes_per_flop(config, machine.arch),
+                     "element_bricks": list(config.element_bricks) if config.element_bricks else None,
+                     "gather_rereads": gather_rereads(config, grid, machine.l2_bytes)})
     return rows
 
 
@@ -242,19 +245,24 @@ def render(report: dict[str, Any], console: Console) -> None:
     console.print(memory)
 
     if report.get("fused"):
-        numbers = ("total", "x unique", "byte floor", "L2->smem B/FLOP")
+        numbers = ("total", "x unique", "byte floor", "L2->smem B/FLOP", "layers re-read")
         fused = output.table(("path", "flux", "NVRTC", "kernels (bytes)", *numbers), right=numbers,
                              title=f"fused schedules: DRAM bytes of their kernels on {m['name']}",
                              caption="NVRTC = the compiler whose kernels the table was measured with; "
                                      "byte floor = the kernels' bytes / HBM bandwidth; L2->smem = operand "
                                      "bytes copied into shared memory per contraction FLOP "
-                                     "(composer.fused.traffic)")
+                                     "(composer.fused.traffic); layers re-read = the neighbours' face layers "
+                                     "estimated read from DRAM twice in the table's element order, above the "
+                                     "floor, for L2 windows of 25-75 % (composer.fused.order; one-kernel "
+                                     "whole-element tables)")
         for row in report["fused"]:
             kernels = ", ".join(f"{k['name']} {_bytes(k['bytes'])}" for k in row["kernels"])
             operand = [b for b in row["operand_bytes_per_flop"] if b is not None]
             fused.add_row(f"{row['variant']}{' (stream)' if row['volume'] == 'stream' else ''}", row["flux"],
                           row["nvrtc"] or "any", kernels, _bytes(row["bytes"]), f"{row['over_unique']:.2f}",
-                          _seconds(row["floor_s"]), f"{max(operand):.3f}" if operand else "-")
+                          _seconds(row["floor_s"]), f"{max(operand):.3f}" if operand else "-",
+                          "-" if row["gather_rereads"] is None
+                          else f"{_bytes(row['gather_rereads'][0])} - {_bytes(row['gather_rereads'][1])}")
         console.print(fused)
 
     if report.get("splits"):

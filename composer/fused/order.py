@@ -18,8 +18,12 @@ as ex + NeX * (ey + NeY * ez)); an unstructured mesh would bring its own localit
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from composer.fused.config import FusedConfig
 
 #: Fractions of the L2 that may hold the streamed working set between a layer's two reads (the rest goes
 #: to the lines in flight and the writes; how much is not known: at p = 7 the H100's 50 MB did not hold
@@ -104,3 +108,21 @@ def ranked_bricks(grid: Sequence[int], nq: int, l2_bytes: int, keep: int) -> lis
             seen.add(order.tobytes())
             scored.append((sum(reread_bytes(grid, order, nq, w) for w in windows), -by * bz, bricks))
     return [bricks for *_, bricks in sorted(scored)[:keep]]
+
+
+def gather_rereads(config: "FusedConfig", grid: Sequence[int], l2_bytes: int | None) -> tuple[int, int] | None:
+    """The range of ``reread_bytes`` over the windows of ``L2_WINDOW_FRACTIONS`` of ``l2_bytes`` for a table
+    whose one kernel carries x, y and z over whole elements, one per block, in its element order (the
+    default or ``element_bricks``); None for other tables (several kernels or boxes per element, pairs,
+    chains, walks: their blocks' distances are not an element's), or without an L2 size."""
+    if (l2_bytes is None or config.volume != "box" or len(config.kernels) != 1
+            or config.kernels[0].box != (config.nq,) * 3 or config.x_pairs or config.x_chain
+            or config.elements_per_block != 1 or config.trace_cluster != 1 or config.kernels[0].cluster > 1):
+        return None
+    nq = config.nq
+    ne = int(np.prod([int(n) for n in grid]))
+    order = (brick_order(grid, config.element_bricks) if config.element_bricks is not None
+             else np.arange(ne, dtype=np.int32))
+    element_bytes = 8 * (8 * nq**3 + 4 * 6 * nq * nq) + 2 * 4 * 6 * nq * nq
+    found = [reread_bytes(grid, order, nq, reuse_window(f * l2_bytes, element_bytes)) for f in L2_WINDOW_FRACTIONS]
+    return min(found), max(found)
