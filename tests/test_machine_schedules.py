@@ -283,15 +283,18 @@ def test_the_opened_gpu_loads_its_machine_s_overlay() -> None:
 def test_every_shipped_overlay_validates_on_the_gpu(grid_kind: str) -> None:
     """Each fused table a shipped overlay changes, run on this GPU whatever machine it is, against the
     reference on the point-varying input (max|diff|/max|ref| <= 1e-12)."""
-    from composer.fused.config import fused_config
+    from composer.fused.config import fused_config, one_element_form
     from composer.runtime import default_device
-    from tests.test_fused_gpu import assert_candidates_validate
+    from tests.test_fused_gpu import SMALL_GRIDS, assert_candidates_validate
 
     device = default_device()
     for machine, order, changed in _shipped_overlays():
         with using_machine(machine):
             for variant in changed:
-                assert_candidates_validate(device, order, grid_kind, [(machine, fused_config(variant, order))])
+                config = fused_config(variant, order)
+                if grid_kind == "small" and config.x_pairs and SMALL_GRIDS[order][0] % 2:
+                    config = one_element_form(config)  # what the path runs there (an odd x extent does not pair)
+                assert_candidates_validate(device, order, grid_kind, [(machine, config)])
 
 
 def test_a_copy_of_an_overlaid_schedule_holds_the_machine_s_tables(packaged_copy: Path, tmp_path: Path,
