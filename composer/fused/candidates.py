@@ -30,7 +30,8 @@ from composer.arch.limits import DEFAULT_ARCH, arch_limits
 from composer.errors import ComposerError
 from composer.fused.builder import StreamPlan, kernel_plans, late_weights
 from composer.fused.config import (ALLOWED_MMA, D_LAYOUTS, L2_FETCH, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
-                                   box_lines, element_bricks_problem, fused_config, one_element_form, parse_table)
+                                   box_lines, element_bricks_problem, fused_config, interior_maps_key_problem,
+                                   one_element_form, parse_table)
 from composer.arch.mma import mma_shape
 
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
@@ -391,31 +392,43 @@ def chunk_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
 ELEMENT_ORDER_KEEP = 3
 
 
+def _bricked(single: FusedConfig, keep: int) -> list[tuple[str, FusedConfig]]:
+    """``single`` (a table whose blocks take one element each) on the ``keep`` bricks ``ranked_bricks``
+    ranks best on its order's benchmark grid with the default machine's L2, each that fits; none where
+    its blocks cannot take bricks (pairs, chains, walks, trace clusters, chunks, streamed kernels)."""
+    from composer.arch.machines import DEFAULT_MACHINE, get_machine
+    from composer.config.schedules import load_schedule
+    from composer.fused.order import ranked_bricks
+
+    if element_bricks_problem(dataclasses.replace(single, element_bricks=(1, 1, 1))):
+        return []
+    grid = load_schedule(single.order).benchmark.grid
+    l2_bytes = get_machine(DEFAULT_MACHINE).l2_bytes or 50 << 20
+    found = [dataclasses.replace(single, element_bricks=b) for b in ranked_bricks(grid, single.nq, l2_bytes, keep)]
+    return [(label(cfg), cfg) for cfg in found if _fits(cfg)]
+
+
+def _mapless(config: FusedConfig) -> FusedConfig | None:
+    """``config`` with ``interior_maps = false``, None where the key does not apply (interior_maps_key_problem)."""
+    cfg = dataclasses.replace(config, interior_maps=False)
+    return None if interior_maps_key_problem(cfg) else cfg
+
+
 def element_order_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The box schedule with its blocks taking the elements brick by brick (``element_bricks``), the
     ELEMENT_ORDER_KEEP bricks of ``ranked_bricks`` on the order's benchmark grid and the default
     machine's L2; a table that pairs or chains elements also as its one-element form in the default
     order, the comparison its bricked forms need. Why: in the default order a block's z neighbours run
-    NeX * NeY blocks away, about a wave, and their face layers are read from DRAM twice (p = 7: 111 MB
-    above the kernel's floor on an H100, ncu session 27)."""
-    from composer.arch.machines import DEFAULT_MACHINE, get_machine
-    from composer.config.schedules import load_schedule
-    from composer.fused.order import ranked_bricks
-
+    NeX * NeY blocks away, about a wave, and their face layers are read from DRAM twice (p = 7: 112 MB
+    above the kernel's floor on an H100, ncu session 31)."""
     base = _family_base(variant, order, "box")
     if base is None:
         return []
     single = one_element_form(base)
-    if single.element_bricks is not None or element_bricks_problem(dataclasses.replace(single, element_bricks=(1, 1, 1))):
+    if single.element_bricks is not None:
         return []
-    grid = load_schedule(order).benchmark.grid
-    l2_bytes = get_machine(DEFAULT_MACHINE).l2_bytes or 50 << 20
-    out = [] if single == base else [(label(single), single)]
-    for bricks in ranked_bricks(grid, single.nq, l2_bytes, ELEMENT_ORDER_KEEP):
-        cfg = dataclasses.replace(single, element_bricks=bricks)
-        if _fits(cfg):
-            out.append((label(cfg), cfg))
-    return out
+    bricked = _bricked(single, ELEMENT_ORDER_KEEP)
+    return bricked if single == base or not bricked else [(label(single), single), *bricked]
 
 
 #: Bricks the ``brick_refine`` family tries (the best-ranked first).
@@ -425,25 +438,11 @@ BRICK_REFINE_KEEP = 8
 def brick_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The ``element_order`` family's one-element table without vmapM (``interior_maps = false``) on the
     BRICK_REFINE_KEEP best-ranked bricks: the brick shape refined once the first three and the mapless
-    faces have measured faster (session 31, p = 7 on an H100: x0.949 with 32 x 8 x 32)."""
-    from composer.arch.machines import DEFAULT_MACHINE, get_machine
-    from composer.config.schedules import load_schedule
-    from composer.fused.order import ranked_bricks
-
+    faces have measured faster (session 31, p = 7 on an H100: x0.949 with 32 x 8 x 32). A base that
+    takes bricks already is refined from its unbricked one-element form."""
     base = _family_base(variant, order, "box")
-    if base is None or base.flux != "inline" or base.traces not in ("global", "xfaces"):
-        return []
-    single = dataclasses.replace(one_element_form(base), element_bricks=None, interior_maps=False)
-    if element_bricks_problem(dataclasses.replace(single, element_bricks=(1, 1, 1))):
-        return []
-    grid = load_schedule(order).benchmark.grid
-    l2_bytes = get_machine(DEFAULT_MACHINE).l2_bytes or 50 << 20
-    out = []
-    for bricks in ranked_bricks(grid, single.nq, l2_bytes, BRICK_REFINE_KEEP):
-        cfg = dataclasses.replace(single, element_bricks=bricks)
-        if _fits(cfg):
-            out.append((label(cfg), cfg))
-    return out
+    single = None if base is None else _mapless(dataclasses.replace(one_element_form(base), element_bricks=None))
+    return [] if single is None else _bricked(single, BRICK_REFINE_KEEP)
 
 
 def local_interior_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
@@ -452,17 +451,14 @@ def local_interior_candidates(variant: str, order: int) -> list[tuple[str, Fused
     y and z faces' vmapM is 34 MB of the p = 7 kernel's DRAM bytes and a dependent load before each
     interior gather (the x faces' went with ``traces = "xfaces"``)."""
     base = _family_base(variant, order, "box")
-    if base is None or base.flux != "inline" or base.traces not in ("global", "xfaces"):
+    mapless = None if base is None else _mapless(base)
+    if mapless is None:
         return []
-    out = []
-    variants = [dataclasses.replace(base, interior_maps=False)]
+    variants = [mapless]
     bricked = [cfg for _, cfg in element_order_candidates(variant, order) if cfg.element_bricks is not None]
     if bricked:
         variants.append(dataclasses.replace(bricked[0], interior_maps=False))
-    for cfg in variants:
-        if _fits(cfg):
-            out.append((label(cfg), cfg))
-    return out
+    return [(label(cfg), cfg) for cfg in variants if _fits(cfg)]
 
 
 def _benchmark_elements(order: int) -> int:

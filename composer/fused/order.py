@@ -5,8 +5,9 @@ across each face). The neighbour's layer is read from DRAM twice when the neighb
 so much earlier or later that the streamed arrays in between have pushed the layer out of L2. In the
 default order (block b takes element b) a z neighbour is NeX * NeY blocks away: 1024 at p = 7 on the
 32^3 benchmark grid, about one wave of resident blocks, whose streamed bytes (48 KB per element,
-about 50 MB) fill the L2. ncu at p = 7 (H100, session 27): 1671 MB of DRAM against the kernel's
-1560-MB floor, the 111 MB about what re-reading every z-face layer costs (134 MB). Taking the
+about 50 MB) fill the L2. ncu at p = 7 (H100, session 31): 1538 MB of DRAM reads against the 1426 MB
+the kernel must read, the 112 MB about what re-reading every z-face layer costs (134 MB); bricks of
+32 x 8 x 32 brought it to 1477 MB, x0.964 of the time. Taking the
 elements brick by brick (bricks of ``bx x by x bz`` elements, the bricks and the elements inside each
 in the kji order of the grid) keeps every neighbour inside a brick a few hundred blocks away.
 

@@ -1,4 +1,5 @@
-"""Which meshes ``traces = "xfaces"`` (and ``x_pairs``, ``x_chain``) serve: the x-face maps must point at the
+"""Which meshes ``traces = "xfaces"`` (and ``x_pairs``, ``x_chain``, ``interior_maps = false``) serve: the x-face
+maps (every face's, without the maps) must point at the
 element's own boundary nodes in the order the staging loop meets them (and, for pairs, elements
 2b and 2b + 1 must be x neighbours whose shared face's nodes line up).
 
