@@ -159,17 +159,9 @@ def test_element_order_candidates_match_reference_on_the_gpu(order: int, grid: t
     """Every element_order candidate of the three variants against the reference (NaN-filled dqdt) on a
     small non-cubic grid (there with bricks that permute it, cut at its ends: the ranked ones cover a small grid
     whole) and on the Table S29 grid with the ranked bricks."""
-    from composer.runtime import default_device
+    from tests.test_fused_gpu import assert_family_validates
 
-    from tests.test_fused_gpu import assert_candidates_validate, permuting_bricks
-
-    found = [(name, config) for variant in ("FUSED", "FUSED_TC", "FUSED_TC16")
-             for name, config in element_order_candidates(variant, order)]
-    if grid != "s29":  # the bricks ranked for the benchmark grid take a small grid's elements in the default order
-        bricks = permuting_bricks(grid)
-        found = [(name, dataclasses.replace(c, element_bricks=bricks) if c.element_bricks else c) for name, c in found]
-        assert bricks is None or any(c.element_bricks for _, c in found)
-    assert_candidates_validate(default_device(), order, "s29" if grid == "s29" else grid, found)
+    assert_family_validates(order, grid, element_order_candidates)
 
 
 def _toml(text: str) -> dict:

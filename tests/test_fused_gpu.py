@@ -83,6 +83,25 @@ def permuting_bricks(grid: tuple[int, int, int]) -> tuple[int, int, int] | None:
     return None
 
 
+def assert_family_validates(order: int, grid: str | tuple[int, int, int], family) -> None:
+    """Every candidate ``family(variant, order)`` gives for FUSED, FUSED_TC and FUSED_TC16 through
+    ``assert_candidates_validate`` on ``grid`` ("s29" or a small grid). On a small grid a bricked table takes
+    bricks that permute it (``permuting_bricks``: the ranked ones cover a small grid whole, the default
+    order), and a paired table runs only where the x extent pairs (the path refuses it, given explicitly,
+    elsewhere)."""
+    import dataclasses
+
+    from composer.runtime import default_device
+
+    found = [(name, config) for variant in ("FUSED", "FUSED_TC", "FUSED_TC16") for name, config in family(variant, order)]
+    if grid != "s29":
+        bricks = permuting_bricks(grid)
+        found = [(name, dataclasses.replace(c, element_bricks=bricks) if c.element_bricks else c)
+                 for name, c in found if not c.x_pairs or grid[0] % 2 == 0]
+        assert bricks is None or any(c.element_bricks for _, c in found)
+    assert_candidates_validate(default_device(), order, grid, found)
+
+
 def run_schedule_table(variant: str, order: int, grid: tuple[int, int, int], device, refused=None):
     """The path of ``variant`` built from the order's schedule table (as the path resolves it on this mesh)
     and launched once into a NaN-filled dqdt; returns (the table the path ran, max|diff|/max|ref|).

@@ -155,18 +155,9 @@ def test_kernels_without_maps_compile_within_the_registers_of_the_mapped_ones(va
 def test_local_interior_candidates_match_reference_on_the_gpu(order: int, grid: tuple | str) -> None:
     """Every local_interior candidate of the three variants against the reference (NaN-filled dqdt) on small
     non-cubic grids (a paired table only where the x extent pairs) and on the Table S29 grids."""
-    from composer.runtime import default_device
+    from tests.test_fused_gpu import assert_family_validates
 
-    from tests.test_fused_gpu import assert_candidates_validate, permuting_bricks
-
-    found = [(name, config) for variant in ("FUSED", "FUSED_TC", "FUSED_TC16")
-             for name, config in local_interior_candidates(variant, order)
-             if not config.x_pairs or grid == "s29" or grid[0] % 2 == 0]
-    if grid != "s29":  # the bricks ranked for the benchmark grid take a small grid's elements in the default order
-        bricks = permuting_bricks(grid)
-        found = [(name, dataclasses.replace(c, element_bricks=bricks) if c.element_bricks else c) for name, c in found]
-        assert bricks is None or any(c.element_bricks for _, c in found)
-    assert_candidates_validate(default_device(), order, "s29" if grid == "s29" else grid, found)
+    assert_family_validates(order, grid, local_interior_candidates)
 
 
 def _toml(text: str) -> dict:
