@@ -55,9 +55,13 @@ def volume_term(
     return out
 
 
-def numerical_flux(fields: Mapping[str, np.ndarray], mesh: Mesh) -> np.ndarray:
-    """The upwind (Lax–Friedrichs) flux ``fstar`` of every face node, in the face layout."""
+def numerical_flux(fields: Mapping[str, np.ndarray], mesh: Mesh,
+                   exterior_map: np.ndarray | None = None) -> np.ndarray:
+    """The upwind (Lax–Friedrichs) flux ``fstar`` of every face node, in the face layout; the exterior
+    traces through ``exterior_map`` when given (an emulated kernel's own exterior nodes), else vmapP."""
     vmap_m, vmap_p = mesh.face_maps
+    if exterior_map is not None:
+        vmap_p = exterior_map
     flat = {k: fields[k].reshape(-1) for k in ("q", "u", "v", "w")}
     nx, ny, nz = fields["nx"], fields["ny"], fields["nz"]
 

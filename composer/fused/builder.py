@@ -41,6 +41,9 @@ CHUNKED_VOLUME_SIGNATURE: tuple[Param, ...] = VOLUME_SIGNATURE + params("e0:u32"
 #: A table with ``element_bricks``: the permutation its blocks take their elements from (int32, one per
 #: element; composer.fused.order).
 ORDERED_VOLUME_SIGNATURE: tuple[Param, ...] = VOLUME_SIGNATURE + params("order:ptr")
+#: A table with ``exterior_maps = false``: the face links its fluxes take the exterior nodes from (an int2 per
+#: element face; composer.fused.links), after the permutation when there is one.
+LINKS_PARAMS: tuple[Param, ...] = params("links:ptr")
 FACE_SIGNATURE: tuple[Param, ...] = params(
     "q:ptr u:ptr v:ptr w:ptr vmapM:ptr vmapP:ptr nx:ptr ny:ptr nz:ptr F:ptr fstar:ptr ne:i64")
 
@@ -420,7 +423,8 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         split=-1 if plan.kernel.split is None else plan.kernel.split, xtraces=plan.x_traces,
         x_pairs=plan.x_pairs, x_chain=plan.x_chain, x_prefetch=plan.x_prefetch, raw_offset=plan.raw_offset,
         element_doubles=plan.element_doubles, swizzle=plan.swizzle,
-        chunked=config.chunk_elements > 0, element_order=config.element_bricks is not None, local_interior=not config.interior_maps, **mma)
+        chunked=config.chunk_elements > 0, element_order=config.element_bricks is not None, local_interior=not config.interior_maps,
+        exterior_links=not config.exterior_maps, **mma)
 
 
 def render_face(nq: int) -> str:
@@ -451,10 +455,13 @@ def face_source(nq: int) -> KernelSource:
 
 def volume_signature(config: FusedConfig) -> tuple[Param, ...]:
     """The box and streamed kernels' parameters: the unchunked list, with a chunk's first element
-    (``chunk_elements``) or the element permutation (``element_bricks``) after it."""
+    (``chunk_elements``) or the element permutation (``element_bricks``) after it, then the face links
+    (``exterior_maps = false``)."""
     if config.chunk_elements:
-        return CHUNKED_VOLUME_SIGNATURE
-    return ORDERED_VOLUME_SIGNATURE if config.element_bricks is not None else VOLUME_SIGNATURE
+        base = CHUNKED_VOLUME_SIGNATURE
+    else:
+        base = ORDERED_VOLUME_SIGNATURE if config.element_bricks is not None else VOLUME_SIGNATURE
+    return base if config.exterior_maps else base + LINKS_PARAMS
 
 
 def kernel_sources(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[KernelSource]:

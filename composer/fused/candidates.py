@@ -17,6 +17,7 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``x_chain_candidates`` (a block walks a chain of x neighbours, the shared faces' traces carried on chip),
 ``element_order_candidates`` (the blocks take the elements brick by brick, neighbours' face layers found in L2),
 ``local_interior_candidates`` (the face fluxes' interior traces addressed from the layout, no vmapM),
+``face_links_candidates`` (those tables with their exterior nodes from one link per element face, no vmapP),
 ``brick_refine_candidates`` (more brick shapes for the mapless one-element tables);
 ``candidate_list`` selects one family by name.
 """
@@ -459,6 +460,17 @@ def local_interior_candidates(variant: str, order: int) -> list[tuple[str, Fused
     if bricked:
         variants.append(dataclasses.replace(bricked[0], interior_maps=False))
     return [(label(cfg), cfg) for cfg in variants if _fits(cfg)]
+
+
+def face_links_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The ``local_interior`` family's tables (the box schedule without vmapM, unbricked and on its best
+    brick) each also reading no vmapP (``exterior_maps = false``: one link per element face names the
+    neighbour's face nodes). Why: vmapP is the last index map such a kernel reads, 50 MB of the p = 7
+    kernel's 1442 MB of DRAM reads on an H100, whose time follows its bytes."""
+    found = []
+    for _, mapless in local_interior_candidates(variant, order):
+        found += [mapless, dataclasses.replace(mapless, exterior_maps=False)]
+    return [(label(cfg), cfg) for cfg in found]
 
 
 def _benchmark_elements(order: int) -> int:
@@ -1223,7 +1235,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
             "x_pairs": x_pair_candidates, "x_chain": x_chain_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
             "xyz_cluster": xyz_cluster_candidates, "element_order": element_order_candidates,
-            "local_interior": local_interior_candidates, "brick_refine": brick_refine_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
+            "local_interior": local_interior_candidates, "face_links": face_links_candidates, "brick_refine": brick_refine_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -1310,6 +1322,8 @@ def label(config: FusedConfig) -> str:
         extra += " eb" + "x".join(map(str, config.element_bricks))
     if not config.interior_maps:
         extra += " noM"
+    if not config.exterior_maps:
+        extra += " noP"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -1371,6 +1385,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f"element_bricks = {list(config.element_bricks)}")
     if not config.interior_maps:
         lines.append("interior_maps = false")
+    if not config.exterior_maps:
+        lines.append("exterior_maps = false")
     if config.nvrtc:
         lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":

@@ -335,6 +335,12 @@ class FusedConfig:
     #: 34 MB of DRAM at p = 7 (2 % of the kernel's bytes) and a dependent load before every interior
     #: gather; on any conforming hexahedral mesh it names the element's own face nodes.
     interior_maps: bool = True
+    #: False (with ``interior_maps = false``): the face fluxes read no vmapP either; each face's exterior
+    #: nodes come from one link per element face (neighbour element, its face, the orientation:
+    #: composer.fused.links), which the path derives from vmapP and checks node for node. Why: vmapP is
+    #: 4 Nq^2 bytes per face (50 MB of the p = 7 kernel's 1442 MB of DRAM reads on an H100, whose time
+    #: follows its bytes); a link is 8 bytes and serves any conforming hexahedral mesh.
+    exterior_maps: bool = True
 
     @property
     def nq(self) -> int:
@@ -513,7 +519,8 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     nq = order + 1
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
                             "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs", "x_chain", "x_prefetch",
-                            "tile_swizzle", "chunk_elements", "element_bricks", "interior_maps", *STREAM_SWITCHES),
+                            "tile_swizzle", "chunk_elements", "element_bricks", "interior_maps", "exterior_maps",
+                            *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
     if flux not in FLUX_MODES:
@@ -636,11 +643,15 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     interior_maps = table.get("interior_maps", True)
     if type(interior_maps) is not bool:
         raise _error(file, f"{prefix}.interior_maps", f"expected true or false, got {interior_maps!r}")
+    exterior_maps = table.get("exterior_maps", True)
+    if type(exterior_maps) is not bool:
+        raise _error(file, f"{prefix}.exterior_maps", f"expected true or false, got {exterior_maps!r}")
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
                          nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
                          x_pairs=x_pairs, x_chain=x_chain, x_prefetch=x_prefetch, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements,
-                         element_bricks=element_bricks, interior_maps=interior_maps)
+                         element_bricks=element_bricks, interior_maps=interior_maps,
+                         exterior_maps=exterior_maps)
     problem = first_table_problem(config)
     if problem:
         raise _error(file, f"{prefix}.{problem[0]}", problem[1])
@@ -654,7 +665,7 @@ def first_table_problem(config: FusedConfig) -> tuple[str, str] | None:
     checks = (("chunk_elements", chunk_problem), ("x_pairs", x_pairs_problem), ("x_chain", x_chain_problem),
               ("x_prefetch", x_prefetch_problem), ("tile_swizzle", tile_swizzle_problem),
               ("trace_cluster", trace_cluster_problem), ("element_bricks", element_bricks_problem),
-              ("interior_maps", interior_maps_key_problem))
+              ("interior_maps", interior_maps_key_problem), ("exterior_maps", exterior_maps_key_problem))
     for key, check in checks:
         problem = check(config)
         if problem:
@@ -834,6 +845,17 @@ def interior_maps_key_problem(config: FusedConfig) -> str | None:
         return 'applies to the box kernels with flux = "inline" (the face kernel of "array" reads the maps)'
     if config.traces not in ("global", "xfaces"):
         return f'needs traces = "global" or "xfaces", got "{config.traces}"'
+    return None
+
+
+def exterior_maps_key_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``exterior_maps = false`` (None if nothing): the box kernels whose face
+    fluxes read no vmapM (``interior_maps = false``), so that they read no index map at all; the other
+    face loops ("tiles", trace clusters, the face kernel) read vmapM beside vmapP."""
+    if config.exterior_maps:
+        return None
+    if config.interior_maps:
+        return "needs interior_maps = false (the face fluxes then read no index map at all)"
     return None
 
 

@@ -18,6 +18,7 @@ from composer import dg
 from composer.fused.builder import KernelPlan, StreamPlan, d_panel_layout, kernel_plans
 from composer.fused.config import FusedConfig
 from composer.fused.copies import program
+from composer.fused.links import face_links, linked_nodes
 from composer.fused.order import brick_order
 from composer.arch.mma import mma_shape
 
@@ -570,7 +571,13 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
     if element_order is None and config.element_bricks is not None:
         element_order = brick_order(mesh.grid, config.element_bricks)
     flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in dg.FIELD_KEYS}
-    fstar = dg.numerical_flux(fields, mesh).reshape(-1)  # same formula as _flux.cuh.j2
+    vmap_p = mesh.face_maps[1]
+    if not config.exterior_maps:
+        # the kernels take every exterior node from its face's link (linked_node of _face_links.cuh.j2)
+        links, wrong = face_links(vmap_p, nq)
+        assert wrong is None, "the path refuses exterior_maps = false on this mesh"
+        vmap_p = linked_nodes(links, nq)
+    fstar = dg.numerical_flux(fields, mesh, vmap_p).reshape(-1)  # same formula as _flux.cuh.j2
     if config.trace_cluster > 1:
         # each kernel's faces (those of its directions) with the exterior traces it fetches
         vmap_m = mesh.face_maps[0]
@@ -589,7 +596,7 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
         # the x faces' interior traces from each x-carrying kernel's staging pairs (the others gathered)
         from composer.fused.traces import x_face_maps_problem
 
-        vmap_m, vmap_p = mesh.face_maps
+        vmap_m = mesh.face_maps[0]
         assert x_face_maps_problem(vmap_m, nq) is None, "the path refuses xfaces on this mesh"
         shape = (mesh.num_elements, 6, nq * nq)
         normal = [fields[k].reshape(shape)[:, :2] for k in ("nx", "ny", "nz")]

@@ -12,7 +12,8 @@ streams anyway are L2 hits; a traced field it does not stream costs 8 bytes per 
 - volume kernel carrying directions D: q, and u/v/w and Ex/Ey/Ez of D; dqdt written by the first
   kernel, read and written by the others; for the 2|D| faces of D: inline fluxes read nx, ny, nz,
   F and the two 32-bit maps (vmapM not on the x faces with traces = "xfaces", on none with
-  interior_maps = false) and gather the velocity components outside D on both sides; with the
+  interior_maps = false; vmapP replaced by one 8-byte link per face with exterior_maps = false) and
+  gather the velocity components outside D on both sides; with the
   face array they read fstar;
 - face kernel (``flux = "array"``): nx, ny, nz, F, the maps and fstar for all six faces, and the
   traces of q, u, v, w on both sides, one 32-byte sector per value on x faces (nodes Nq doubles
@@ -30,6 +31,7 @@ from composer.fused.config import FusedConfig
 FP64 = 8
 SECTOR = 32  # bytes one strided 8-byte gather pulls from DRAM
 MAP = 4  # bytes per entry of the 32-bit index maps
+LINK = 8  # bytes per face link (exterior_maps = false: a base and two 16-bit strides; composer.fused.links)
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,8 @@ def schedule_traffic(config: FusedConfig, grid: counts.Grid) -> list[KernelTraff
         streamed, face_bytes = _volume_kernel_bytes(len(kernel.dirs), index, config.flux, vol, face_points)
         if config.flux == "inline":
             face_bytes -= unread_vmapm_faces(config, kernel.dirs) * face_points * MAP
+        if not config.exterior_maps:  # one 8-byte link per face instead of vmapP's Nq^2 entries
+            face_bytes -= 2 * len(kernel.dirs) * (face_points * MAP - ne * LINK)
         out.append(KernelTraffic(f"k{index} {kernel.dir_names}", streamed, face_bytes))
     return out
 

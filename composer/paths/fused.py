@@ -33,6 +33,7 @@ from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_lay
                                     prebuilt)
 from composer.fused.traces import (interior_maps_problem, x_chain_maps_problem, x_face_maps_problem,
                                    x_pairs_maps_problem)
+from composer.fused.links import face_links
 from composer.fused.order import brick_order
 from composer.fused.config import (ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, one_element_form,
                                    table_variant)
@@ -275,6 +276,12 @@ class FusedPathBase(Path):
             wrong = interior_maps_problem(problem.mesh.face_maps[0], problem.nq)
             if wrong:
                 raise ConfigError(f"{self.variant} p={problem.order}: {wrong}")
+        links = None
+        if not config.exterior_maps:
+            # the face fluxes take their exterior nodes from one link per element face and read no vmapP
+            links, wrong = face_links(problem.mesh.face_maps[1], problem.nq)
+            if wrong:
+                raise ConfigError(f"{self.variant} p={problem.order}: {wrong}")
         self.config = config
         if config.chunk_elements and problem.num_elements >= 2**32:
             raise ConfigError(f"{self.variant} p={problem.order}: chunk_elements numbers elements in 32 bits; "
@@ -314,6 +321,11 @@ class FusedPathBase(Path):
             order = brick_order(problem.mesh.grid, config.element_bricks)
             self.element_order = problem.allocate(f"{self.name}.element_order", order.nbytes)
             self.element_order.copy_from(order, problem.stream)
+            problem.stream.synchronize()  # the host copy is a temporary
+        self.face_links = None  # exterior_maps = false: (base, stride_a | stride_b << 16) per element face
+        if links is not None:
+            self.face_links = problem.allocate(f"{self.name}.face_links", links.nbytes)
+            self.face_links.copy_from(links, problem.stream)
             problem.stream.synchronize()  # the host copy is a temporary
         self.fstar = (problem.allocate(f"{self.name}.fstar", face_bytes(problem.nq, problem.num_elements))
                       if config.flux == "array" else None)
@@ -356,10 +368,12 @@ class FusedPathBase(Path):
         def args(face: bool, first: int, end: int) -> tuple:
             if face:
                 return face_args
-            # a chunk's launch covers elements first .. end - 1 (the kernel's e0 and bound)
-            if chunked:
-                return (*volume_args, end, first)
-            return (*volume_args, ne, self.element_order.ptr) if self.element_order is not None else (*volume_args, ne)
+            # a chunk's launch covers elements first .. end - 1 (the kernel's e0 and bound); then the
+            # permutation (element_bricks) and the face links (exterior_maps = false), as volume_signature
+            head = (*volume_args, end, first) if chunked else (*volume_args, ne)
+            if self.element_order is not None:
+                head += (self.element_order.ptr,)
+            return head if self.face_links is None else (*head, self.face_links.ptr)
 
         return {name: (lambda s, k=kernel, g=grid, b=block, m=smem, a=args(face, *elements), c=cluster:
                        k.launch(g, b, a, m, s, cluster=c if c > 1 else None))
