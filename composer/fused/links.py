@@ -6,8 +6,8 @@ about 1440 MB at p = 7, 25 MB at p = 15). On a conforming hexahedral mesh, struc
 exterior nodes of a face are the nodes of one face of one neighbour in one of eight orientations, and
 every such map is affine in the face position (a, b): node = base + a * stride_a + b * stride_b
 (``linked_offsets`` spells out the 6 x 8 of them). A link of two int32 (the base; the two strides,
-16 bits each) names all Nq^2 nodes; the kernel adds two products. The kernels still take the exterior nodes from
-an index map that would serve an unstructured mesh (``../shared/spec/operator.md``).
+16 bits each) names all Nq^2 nodes; the kernel adds two products. The kernels still take the
+exterior nodes from an index map that would serve an unstructured mesh (``../shared/spec/operator.md``).
 
 The path derives the links from the mesh's vmapP (three nodes per face) and checks that they name
 exactly the same nodes (:func:`face_links_problem`); a mesh whose exterior map is not face to face
