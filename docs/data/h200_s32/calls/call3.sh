@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Session 32 call 3 (any GPU; about 420 s). Issue 16 at p = 7: the face fluxes without vmapP (`exterior_maps = false`)
+# Session 32 call 3 (any GPU; about 200 s). Issue 16 at p = 7: the face fluxes without vmapP (`exterior_maps = false`)
 # after call 2, now with the compiler barrier between the face directions' loops (FUSED_TC p = 7 back to 32
 # registers, FUSED to 40). Cubins in .cache/nvrtc_pin9 (NVRTC 13.5).
 # On an H200: call 2's sweep of the generic tables' face_links family (p = 7, 15), applied at 1 % into $OUT/sched,
-# then alternating benches A B B A of FUSED, FUSED_TC, FUSED_TC16 at p = 7, 15, then ncu of FUSED_TC and FUSED_TC16
-# at p = 7 on both schedule sets.
+# then alternating benches A B B A of FUSED, FUSED_TC, FUSED_TC16 at p = 7, 15, then ncu of FUSED_TC at p = 7 on both
+# schedule sets.
 # Elsewhere (an H100): the alternating benches at p = 7 with B the H100's overlay tables plus exterior_maps = false
-# (.cache/s32_links_h100), ncu of FUSED_TC and FUSED_TC16 at p = 7 on A and B (DRAM bytes), then the GPU tests of
+# (.cache/s32_links_h100), ncu of FUSED_TC at p = 7 on A and B (DRAM bytes), then the GPU tests of
 # tests/test_fused_face_links.py (the family's tables, the barrier's sources) with the time left.
 # Carry: .whl .cache.
 set -o pipefail
@@ -27,19 +27,20 @@ fi
 if [ -n "$B" ]; then
   for run in A1 B1 B2 A2; do
     if [[ $run == B* ]]; then export COMPOSER_SCHEDULES=$B; else unset COMPOSER_SCHEDULES; fi
-    timeout 75 $M bench --paths FUSED,FUSED_TC,FUSED_TC16 --orders $ORDERS --rounds 3 --out $OUT/ab/$run \
+    timeout 60 $M bench --paths FUSED,FUSED_TC,FUSED_TC16 --orders $ORDERS --rounds 3 --out $OUT/ab/$run \
       > $OUT/logs/ab_$run.log 2>&1; t ab_$run $?
   done
   unset COMPOSER_SCHEDULES
   python3 tools/compare_benches.py --a $OUT/ab/A1 $OUT/ab/A2 --b $OUT/ab/B1 $OUT/ab/B2 > $OUT/logs/ab_compare.log 2>&1
   cat $OUT/logs/ab_compare.log
-  timeout 70 $M profile --paths FUSED_TC,FUSED_TC16 --orders 7 --out $OUT/prof/shipped > $OUT/logs/prof_shipped.log 2>&1
+  tar -C "$OUT" -czf "$OUT/ab.tgz" logs ab 2>/dev/null  # the benches back even if the device time runs out below
+  timeout 50 $M profile --paths FUSED_TC --orders 7 --out $OUT/prof/shipped > $OUT/logs/prof_shipped.log 2>&1
   t prof_shipped $?
-  COMPOSER_SCHEDULES=$B timeout 70 $M profile --paths FUSED_TC,FUSED_TC16 --orders 7 --out $OUT/prof/links \
+  COMPOSER_SCHEDULES=$B timeout 50 $M profile --paths FUSED_TC --orders 7 --out $OUT/prof/links \
     > $OUT/logs/prof_links.log 2>&1; t prof_links $?
   grep -h -iE 'dram|FUSED' $OUT/logs/prof_shipped.log $OUT/logs/prof_links.log | head -20
 fi
-left=$(( 520 - $(elapsed) ))
+left=$(( 230 - $(elapsed) ))
 if [ $left -gt 60 ]; then
   timeout $left python3 -m pytest -q -m gpu tests/test_fused_face_links.py -rs > $OUT/logs/gpu_tests.log 2>&1; t gpu_tests $?
   tail -4 $OUT/logs/gpu_tests.log
