@@ -18,14 +18,7 @@ sweep_apply docs/data/h200_s32/plans/sweep_plan_face_links_h100.json 7,15 150 1
 B=${COMPOSER_SCHEDULES:-}
 unset COMPOSER_SCHEDULES
 if [ -n "$B" ]; then
-  for run in A1 B1 B2 A2; do
-    if [[ $run == B* ]]; then export COMPOSER_SCHEDULES=$B; else unset COMPOSER_SCHEDULES; fi
-    timeout 80 $M bench --paths GEMM,FUSED,FUSED_TC,FUSED_TC16 --orders 7,15 --rounds 3 --out $OUT/ab/$run \
-      > $OUT/logs/ab_$run.log 2>&1; t ab_$run $?
-  done
-  unset COMPOSER_SCHEDULES
-  python3 tools/compare_benches.py --a $OUT/ab/A1 $OUT/ab/A2 --b $OUT/ab/B1 $OUT/ab/B2 > $OUT/logs/ab_compare.log 2>&1
-  cat $OUT/logs/ab_compare.log
+  ab_benches $B GEMM,FUSED,FUSED_TC,FUSED_TC16 7,15 80
   COMPOSER_SCHEDULES=$B timeout 80 $M profile --paths FUSED_TC,FUSED_TC16 --orders 7,15 --out $OUT/prof/applied \
     > $OUT/logs/prof_applied.log 2>&1; t prof_applied $?
 fi
