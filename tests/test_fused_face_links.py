@@ -102,6 +102,17 @@ def test_a_map_that_is_not_face_to_face_is_refused() -> None:
     assert face_links_problem(mesh.face_maps[1], face_links(mesh.face_maps[1], nq)[0], nq) is None
 
 
+def test_a_face_whose_first_nodes_lie_far_apart_is_refused_in_one_line() -> None:
+    """Node (1, 0) of a face pointing into another element gives a stride no 16-bit link holds: refused with the
+    face named (no ValueError escapes the path)."""
+    mesh = dg.Mesh(7, (8, 8, 8))
+    far = mesh.face_maps[1].copy()
+    far[5, 3, 0, 1] = far[400, 3, 0, 1]
+    links, wrong = face_links(far, mesh.nq)
+    assert links is None and wrong.startswith("exterior_maps = false needs an exterior map that links whole faces")
+    assert "element 5, face 3" in wrong and "\n" not in wrong
+
+
 def test_the_strides_pack_into_16_bits_each() -> None:
     base, stride_a, stride_b = np.array([5, 2**31 - 1]), np.array([-1, MAX_STRIDE]), np.array([-MAX_STRIDE, -4096])
     assert all(np.array_equal(x, y) for x, y in zip(unpack(pack(base, stride_a, stride_b)), (base, stride_a, stride_b)))
@@ -146,6 +157,53 @@ def test_exterior_maps_key_errors_name_the_key() -> None:
         parse_table("FUSED_TC", 7, dict(XYZ7, interior_maps=True))
     with pytest.raises(ComposerError, match="exterior_maps"):  # a table built in code: the builder checks it
         kernel_plans(dataclasses.replace(config, interior_maps=True))
+
+
+@pytest.mark.parametrize("variant,order", [("FUSED_TC", 7), ("FUSED_TC16", 7), ("FUSED", 15), ("FUSED_TC16", 63)])
+def test_each_exterior_node_takes_the_link_of_its_own_slots_face_and_position(variant: str, order: int) -> None:
+    """Every ``exterior_node(links, e, FACE, R)`` the template writes names the face and in-face position of the
+    slot ``idx = e * NFACE + FACE * NQ2 + R`` computed just before it (the x faces' staging loop: FACE = side; the y
+    and z loops: 2 d + side), in every kernel of the family's tables and the H100 overlay's (split clusters)."""
+    import re
+
+    from composer.config.machine_schedules import using_machine
+    from composer.fused.config import fused_config
+
+    configs = [c for _, c in face_links_candidates(variant, order) if not c.exterior_maps]
+    with using_machine("h100_sxm"):
+        if order in (7, 15):
+            configs.append(dataclasses.replace(fused_config(variant, order), exterior_maps=False))
+    slot = re.compile(r"const i64 idx = e \* NFACE \+ \(?(.+?)\)? \* NQ2 \+ (Dir<\d>::face_off\([^)]*\));")
+    link = re.compile(r"exterior_node\(links, e, (.+?), (Dir<\d>::face_off\([^)]*\))\)")
+    checked = 0
+    for config in configs:
+        for plan in kernel_plans(config):
+            lines = render_volume(config, plan).split("\n")
+            for n, line in enumerate(lines):
+                found = link.search(line)
+                if not found:
+                    continue
+                before = next(slot.search(lines[m]) for m in range(n, -1, -1) if slot.search(lines[m]))
+                assert found.groups() == before.groups(), (config, line)
+                checked += 1
+    assert checked >= 2 * len(configs)
+
+
+def test_the_path_holds_the_links_beside_the_maps(tmp_path, monkeypatch) -> None:
+    """``composer info``'s memory estimate (workspace_items) lists the links of a table without vmapP."""
+    from composer.config import schedule_files
+    from composer.paths.registry import path_class
+
+    text = (schedule_files.packaged_dir() / "p0007.toml").read_text()
+    linked = text.replace("[paths.FUSED_TC]\n", "[paths.FUSED_TC]\ninterior_maps = false\nexterior_maps = false\n", 1)
+    assert linked != text
+    (tmp_path / "p0007.toml").write_text(linked)
+    grid = (32, 32, 32)
+    assert not path_class("FUSED_TC").face_links(7)
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(tmp_path))
+    items = {item.name: item for item in path_class("FUSED_TC").workspace_items(7, grid)}
+    assert items["face links (32-bit pairs)"].bytes == 6 * 8 * 32**3
+    assert "face links (32-bit pairs)" not in {item.name for item in path_class("FUSED_TC16").workspace_items(7, grid)}
 
 
 def test_the_face_loops_read_no_index_map_and_the_kernel_takes_the_links_last() -> None:

@@ -114,7 +114,19 @@ def face_links_problem(vmap_p: np.ndarray, links: np.ndarray, nq: int) -> str | 
             f"link names {int(named[e, f, b, a])}")
 
 
-def face_links(vmap_p: np.ndarray, nq: int) -> tuple[np.ndarray, str | None]:
-    """The mesh's face links and what is wrong with them (None: they name exactly vmapP's nodes)."""
+def face_links(vmap_p: np.ndarray, nq: int) -> tuple[np.ndarray | None, str | None]:
+    """The mesh's face links and what is wrong with them (None: they name exactly vmapP's nodes). A face
+    whose nodes (1, 0) or (0, 1) lie further from node (0, 0) than a link's 16-bit strides reach cannot be
+    one face of one neighbour (its strides are at most Nq^2): no links, and the first such face named."""
+    ne = vmap_p.shape[0]
+    maps = np.asarray(vmap_p).reshape(ne, 6, nq, nq).astype(np.int64)
+    strides = np.abs(maps[:, :, (0, 1), (1, 0)] - maps[:, :, :1, 0])  # nodes (1, 0) and (0, 1) from (0, 0)
+    far = np.argwhere(strides.max(axis=-1) > MAX_STRIDE)
+    if len(far):
+        e, f = (int(v) for v in far[0])
+        return None, (f"exterior_maps = false needs an exterior map that links whole faces (a conforming hexahedral "
+                      f"mesh): vmapP of element {e}, face {f} names nodes {int(maps[e, f, 0, 0])}, "
+                      f"{int(maps[e, f, 0, 1])} and {int(maps[e, f, 1, 0])} at (0, 0), (1, 0) and (0, 1), further "
+                      f"apart than one face of one element")
     links = derive_face_links(vmap_p, nq)
     return links, face_links_problem(vmap_p, links, nq)

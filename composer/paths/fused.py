@@ -200,6 +200,17 @@ class FusedPathBase(Path):
     })
 
     @classmethod
+    def face_links(cls, order: int) -> bool:
+        """Whether the path's table at ``order`` takes its exterior nodes from face links (``exterior_maps =
+        false``), whose array it then holds beside the maps; a table that does not parse raises its ConfigError."""
+        if order not in cls.orders or order not in available_orders():
+            return False
+        schedule = load_schedule(order)
+        if table_variant(cls.variant) not in schedule.paths:
+            return False
+        return not fused_config(cls.variant, order, schedule.paths, schedule.file).exterior_maps
+
+    @classmethod
     def face_flux_array(cls, order: int) -> bool:
         """Whether the path stores the face flux in a face array at ``order`` (its schedule's
         ``flux = "array"``); a table that exists but does not parse raises its ConfigError."""
@@ -214,6 +225,9 @@ class FusedPathBase(Path):
     def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
         items = [counts.MemoryItem("index maps (32-bit)", 2, counts.face_array_bytes(order, grid, counts.INT32),
                                    "vmapM, vmapP as int32: the fused kernels' copies")]
+        if cls.face_links(order):
+            items.append(counts.MemoryItem("face links (32-bit pairs)", 1, 6 * 8 * counts.num_elements(grid),
+                                           "exterior_maps = false: one link per element face (composer.fused.links)"))
         if cls.face_flux_array(order):
             items.append(counts.MemoryItem("face flux", 1, counts.face_array_bytes(order, grid),
                                            "fstar stored by a separate face kernel (the schedule's flux = \"array\")"))
