@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 32 call 4 (any GPU; about 140 s; written for the device time left in session 32, which then could start no
+# Session 32 call 4 (any GPU; about 140-230 s; written for the device time left in session 32, which then could start no
 # machine). Issue 16 at p = 7: the face fluxes without vmapP (`exterior_maps = false`) after call 2, now with the
 # compiler barrier between the face directions' loops (FUSED_TC p = 7 back to 32 registers, FUSED to 40). Cubins in
 # .cache/nvrtc_pin9 (NVRTC 13.5).
@@ -7,7 +7,8 @@
 # swept and applied at 1 % into $OUT/sched. Elsewhere (an H100): B is the H100's overlay tables plus
 # exterior_maps = false (.cache/s32_links_h100, docs/data/h200_s32/calls/links_schedules.py).
 # Then alternating benches A B B A of FUSED, FUSED_TC, FUSED_TC16 at p = 7 (A the shipped tables) and, with the time
-# left, ncu of FUSED_TC at p = 7 on B (DRAM bytes).
+# left, ncu of FUSED_TC at p = 7 on B (DRAM bytes) and the GPU tests of tests/test_fused_face_links.py (the sources with
+# the barrier have not run on a GPU yet).
 # Carry: .whl .cache/nvrtc_pin9 .cache/s32_links_h100 .cache/commit.
 set -o pipefail
 source tools/device_prelude.sh
@@ -29,5 +30,10 @@ if [ -n "$B" ]; then
   [ $(elapsed) -lt 110 ] && COMPOSER_SCHEDULES=$B timeout 45 $M profile --paths FUSED_TC --orders 7 --out $OUT/prof/links \
     > $OUT/logs/prof_links.log 2>&1; t prof_links $?
   grep -h -iE 'dram|FUSED' $OUT/logs/prof_links.log | head -20
+fi
+left=$(( 230 - $(elapsed) ))  # the barrier's sources against the reference (the p = 7 and 15 small grids first)
+if [ $left -gt 40 ]; then
+  timeout $left python3 -m pytest -q -m gpu tests/test_fused_face_links.py -rs > $OUT/logs/gpu_tests.log 2>&1; t gpu_tests $?
+  tail -3 $OUT/logs/gpu_tests.log
 fi
 finish_call ab prof sw sched
