@@ -34,6 +34,7 @@ from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_lay
 from composer.fused.traces import (interior_maps_problem, x_chain_maps_problem, x_face_maps_problem,
                                    x_pairs_maps_problem)
 from composer.fused.links import face_links
+from composer.fused.traffic import LINK
 from composer.fused.order import brick_order
 from composer.fused.config import (ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, one_element_form,
                                    table_variant)
@@ -200,33 +201,36 @@ class FusedPathBase(Path):
     })
 
     @classmethod
-    def face_links(cls, order: int) -> bool:
-        """Whether the path's table at ``order`` takes its exterior nodes from face links (``exterior_maps =
-        false``), whose array it then holds beside the maps; a table that does not parse raises its ConfigError."""
+    def scheduled_config(cls, order: int) -> FusedConfig | None:
+        """The path's table at ``order`` as its schedule gives it, None where it has none (an order the
+        variant lacks, or no table for it); a table that exists but does not parse raises its ConfigError."""
         if order not in cls.orders or order not in available_orders():
-            return False
+            return None
         schedule = load_schedule(order)
         if table_variant(cls.variant) not in schedule.paths:
-            return False
-        return not fused_config(cls.variant, order, schedule.paths, schedule.file).exterior_maps
+            return None
+        return fused_config(cls.variant, order, schedule.paths, schedule.file)
+
+    @classmethod
+    def face_links(cls, order: int) -> bool:
+        """Whether the path's table at ``order`` takes its exterior nodes from face links (``exterior_maps =
+        false``), whose array it then holds beside the maps."""
+        config = cls.scheduled_config(order)
+        return config is not None and not config.exterior_maps
 
     @classmethod
     def face_flux_array(cls, order: int) -> bool:
         """Whether the path stores the face flux in a face array at ``order`` (its schedule's
-        ``flux = "array"``); a table that exists but does not parse raises its ConfigError."""
-        if order not in cls.orders or order not in available_orders():
-            return order >= FACE_FLUX_ARRAY_MIN_ORDER
-        schedule = load_schedule(order)
-        if table_variant(cls.variant) not in schedule.paths:
-            return order >= FACE_FLUX_ARRAY_MIN_ORDER
-        return fused_config(cls.variant, order, schedule.paths, schedule.file).flux == "array"
+        ``flux = "array"``; without a table, the paper's rule by order)."""
+        config = cls.scheduled_config(order)
+        return order >= FACE_FLUX_ARRAY_MIN_ORDER if config is None else config.flux == "array"
 
     @classmethod
     def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
         items = [counts.MemoryItem("index maps (32-bit)", 2, counts.face_array_bytes(order, grid, counts.INT32),
                                    "vmapM, vmapP as int32: the fused kernels' copies")]
         if cls.face_links(order):
-            items.append(counts.MemoryItem("face links (32-bit pairs)", 1, 6 * 8 * counts.num_elements(grid),
+            items.append(counts.MemoryItem("face links (32-bit pairs)", 1, 6 * LINK * counts.num_elements(grid),
                                            "exterior_maps = false: one link per element face (composer.fused.links)"))
         if cls.face_flux_array(order):
             items.append(counts.MemoryItem("face flux", 1, counts.face_array_bytes(order, grid),
