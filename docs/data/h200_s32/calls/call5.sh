@@ -14,7 +14,7 @@ record_gpu
 h200_only
 export COMPOSER_CACHE_DIR=$PWD/.cache/nvrtc_pin9
 M="python3 -m composer.cli.main"
-sweep_apply docs/data/h200_s32/plans/sweep_plan_face_links_h100.json 7,15 150 1
+sweep_apply ${PLAN:-docs/data/h200_s32/plans/sweep_plan_face_links_h100.json} 7,15 150 1  # PLAN: session 33 call 2
 B=${COMPOSER_SCHEDULES:-}
 unset COMPOSER_SCHEDULES
 if [ -n "$B" ]; then
