@@ -14,12 +14,13 @@ record_gpu
 h200_only
 export COMPOSER_CACHE_DIR=$PWD/.cache/nvrtc_pin9
 M="python3 -m composer.cli.main"
-sweep_apply ${PLAN:-docs/data/h200_s32/plans/sweep_plan_face_links_h100.json} 7,15 150 1  # PLAN: session 33 call 2
+O=${ORDERS:-7,15}  # ORDERS, PLAN: session 33
+sweep_apply ${PLAN:-docs/data/h200_s32/plans/sweep_plan_face_links_h100.json} $O 150 1
 B=${COMPOSER_SCHEDULES:-}
 unset COMPOSER_SCHEDULES
 if [ -n "$B" ]; then
-  ab_benches $B GEMM,FUSED,FUSED_TC,FUSED_TC16 7,15 80
-  COMPOSER_SCHEDULES=$B timeout 80 $M profile --paths FUSED_TC,FUSED_TC16 --orders 7,15 --out $OUT/prof/applied \
+  ab_benches $B GEMM,FUSED,FUSED_TC,FUSED_TC16 $O 80
+  COMPOSER_SCHEDULES=$B timeout 80 $M profile --paths FUSED_TC,FUSED_TC16 --orders $O --out $OUT/prof/applied \
     > $OUT/logs/prof_applied.log 2>&1; t prof_applied $?
 fi
 finish_call ab prof sw sched
