@@ -10,4 +10,5 @@
 set -o pipefail
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 if [[ "$GPU" == *H200* ]]; then SKIP_CALL5=1 exec bash docs/data/h200_s31/calls/call2.sh; fi
-exec bash docs/data/h200_s33/calls/call2.sh  # call 4 ran as this call on an H100 (docs/data/h100_s33/call1)
+# elsewhere: nothing left to run (session 32's call 4 and call 2's H100 branch ran: docs/data/h100_s33 calls 1, 2)
+echo "not an H200 ($GPU): stopping"
