@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from composer.arch.limits import DEFAULT_ARCH, UnknownArchError, arch_limits, load_arch_limits
+from composer.arch.limits import DEFAULT_ARCH, UnknownArchError, arch_limits, load_arch_limits, resident_blocks
 from composer.arch.machines import DEFAULT_MACHINE, get_machine, load_machines
 from composer.errors import ComposerError, ConfigError
 from composer.fileio import atomic_write, atomic_write_bytes, atomic_write_text
@@ -77,7 +77,8 @@ def _entry(**overrides: object) -> str:
               "smem_per_block_optin_kib": 227, "smem_reserved_per_block_kib": 1, "smem_static_per_block_kib": 48,
               "registers_per_sm": 65536, "registers_per_block": 65536, "max_registers_per_thread": 255,
               "max_threads_per_block": 1024, "max_threads_per_sm": 2048, "max_blocks_per_sm": 32, "warp_size": 32,
-              "max_cluster_blocks": 16}
+              "max_cluster_blocks": 16, "smem_carveouts_kib": "[0, 8, 16, 32, 64, 100, 132, 164, 196, 228]",
+              "l1_shared_per_sm_kib": 256}
     values.update(overrides)
     return "[archs.sm_90]\n" + "".join(f"{k} = {v}\n" for k, v in values.items())
 
@@ -97,6 +98,10 @@ def test_loader_reads_a_well_formed_file(tmp_path: Path) -> None:
     ({"max_threads_per_sm": 512}, "max_threads_per_block exceeds max_threads_per_sm"),
     ({"registers_per_sm": "65536.0"}, "registers_per_sm: expected a positive integer"),
     ({"l1_kib": 256}, "unknown key"),
+    ({"smem_carveouts_kib": "[0, 8, 16, 32, 64, 100, 132, 164, 196]"}, "largest of smem_carveouts_kib is not smem_per_sm"),
+    ({"smem_carveouts_kib": "[8, 16, 228]"}, "ascending list of KiB capacities from 0"),
+    ({"smem_carveouts_kib": "[0, 64, 32, 228]"}, "ascending list"),
+    ({"l1_shared_per_sm_kib": 128}, "l1_shared_per_sm_kib is below smem_per_sm_kib"),
 ])
 def test_loader_rejects_inconsistent_entries(tmp_path: Path, overrides: dict, message: str) -> None:
     path = tmp_path / "archs.toml"
@@ -181,3 +186,42 @@ def test_every_writer_uses_the_one_helper() -> None:
     root = Path(__file__).resolve().parents[1] / "composer"
     replacing = sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if "os.replace(" in p.read_text())
     assert replacing == ["fileio.py"]
+
+
+# --- the L1/shared split: a preferred carveout's shared memory, L1 and blocks per SM ---------------
+
+
+@pytest.mark.parametrize("arch,percent,smem_kib,l1_kib", [
+    ("sm_90", 100, 228, 28), ("sm_90", 72, 196, 60), ("sm_90", 64, 164, 92), ("sm_90", 50, 132, 124),
+    ("sm_90", 1, 8, 248), ("sm_90", 0, 0, 256), ("sm_80", 50, 100, 92), ("sm_80", 100, 164, 28), ("sm_86", 40, 64, 64),
+])
+def test_a_preferred_carveout_takes_the_next_supported_capacity(arch: str, percent: int, smem_kib: int,
+                                                                l1_kib: int) -> None:
+    """The guides' capacities (0, 8, ..., 228 KB of a 256-KB store on sm_90): 64 % of 228 KB is 145.9 KB, so 164."""
+    limits = arch_limits(arch)
+    capacity = limits.carveout_capacity(percent)
+    assert (capacity // 1024, (limits.l1_shared_per_sm - capacity) // 1024) == (smem_kib, l1_kib)
+
+
+def test_the_carveout_caps_the_blocks_per_sm() -> None:
+    """FUSED_TC's p = 7 kernel (256 threads, 32 registers, 22272 bytes of shared memory): 8 blocks per SM by
+    its threads at the default split (196 KB of shared memory, 60 KB of L1); a 164-KB carveout holds 7 and
+    leaves 92 KB of L1, a 132-KB one 5 and 124 KB."""
+    limits = arch_limits("sm_90")
+    blocks = {pct: resident_blocks(limits, 256, 22272, 32, smem_capacity=limits.carveout_capacity(pct))
+              for pct in (100, 72, 64, 50, 1)}
+    assert blocks == {100: 8, 72: 8, 64: 7, 50: 5, 1: 0}
+    assert resident_blocks(limits, 256, 22272, 32) == 8  # no carveout given: the largest
+    with pytest.raises(ValueError, match="percentage 0 ... 100"):
+        limits.carveout_capacity(101)
+
+
+def test_the_carveout_option_is_a_percentage() -> None:
+    from composer.paths.registry import path_class
+
+    for variant in ("FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16"):
+        option = path_class(variant).options["carveout"]
+        assert option.parse("64") == 64 and option.parse(0) == 0 and option.parse(100) == 100
+        for bad in ("-1", "101", "half"):
+            with pytest.raises(ValueError):
+                option.parse(bad)

@@ -50,10 +50,22 @@ class ArchLimits:
     max_blocks_per_sm: int
     warp_size: int
     max_cluster_blocks: int  # blocks of one thread-block cluster (1: no clusters), non-portable maximum
+    smem_carveouts: tuple[int, ...] = ()  # the shared-memory capacities the L1/shared store splits into
+    l1_shared_per_sm: int = 0  # the unified L1/shared store: L1 is what the carveout leaves of it
 
     @property
     def max_warps_per_sm(self) -> int:
         return self.max_threads_per_sm // self.warp_size
+
+    def carveout_capacity(self, percent: int) -> int:
+        """The shared memory per SM a preferred carveout of ``percent`` (of ``smem_per_sm``) gives: the
+        smallest supported capacity at or above that share (the guide's rounding; the driver takes it
+        as a hint). Why: at p = 7 the fused kernels are bound by the L2 and its partition link, and
+        the carveout is the one knob that trades resident blocks for L1 that can catch their reuse."""
+        if not 0 <= percent <= 100:
+            raise ValueError(f"a carveout is a percentage 0 ... 100, got {percent}")
+        want = self.smem_per_sm * percent / 100
+        return next(c for c in self.smem_carveouts if c >= want)
 
     def smem_per_block(self, blocks_per_sm: int = 1) -> int:
         """Shared memory one block may use so that ``blocks_per_sm`` blocks still share an SM
@@ -63,15 +75,18 @@ class ArchLimits:
         return min(self.smem_per_block_optin, self.smem_per_sm // blocks_per_sm - self.smem_reserved_per_block)
 
 
-def resident_blocks(limits: ArchLimits, threads: int, smem_bytes: int, registers: int = 0) -> int:
+def resident_blocks(limits: ArchLimits, threads: int, smem_bytes: int, registers: int = 0,
+                    smem_capacity: int | None = None) -> int:
     """Blocks of ``threads`` threads one SM of ``limits`` holds at once by the occupancy rules, from
     the block's shared memory and (when known, else only the other limits bind) its registers per
     thread, allocated per warp in units of 256: the grid of a persistent kernel built without a GPU
-    to ask (``cuOccupancyMaxActiveBlocksPerMultiprocessor`` where one is)."""
+    to ask (``cuOccupancyMaxActiveBlocksPerMultiprocessor`` where one is). ``smem_capacity``: the
+    shared memory of the SM's carveout (``ArchLimits.carveout_capacity``) instead of the largest."""
     warps = -(-threads // limits.warp_size)
     bound = min(limits.max_blocks_per_sm, limits.max_threads_per_sm // (warps * limits.warp_size))
     if smem_bytes:
-        bound = min(bound, limits.smem_per_sm // (smem_bytes + limits.smem_reserved_per_block))
+        capacity = limits.smem_per_sm if smem_capacity is None else smem_capacity
+        bound = min(bound, capacity // (smem_bytes + limits.smem_reserved_per_block))
     if registers:
         per_warp = -(-registers * limits.warp_size // 256) * 256
         bound = min(bound, limits.registers_per_sm // (per_warp * warps))
@@ -107,8 +122,10 @@ def _parse(name: str, table: Table) -> ArchLimits:
         raise table.error("", "architecture names look like 'sm_90' (no feature suffix)")
     values: dict[str, Any] = {key: KIB * table.required(f"{key}_kib", positive_int) for key in _SMEM_KEYS}
     values.update({key: table.required(key, positive_int) for key in _COUNT_KEYS})
+    carveouts = tuple(KIB * int(c) for c in table.required("smem_carveouts_kib", _carveouts))
     limits = ArchLimits(arch=name, description=table.required("description", string),
-                        compute_capability=table.required("compute_capability", _capability), **values)
+                        compute_capability=table.required("compute_capability", _capability), **values,
+                        smem_carveouts=carveouts, l1_shared_per_sm=KIB * table.required("l1_shared_per_sm_kib", positive_int))
     table.reject_unknown()
     _check(limits, table)
     return limits
@@ -130,8 +147,19 @@ def _check(limits: ArchLimits, table: Table) -> None:
         problems.append("thread limits are not whole warps")
     if limits.registers_per_block > limits.registers_per_sm:
         problems.append("registers_per_block exceeds registers_per_sm")
+    if limits.smem_carveouts[-1] != limits.smem_per_sm:
+        problems.append("the largest of smem_carveouts_kib is not smem_per_sm_kib")
+    if limits.l1_shared_per_sm < limits.smem_per_sm:
+        problems.append("l1_shared_per_sm_kib is below smem_per_sm_kib")
     if problems:
         raise table.error("", "; ".join(problems))
+
+
+def _carveouts(value: Any) -> list[int]:
+    if (isinstance(value, list) and value and all(isinstance(c, int) and not isinstance(c, bool) and c >= 0 for c in value)
+            and value[0] == 0 and all(a < b for a, b in zip(value, value[1:]))):
+        return value
+    raise Expected("an ascending list of KiB capacities from 0, like [0, 8, 16, 32, 64, 100]")
 
 
 def _capability(value: Any) -> str:

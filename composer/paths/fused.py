@@ -135,6 +135,36 @@ def occupancy_padding(kernel: Kernel, threads: int, smem: int, cap: int) -> int:
     return pad
 
 
+def carveout_option(value: int | str) -> int:
+    """A preferred shared-memory carveout given as an option: an integer percentage 0 ... 100."""
+    number = int(value)
+    if not 0 <= number <= 100:
+        raise ValueError(f"expected a percentage 0 ... 100, got {value!r}")
+    return number
+
+
+def set_carveout(kernel: Kernel, threads: int, smem: int, percent: int) -> dict[str, int]:
+    """Ask for the preferred carveout ``percent`` for ``kernel`` and say what it gives by the arch's
+    table: shared memory and L1 per SM, blocks per SM (and what the occupancy calculator answers).
+    Why an option: the p = 7 and 15 kernels are bound by the L2 and its partition link (ncu, sessions
+    27-33), and the default split gives their many blocks the shared memory and leaves the L1 60 KB of
+    256 on sm_90; fewer blocks with more L1 for the face gathers' and the staging loads' reuse is the
+    trade it measures. A carveout that holds no block is refused in one line."""
+    limits = arch_limits(kernel.device.arch)
+    capacity = limits.carveout_capacity(percent)
+    blocks = resident_blocks(limits, threads, smem + kernel.static_smem, kernel.num_regs, smem_capacity=capacity)
+    if blocks < 1:
+        raise ConfigError(f"{kernel.name}: carveout {percent} % gives {capacity // 1024} KiB of shared memory per SM, "
+                          f"less than one block's {(smem + kernel.static_smem) // 1024 + 1} KiB")
+    drv = kernel.device._drv
+    from composer.runtime.errors import check
+
+    attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+    check(drv.cuFuncSetAttribute(kernel.function, attr, percent), "cuFuncSetAttribute(carveout)")
+    return {"percent": percent, "smem_kib": capacity // 1024, "l1_kib": (limits.l1_shared_per_sm - capacity) // 1024,
+            "blocks_per_sm": blocks, "blocks_per_sm_calculator": kernel.resident_blocks(threads, smem)}
+
+
 def _prefer_shared_carveout(kernel: Kernel) -> None:
     """min_blocks >= 2: ask for the largest shared-memory carveout, so that the driver's L1/shared
     split never caps the blocks per SM below the min_blocks the kernel was compiled for."""
@@ -194,6 +224,10 @@ class FusedPathBase(Path):
                                                   "$COMPOSER_CACHE_DIR/nvrtc, else ~/.cache/composer/nvrtc)"),
         "build_dir": PathOption(directory_option, "a `composer build` directory to load the kernels from "
                                                   "(default: $COMPOSER_BUILD_DIR; else NVRTC compiles them)"),
+        "carveout": PathOption(carveout_option, "the volume kernels' preferred shared-memory carveout, percent "
+                                                "of the largest (0 ... 100): the L1 is what it leaves of the SM's "
+                                                "L1/shared store, at the blocks per SM that its shared memory "
+                                                "holds (composer.arch.limits; a hint the driver may overrule)"),
         "resident": PathOption(positive_int_option, "at most this many blocks of each volume kernel per SM "
                                                     "(dynamic shared memory padded; the occupancy axis of the "
                                                     "model's calibration, composer.model: the same binary at "
@@ -314,6 +348,10 @@ class FusedPathBase(Path):
         if config.nvrtc and not self.kernel_origin.startswith(f"nvrtc {config.nvrtc} "):
             note_compiler_mismatch(config, self.kernel_origin)
         self._modules: list[Module] = []
+        if self.options.get("carveout") is not None and self.options.get("resident"):
+            raise ConfigError(f"{self.variant}: the options carveout and resident both set the shared-memory split; "
+                              "give one")
+        self.carveouts: dict[str, dict[str, int]] = {}  # the carveout option: what it gives each volume kernel
         # by node name: kernel, grid, block, smem, face?, cluster, (first element, end) of its chunk
         self._launches: dict[str, tuple[Kernel, int, int, int, bool, int, tuple[int, int]]] = {}
         chunks = chunk_ranges(problem.num_elements, config.chunk_elements)
@@ -327,6 +365,8 @@ class FusedPathBase(Path):
             smem = built.smem_bytes
             if self.options.get("resident") and built.blocks_per_element:
                 smem = occupancy_padding(kernel, built.threads, smem, int(self.options["resident"]))
+            if self.options.get("carveout") is not None and built.blocks_per_element:
+                self.carveouts[built.name] = set_carveout(kernel, built.threads, smem, int(self.options["carveout"]))
             resident = kernel.resident_blocks(built.threads, smem) if built.persistent else 0
             face = not built.blocks_per_element
             for c, (first, end) in enumerate([(0, problem.num_elements)] if face else chunks):
@@ -371,6 +411,10 @@ class FusedPathBase(Path):
 
     def resident_blocks(self) -> dict[str, int]:
         return {name: kernel.resident_blocks(block, smem) for name, (kernel, _, block, smem, *_) in self._launches.items()}
+
+    def diagnostics(self) -> dict[str, Any]:
+        """With the carveout option: what it gave each volume kernel (shared memory, L1, blocks per SM)."""
+        return {"carveout": dict(self.carveouts)} if self.carveouts else {}
 
     def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
         p = self.problem
