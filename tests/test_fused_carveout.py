@@ -44,3 +44,20 @@ def test_a_carveout_that_holds_no_block_or_fights_resident_is_refused_in_one_lin
         path_class("FUSED_TC")(problem, carveout=0)
     with pytest.raises(ConfigError, match="carveout and resident both set the shared-memory split"):
         path_class("FUSED_TC")(problem, carveout=64, resident=2)
+
+
+def test_a_table_s_carveout_reaches_its_kernels_and_the_option_wins_over_it() -> None:
+    import dataclasses
+
+    from composer.fused.config import fused_config
+    from composer.paths.registry import path_class
+
+    problem, ref = _problem(7, (3, 2, 2))
+    config = dataclasses.replace(fused_config("FUSED_TC", 7), carveout=57)
+    path = path_class("FUSED_TC")(problem, config=config)
+    assert {s["percent"] for s in path.diagnostics()["carveout"].values()} == {57}
+    problem.dqdt.copy_from(np.full(ref.shape, np.nan), problem.stream)
+    path.launch(problem.ptr("q"), problem.dqdt.ptr)
+    assert np.max(np.abs(problem.download(problem.dqdt) - ref)) / np.max(np.abs(ref)) <= 1e-12
+    overridden = path_class("FUSED_TC")(problem, config=config, carveout=71)
+    assert {s["percent"] for s in overridden.diagnostics()["carveout"].values()} == {71}

@@ -18,6 +18,7 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``element_order_candidates`` (the blocks take the elements brick by brick, neighbours' face layers found in L2),
 ``local_interior_candidates`` (the face fluxes' interior traces addressed from the layout, no vmapM),
 ``face_links_candidates`` (those tables with their exterior nodes from one link per element face, no vmapP),
+``carveout_candidates`` (the box schedule at smaller preferred shared-memory carveouts: fewer blocks, more L1),
 ``brick_refine_candidates`` (more brick shapes for the mapless one-element tables);
 ``candidate_list`` selects one family by name.
 """
@@ -27,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from composer.arch.limits import DEFAULT_ARCH, arch_limits
+from composer.arch.limits import DEFAULT_ARCH, arch_limits, resident_blocks
 from composer.errors import ComposerError
 from composer.fused.builder import StreamPlan, kernel_plans, late_weights
 from composer.fused.config import (ALLOWED_MMA, D_LAYOUTS, L2_FETCH, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
@@ -470,6 +471,36 @@ def face_links_candidates(variant: str, order: int) -> list[tuple[str, FusedConf
     found = []
     for _, mapless in local_interior_candidates(variant, order):
         found += [mapless, dataclasses.replace(mapless, exterior_maps=False)]
+    return [(label(cfg), cfg) for cfg in found]
+
+
+#: Preferred carveouts the carveout family tries (sm_90: 164, 132 and 100 KB of shared memory, 92, 124 and
+#: 156 KB of L1 of the 256-KB store; ArchLimits.carveout_capacity).
+CARVEOUT_PERCENTS = (71, 57, 43)
+
+
+def carveout_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The box schedule at each preferred carveout of CARVEOUT_PERCENTS whose shared memory still holds a
+    block of every volume kernel (by shared memory; the path refuses what registers rule out). Why: the
+    p = 7 and 15 kernels are bound by the L2 and its partition link, and the driver's split gives their
+    blocks the shared memory, leaving 60 KB of L1 on sm_90 to FUSED_TC p = 7; fewer blocks with more L1 for
+    the gathers' reuse is the trade (the kernels' sources are the schedule's: no compile)."""
+    base = _family_base(variant, order, "box")
+    if base is None:
+        return []
+    limits = arch_limits(DEFAULT_ARCH)
+    try:
+        plans = kernel_plans(base, DEFAULT_ARCH)
+    except ComposerError:
+        return []
+    need = max(plan.smem_bytes for plan in plans) + limits.smem_reserved_per_block
+    # the split the driver gives the blocks its shared memory and threads hold (registers may hold fewer
+    # still): a carveout at or above it leaves no more L1
+    natural = max(resident_blocks(limits, plan.kernel.threads, plan.smem_bytes)
+                  * (plan.smem_bytes + limits.smem_reserved_per_block) for plan in plans)
+    default = next(c for c in limits.smem_carveouts if c >= natural)
+    found = [dataclasses.replace(base, carveout=pct) for pct in CARVEOUT_PERCENTS
+             if need <= limits.carveout_capacity(pct) < default]
     return [(label(cfg), cfg) for cfg in found]
 
 
@@ -1235,7 +1266,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
             "x_pairs": x_pair_candidates, "x_chain": x_chain_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
             "xyz_cluster": xyz_cluster_candidates, "element_order": element_order_candidates,
-            "local_interior": local_interior_candidates, "face_links": face_links_candidates, "brick_refine": brick_refine_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
+            "local_interior": local_interior_candidates, "face_links": face_links_candidates, "carveout": carveout_candidates, "brick_refine": brick_refine_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -1324,6 +1355,8 @@ def label(config: FusedConfig) -> str:
         extra += " noM"
     if not config.exterior_maps:
         extra += " noP"
+    if config.carveout is not None:
+        extra += f" cv{config.carveout}"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -1387,6 +1420,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append("interior_maps = false")
     if not config.exterior_maps:
         lines.append("exterior_maps = false")
+    if config.carveout is not None:
+        lines.append(f"carveout = {config.carveout}")
     if config.nvrtc:
         lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":

@@ -341,6 +341,14 @@ class FusedConfig:
     #: 4 Nq^2 bytes per face (50 MB of the p = 7 kernel's 1442 MB of DRAM reads on an H100, whose time
     #: follows its bytes); a link is 8 bytes and serves any conforming hexahedral mesh.
     exterior_maps: bool = True
+    #: 1 ... 100 (box kernels): the volume kernels' preferred shared-memory carveout, percent of the
+    #: largest (composer.arch.limits.ArchLimits.carveout_capacity; the path's ``carveout`` option wins
+    #: over it). None: the driver's choice, which gives the blocks their shared memory and leaves the
+    #: rest to L1 (sm_90: FUSED_TC p = 7's eight blocks take 196 KB, 60 KB of L1). Why: the p = 7 and 15
+    #: kernels are bound by the L2 and its partition link (ncu, sessions 27-33), so fewer resident blocks
+    #: with more L1 for the face gathers' and the staging loads' reuse is a trade worth timing. The
+    #: kernels' sources do not change; the path refuses, in one line, a carveout that holds no block.
+    carveout: int | None = None
 
     @property
     def nq(self) -> int:
@@ -520,7 +528,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
                             "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs", "x_chain", "x_prefetch",
                             "tile_swizzle", "chunk_elements", "element_bricks", "interior_maps", "exterior_maps",
-                            *STREAM_SWITCHES),
+                            "carveout", *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
     if flux not in FLUX_MODES:
@@ -646,12 +654,17 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     exterior_maps = table.get("exterior_maps", True)
     if type(exterior_maps) is not bool:
         raise _error(file, f"{prefix}.exterior_maps", f"expected true or false, got {exterior_maps!r}")
+    carveout = table.get("carveout")
+    if "carveout" in table and (type(carveout) is not int or not 1 <= carveout <= 100):
+        raise _error(file, f"{prefix}.carveout", f"expected a percentage, an integer in [1, 100], got {carveout!r}")
+    if carveout is not None and volume != "box":
+        raise _error(file, f"{prefix}.carveout", "applies to the box kernel (the streamed kernels size their own split)")
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
                          nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
                          x_pairs=x_pairs, x_chain=x_chain, x_prefetch=x_prefetch, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements,
                          element_bricks=element_bricks, interior_maps=interior_maps,
-                         exterior_maps=exterior_maps)
+                         exterior_maps=exterior_maps, carveout=carveout)
     problem = first_table_problem(config)
     if problem:
         raise _error(file, f"{prefix}.{problem[0]}", problem[1])

@@ -348,7 +348,7 @@ class FusedPathBase(Path):
         if config.nvrtc and not self.kernel_origin.startswith(f"nvrtc {config.nvrtc} "):
             note_compiler_mismatch(config, self.kernel_origin)
         self._modules: list[Module] = []
-        if self.options.get("carveout") is not None and self.options.get("resident"):
+        if (self.options.get("carveout") is not None or config.carveout is not None) and self.options.get("resident"):
             raise ConfigError(f"{self.variant}: the options carveout and resident both set the shared-memory split; "
                               "give one")
         self.carveouts: dict[str, dict[str, int]] = {}  # the carveout option: what it gives each volume kernel
@@ -365,8 +365,9 @@ class FusedPathBase(Path):
             smem = built.smem_bytes
             if self.options.get("resident") and built.blocks_per_element:
                 smem = occupancy_padding(kernel, built.threads, smem, int(self.options["resident"]))
-            if self.options.get("carveout") is not None and built.blocks_per_element:
-                self.carveouts[built.name] = set_carveout(kernel, built.threads, smem, int(self.options["carveout"]))
+            carveout = self.options.get("carveout", config.carveout)  # the option wins over the table
+            if carveout is not None and built.blocks_per_element:
+                self.carveouts[built.name] = set_carveout(kernel, built.threads, smem, int(carveout))
             resident = kernel.resident_blocks(built.threads, smem) if built.persistent else 0
             face = not built.blocks_per_element
             for c, (first, end) in enumerate([(0, problem.num_elements)] if face else chunks):
