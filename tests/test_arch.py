@@ -222,6 +222,6 @@ def test_the_carveout_option_is_a_percentage() -> None:
     for variant in ("FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16"):
         option = path_class(variant).options["carveout"]
         assert option.parse("64") == 64 and option.parse(0) == 0 and option.parse(100) == 100
-        for bad in ("-1", "101", "half"):
+        for bad in ("-1", "101", "half", 57.9, True, "57.9"):
             with pytest.raises(ValueError):
                 option.parse(bad)

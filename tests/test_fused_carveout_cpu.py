@@ -51,3 +51,10 @@ def test_the_family_varies_only_the_split(variant: str, order: int) -> None:
 
 def test_no_family_where_the_schedule_streams() -> None:
     assert carveout_candidates("FUSED_TC16", 511) == []
+
+
+def test_the_family_keeps_only_splits_below_the_driver_s() -> None:
+    """FUSED p = 15: two blocks of 80 KB (+1 reserved) take 162 KB, so the driver's split is already 164 KB (ncu
+    reports the split it chose, `launch__shared_mem_config_size`: 164 KB for FUSED p = 7's nine blocks on an
+    H100, session 33 call 4): 71 % (164 KB) would re-time the base and is left out; 57 and 43 % stay."""
+    assert [c.carveout for _, c in carveout_candidates("FUSED", 15)] == [57, 43]

@@ -136,7 +136,10 @@ def occupancy_padding(kernel: Kernel, threads: int, smem: int, cap: int) -> int:
 
 
 def carveout_option(value: int | str) -> int:
-    """A preferred shared-memory carveout given as an option: an integer percentage 0 ... 100."""
+    """A preferred shared-memory carveout given as an option: an integer percentage 0 ... 100 (an int, or its
+    decimal string; not a float or a bool, which the table key refuses too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or (isinstance(value, str) and not value.strip().isdigit()):
+        raise ValueError(f"expected a percentage 0 ... 100, got {value!r}")
     number = int(value)
     if not 0 <= number <= 100:
         raise ValueError(f"expected a percentage 0 ... 100, got {value!r}")
@@ -348,9 +351,9 @@ class FusedPathBase(Path):
         if config.nvrtc and not self.kernel_origin.startswith(f"nvrtc {config.nvrtc} "):
             note_compiler_mismatch(config, self.kernel_origin)
         self._modules: list[Module] = []
-        if (self.options.get("carveout") is not None or config.carveout is not None) and self.options.get("resident"):
-            raise ConfigError(f"{self.variant}: the options carveout and resident both set the shared-memory split; "
-                              "give one")
+        if self._carveout(config) is not None and self.options.get("resident"):
+            raise ConfigError(f"{self.variant}: a carveout (the option or the table's key) and the option resident both "
+                              "set the shared-memory split; give one")
         self.carveouts: dict[str, dict[str, int]] = {}  # the carveout option: what it gives each volume kernel
         # by node name: kernel, grid, block, smem, face?, cluster, (first element, end) of its chunk
         self._launches: dict[str, tuple[Kernel, int, int, int, bool, int, tuple[int, int]]] = {}
@@ -365,7 +368,7 @@ class FusedPathBase(Path):
             smem = built.smem_bytes
             if self.options.get("resident") and built.blocks_per_element:
                 smem = occupancy_padding(kernel, built.threads, smem, int(self.options["resident"]))
-            carveout = self.options.get("carveout", config.carveout)  # the option wins over the table
+            carveout = self._carveout(config)
             if carveout is not None and built.blocks_per_element:
                 self.carveouts[built.name] = set_carveout(kernel, built.threads, smem, int(carveout))
             resident = kernel.resident_blocks(built.threads, smem) if built.persistent else 0
@@ -413,8 +416,13 @@ class FusedPathBase(Path):
     def resident_blocks(self) -> dict[str, int]:
         return {name: kernel.resident_blocks(block, smem) for name, (kernel, _, block, smem, *_) in self._launches.items()}
 
+    def _carveout(self, config: FusedConfig) -> int | None:
+        """The volume kernels' preferred carveout: the option where given (not None), else the table's key."""
+        given = self.options.get("carveout")
+        return int(given) if given is not None else config.carveout
+
     def diagnostics(self) -> dict[str, Any]:
-        """With the carveout option: what it gave each volume kernel (shared memory, L1, blocks per SM)."""
+        """With a carveout (option or key): what it gave each volume kernel (shared memory, L1, blocks per SM)."""
         return {"carveout": dict(self.carveouts)} if self.carveouts else {}
 
     def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
