@@ -36,19 +36,22 @@ finish_call() {
   [ -f "$OUT/logs/sweep.log" ] && grep -E '^\{' "$OUT/logs/sweep.log" | cut -c1-230
   return 0
 }
-# `ab_benches B PATHS ORDERS TIMEOUT_S`: alternating benches A B B A (3 rounds each) of PATHS at ORDERS into $OUT/ab/A1,
-# B1, B2, A2, A the schedules as shipped, B the schedules directory B ($COMPOSER_SCHEDULES), each bench bounded by
-# TIMEOUT_S; the comparison (tools/compare_benches.py) into $OUT/logs/ab_compare.log and stdout.
+# `ab_benches B PATHS ORDERS TIMEOUT_S [NAME]`: alternating benches A B B A (3 rounds each) of PATHS at ORDERS into
+# $OUT/NAME/A1, B1, B2, A2 (NAME: ab when not given), A the schedules as shipped, B the schedules directory B
+# ($COMPOSER_SCHEDULES), each bench bounded by TIMEOUT_S; the comparison (tools/compare_benches.py) into
+# $OUT/logs/NAME_compare.log and stdout.
 ab_benches() {
-  mkdir -p "$OUT/ab"
+  local name=${5:-ab}
+  mkdir -p "$OUT/$name"
   for run in A1 B1 B2 A2; do
     if [[ $run == B* ]]; then export COMPOSER_SCHEDULES=$1; else unset COMPOSER_SCHEDULES; fi
-    timeout "$4" python3 -m composer.cli.main bench --paths "$2" --orders "$3" --rounds 3 --out "$OUT/ab/$run" \
-      > "$OUT/logs/ab_$run.log" 2>&1; t "ab_$run" $?
+    timeout "$4" python3 -m composer.cli.main bench --paths "$2" --orders "$3" --rounds 3 --out "$OUT/$name/$run" \
+      > "$OUT/logs/${name}_$run.log" 2>&1; t "${name}_$run" $?
   done
   unset COMPOSER_SCHEDULES
-  python3 tools/compare_benches.py --a "$OUT/ab/A1" "$OUT/ab/A2" --b "$OUT/ab/B1" "$OUT/ab/B2" > "$OUT/logs/ab_compare.log" 2>&1
-  cat "$OUT/logs/ab_compare.log"
+  python3 tools/compare_benches.py --a "$OUT/$name/A1" "$OUT/$name/A2" --b "$OUT/$name/B1" "$OUT/$name/B2" \
+    > "$OUT/logs/${name}_compare.log" 2>&1
+  cat "$OUT/logs/${name}_compare.log"
 }
 # `record_gpu`: the GPU's name, memory, clocks, power limit and driver into $OUT/logs/gpu.txt (and stdout), its
 # name in $GPU. `h200_only`: after record_gpu, on any other GPU say so, pack the logs and end the call (exit 0):
