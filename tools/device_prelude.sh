@@ -53,6 +53,17 @@ ab_benches() {
     > "$OUT/logs/${name}_compare.log" 2>&1
   cat "$OUT/logs/${name}_compare.log"
 }
+# `call_start CACHE DIR...`: the preamble of a call script after sourcing this file: pipefail, $OUT/DIR... made,
+# the GPU recorded (record_gpu), COMPOSER_CACHE_DIR=$PWD/CACHE (the pinned CUBINs carried in .cache) and M the CLI.
+call_start() {
+  set -o pipefail
+  local cache=$1 d
+  shift
+  for d in "$@"; do mkdir -p "$OUT/$d"; done
+  record_gpu
+  export COMPOSER_CACHE_DIR=$PWD/$cache
+  M="python3 -m composer.cli.main"
+}
 # `record_gpu`: the GPU's name, memory, clocks, power limit and driver into $OUT/logs/gpu.txt (and stdout), its
 # name in $GPU. `h200_only`: after record_gpu, on any other GPU say so, pack the logs and end the call (exit 0):
 # the device may lend an H100 to a call that names nvidia-h200 (docs/device.md).

@@ -6,11 +6,8 @@
 # at 64 % (164 KB: 7 blocks, 92 KB of L1) and 50 % (132 KB: 5 blocks, 124 KB of L1), FUSED at the default and 50 %
 # (its 128-thread blocks: 9 → 7), each validated first, interleaved; ncu of FUSED_TC at 64 % with the time left.
 # Carry: .whl .cache (nvrtc_pin9).
-set -o pipefail
 source tools/device_prelude.sh
-mkdir -p $OUT/v $OUT/prof
-record_gpu
-export COMPOSER_CACHE_DIR=$PWD/.cache/nvrtc_pin9
+call_start .cache/nvrtc_pin9 v prof
 timeout 60 python3 -m pytest -q -m gpu tests/test_fused_carveout.py -rs > $OUT/logs/gpu_tests.log 2>&1; t gpu_tests $?
 tail -2 $OUT/logs/gpu_tests.log
 timeout 110 python3 tools/variants_bench.py --order 7 --variant FUSED_TC --variant FUSED_TC:carveout=64 \
@@ -18,7 +15,7 @@ timeout 110 python3 tools/variants_bench.py --order 7 --variant FUSED_TC --varia
   --out $OUT/v/p7.json > $OUT/logs/v7.log 2>&1; t v7 $?
 tail -12 $OUT/logs/v7.log
 left=$(( 170 - $(elapsed) ))
-[ $left -gt 25 ] && timeout $left python3 -m composer.cli.main profile --paths FUSED_TC --orders 7 \
+[ $left -gt 25 ] && timeout $left $M profile --paths FUSED_TC --orders 7 \
   --option FUSED_TC.carveout=64 --out $OUT/prof/c64 > $OUT/logs/prof_c64.log 2>&1; t prof_c64 $?
 grep -h "fused_tc_p7" $OUT/logs/prof_c64.log
 finish_call v prof

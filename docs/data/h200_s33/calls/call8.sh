@@ -11,12 +11,8 @@
 # docs/data/h200_s33/calls/fused_cv71_schedules.py) against the overlay, A B B A: does the split the driver gave FUSED
 # with vmapP take back the 3 % the links cost it (call 4: L1 hit rate 26.6 → 23.2 % at 164 → 196 KB)?
 # Carry: .whl .cache (nvrtc_pin9 holds every candidate's NVRTC 13.5 CUBIN; s33_fused_cv71).
-set -o pipefail
 source tools/device_prelude.sh
-mkdir -p $OUT/ab $OUT/prof
-record_gpu
-export COMPOSER_CACHE_DIR=$PWD/.cache/nvrtc_pin9
-M="python3 -m composer.cli.main"
+call_start .cache/nvrtc_pin9 ab prof
 timeout 60 python3 -m pytest -q -m gpu tests/test_fused_carveout.py -rs > $OUT/logs/gpu_tests.log 2>&1; t gpu_tests $?
 tail -2 $OUT/logs/gpu_tests.log
 [[ "$GPU" != *H200* ]] && ab_benches $PWD/.cache/s33_fused_cv71 FUSED 7 60 ab_fused_cv71
