@@ -51,6 +51,9 @@ def test_a_carveout_that_holds_no_block_or_fights_resident_is_refused_in_one_lin
         path_class("FUSED_TC")(problem, carveout=0)
     with pytest.raises(ConfigError, match="and the option resident both set the shared-memory split"):
         path_class("FUSED_TC")(problem, carveout=64, resident=2)
+    streamed, _ = _problem(127, (1, 1, 1))  # FUSED_TC16's p = 127 table streams, as the key's check refuses too
+    with pytest.raises(ConfigError, match="a carveout applies to the box kernel; this table streams"):
+        path_class("FUSED_TC16")(streamed, carveout=50)
 
 
 def test_a_table_s_carveout_reaches_its_kernels_and_the_option_wins_over_it() -> None:

@@ -159,11 +159,7 @@ def set_carveout(kernel: Kernel, threads: int, smem: int, percent: int) -> dict[
     if blocks < 1:
         raise ConfigError(f"{kernel.name}: carveout {percent} % gives {capacity // 1024} KiB of shared memory per SM, "
                           f"less than one block's {(smem + kernel.static_smem) // 1024 + 1} KiB")
-    drv = kernel.device._drv
-    from composer.runtime.errors import check
-
-    attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
-    check(drv.cuFuncSetAttribute(kernel.function, attr, percent), "cuFuncSetAttribute(carveout)")
+    kernel.set_preferred_carveout(percent)
     return {"percent": percent, "smem_kib": capacity // 1024, "l1_kib": (limits.l1_shared_per_sm - capacity) // 1024,
             "blocks_per_sm": blocks, "blocks_per_sm_calculator": kernel.resident_blocks(threads, smem)}
 
@@ -171,11 +167,7 @@ def set_carveout(kernel: Kernel, threads: int, smem: int, percent: int) -> dict[
 def _prefer_shared_carveout(kernel: Kernel) -> None:
     """min_blocks >= 2: ask for the largest shared-memory carveout, so that the driver's L1/shared
     split never caps the blocks per SM below the min_blocks the kernel was compiled for."""
-    from composer.runtime.errors import check
-
-    drv = kernel.device._drv
-    attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
-    check(drv.cuFuncSetAttribute(kernel.function, attr, 100), "cuFuncSetAttribute(carveout)")
+    kernel.set_preferred_carveout(100)
 
 
 def fused_config_option(value: FusedConfig) -> FusedConfig:
@@ -338,6 +330,12 @@ class FusedPathBase(Path):
             if wrong:
                 raise ConfigError(f"{self.variant} p={problem.order}: {wrong}")
         self.config = config
+        if self._carveout(config) is not None and self.options.get("resident"):
+            raise ConfigError(f"{self.variant}: a carveout (the option or the table's key) and the option resident both "
+                              "set the shared-memory split; give one")
+        if self._carveout(config) is not None and config.volume != "box":
+            raise ConfigError(f"{self.variant} p={problem.order}: a carveout applies to the box kernel; this table streams "
+                              "(its kernels size their own split)")
         if config.chunk_elements and problem.num_elements >= 2**32:
             raise ConfigError(f"{self.variant} p={problem.order}: chunk_elements numbers elements in 32 bits; "
                               f"the mesh has {problem.num_elements}")
@@ -351,9 +349,6 @@ class FusedPathBase(Path):
         if config.nvrtc and not self.kernel_origin.startswith(f"nvrtc {config.nvrtc} "):
             note_compiler_mismatch(config, self.kernel_origin)
         self._modules: list[Module] = []
-        if self._carveout(config) is not None and self.options.get("resident"):
-            raise ConfigError(f"{self.variant}: a carveout (the option or the table's key) and the option resident both "
-                              "set the shared-memory split; give one")
         self.carveouts: dict[str, dict[str, int]] = {}  # the carveout option: what it gives each volume kernel
         # by node name: kernel, grid, block, smem, face?, cluster, (first element, end) of its chunk
         self._launches: dict[str, tuple[Kernel, int, int, int, bool, int, tuple[int, int]]] = {}

@@ -140,6 +140,13 @@ class Kernel:
         check(drv.cuFuncSetAttribute(self.function, attr, nbytes), "cuFuncSetAttribute")
         self._smem_optin = max(self._smem_optin, nbytes)
 
+    def set_preferred_carveout(self, percent: int) -> None:
+        """The preferred shared-memory carveout, percent of the largest (-1: no preference, the default): a
+        hint that sizes the SM's L1/shared split for this function (composer.arch.limits.carveout_capacity)."""
+        drv = self.device._drv
+        attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+        check(drv.cuFuncSetAttribute(self.function, attr, int(percent)), f"cuFuncSetAttribute({self.name}, carveout)")
+
     def launch(self, grid: Sequence[int] | int, block: Sequence[int] | int | None = None,
                args: Sequence[Any] = (), shared: int | None = None, stream: Any = None,
                cluster: Sequence[int] | int | None = None) -> None:
