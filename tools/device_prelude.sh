@@ -10,14 +10,15 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 [ -f .cache/commit ] && export COMPOSER_GIT_COMMIT=$(cat .cache/commit)
 t() { echo "$1 rc=$2 $(( $(date +%s) - T0 )) s" >> "$OUT/logs/times.txt"; }
 elapsed() { echo $(( $(date +%s) - T0 )); }
-# `sweep_apply PLAN ORDERS BUDGET_S MIN_GAIN`: `composer sweep-fused run` of PLAN at ORDERS into $OUT/sw (log
+# `sweep_apply PLAN ORDERS BUDGET_S MIN_GAIN_PERCENT` (percent: sessions 32-33 passed 1 as a fraction, which asked
+# for a 100 % gain and applied nothing): `composer sweep-fused run` of PLAN at ORDERS into $OUT/sw (log
 # $OUT/logs/sweep.log), its winners applied into $OUT/sched (log apply.log); when any table changed, the other
 # schedules are copied beside them and COMPOSER_SCHEDULES points there, so that the rest of the call runs them.
 sweep_apply() {
   mkdir -p "$OUT/sw" "$OUT/sched"
   timeout $(( $3 + 50 )) python3 -m composer.cli.main sweep-fused run --orders "$2" --plan "$1" --out "$OUT/sw" \
     --budget "$3" > "$OUT/logs/sweep.log" 2>&1; t sweep $?
-  python3 -m composer.cli.main sweep-fused apply "$OUT/sw/sweep.json" --schedules-dir "$OUT/sched" --min-gain "$4" \
+  python3 -m composer.cli.main sweep-fused apply "$OUT/sw/sweep.json" --schedules-dir "$OUT/sched" --min-gain "$(awk "BEGIN { print $4 / 100 }")" \
     > "$OUT/logs/apply.log" 2>&1; t apply $?
   if ls "$OUT"/sched/p*.toml > /dev/null 2>&1; then
     for f in schedules/p0*.toml; do [ -f "$OUT/sched/$(basename "$f")" ] || cp "$f" "$OUT/sched/"; done

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from composer.fileio import atomic_write_text
-from composer.cli.arguments import csv_list, non_negative_float, non_negative_int, positive_float, positive_int
+from composer.cli.arguments import csv_list, fraction, non_negative_int, positive_float, positive_int
 from composer.errors import ComposerError
 from composer.fused.candidates import SUBSETS, check_subset
 
@@ -62,7 +62,8 @@ def register(subparsers: Any) -> None:
                        help="write the winners into the machine overlay of the GPU the run was timed on "
                             "(DIR/machines/<machine>/pNNNN.toml, applied on that machine only; needs "
                             "--schedules-dir, e.g. schedules in a checkout)")
-    apply.add_argument("--min-gain", type=non_negative_float, default=None, help="fraction (default: 0.02)")
+    apply.add_argument("--min-gain", type=fraction, default=None,
+                       help="fraction in [0, 1), not percent: 0.01 is 1 %% (default: 0.02)")
     apply.add_argument("--date", default=None, help="date for the notes (default: today, UTC)")
     parser.set_defaults(func=main)
 
