@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 34 call 2 (H200 only; about 300 s; stops at once on another GPU): issue 14's figure on the H200, never run
+# Session 34 call 2 (about 300 s on an H200): issue 14's figure on the H200, never run
 # there since session 26 applied the overlapped volume flux: docs/data/h200_s26/calls/call3.sh, that is
 # `composer bench --paths GEMM,GEMM_CUTE,GEMM_FUSED --orders 511,575 --rounds 3` on the shipped schedules, then
 # p = 767's GEMM_FUSED unsplit and overlapped on 32 SMs against GEMM (tools/variants_bench.py, interleaved).

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 34 call 3 (H200 only; about 380 s; stops at once on another GPU): issue 16 at p = 7 on the generic tables.
+# Session 34 call 3 (about 380 s on an H200; on another GPU it runs docs/data/h200_s33/calls/call8.sh, the carveout
+# call): issue 16 at p = 7 on the generic tables.
 # 1. `composer sweep-fused run` of docs/data/h200_s33/plans/sweep_plan_face_links_h100.json at p = 7 (call 2's sweep
 #    had FUSED_TC linked at 424.2 against 431.2 µs shipped, FUSED_TC16 x-pairs without vmapP at 430.3 against 442.7,
 #    but applied nothing: the script passed 1 for 1 % to a fraction), applied at 1 % into $OUT/sched.
@@ -9,9 +10,10 @@
 #    memory: 92 and 124 KB of L1; the p = 7 kernels are bound by the L2 and its partition link), interleaved.
 # 4. ncu of the applied FUSED_TC and FUSED_TC16 at p = 7 with the time left.
 # Carry: .whl .cache (nvrtc_pin9, commit).
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+[[ "$GPU" == *H200* ]] || exec bash docs/data/h200_s33/calls/call8.sh
 source tools/device_prelude.sh
 call_start .cache/nvrtc_pin9 ab v prof
-h200_only
 sweep_apply docs/data/h200_s33/plans/sweep_plan_face_links_h100.json 7 100 1
 B=${COMPOSER_SCHEDULES:-}
 unset COMPOSER_SCHEDULES
