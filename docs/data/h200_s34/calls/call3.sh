@@ -5,7 +5,7 @@
 #    had FUSED_TC linked at 424.2 against 431.2 µs shipped, FUSED_TC16 x-pairs without vmapP at 430.3 against 442.7,
 #    but applied nothing: the script passed 1 for 1 % to a fraction), applied at 1 % into $OUT/sched.
 # 2. Alternating benches A B B A (A the shipped tables, B $OUT/sched) of GEMM, FUSED, FUSED_TC, FUSED_TC16 at p = 7.
-# 3. ncu of the applied FUSED_TC and FUSED_TC16 at p = 7 with the time left (about 260 s in all). The carveout step
+# 3. ncu of the applied FUSED_TC and FUSED_TC16 at p = 7 with the time left (about 200 s in all). The carveout step
 #    planned here was dropped after this call's first run landed on an H100 (docs/data/h100_s34/call1: every carveout
 #    below the driver's split lost or tied there).
 # Carry: .whl .cache (nvrtc_pin9, commit).
@@ -17,7 +17,7 @@ sweep_apply docs/data/h200_s33/plans/sweep_plan_face_links_h100.json 7 100 1
 B=${COMPOSER_SCHEDULES:-}
 unset COMPOSER_SCHEDULES
 [ -n "$B" ] && ab_benches $B GEMM,FUSED,FUSED_TC,FUSED_TC16 7 80
-left=$(( 260 - $(elapsed) ))
+left=$(( 200 - $(elapsed) ))
 [ $left -gt 30 ] && COMPOSER_SCHEDULES=${B:-} timeout $left $M profile --paths FUSED_TC,FUSED_TC16 --orders 7 \
   --out $OUT/prof/applied > $OUT/logs/prof_applied.log 2>&1; t prof_applied $?
 grep -h "fused_tc" $OUT/logs/prof_applied.log | cut -c1-170
