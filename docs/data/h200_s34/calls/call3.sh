@@ -8,6 +8,7 @@
 # 2. Alternating benches A B B A of GEMM, FUSED, FUSED_TC, FUSED_TC16 at p = 7, A the tables as applied, B the tables
 #    before (.cache/s34_p7_before/p0007.toml, `git show <parent>:schedules/p0007.toml`).
 # 3. ncu of FUSED_TC and FUSED_TC16 at p = 7 with the time left.
+# AB_PATHS (default GEMM,FUSED,FUSED_TC,FUSED_TC16) and BUDGET (seconds, default 200) shorten it.
 # Carry: .whl .cache (nvrtc_pin9, s34_p7_before, commit).
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 [[ "$GPU" == *H200* ]] || { echo "not an H200 ($GPU): stopping"; exit 0; }
@@ -16,8 +17,8 @@ call_start .cache/nvrtc_pin9 ab prof
 timeout 60 python3 -m pytest -q -m gpu "tests/test_fused_gpu.py::test_fused_paths_match_reference[7-grid0-small]" \
   "tests/test_fused_gpu.py::test_fused_paths_match_reference[7-grid5-benchmark]" -rs > $OUT/logs/gpu_tests.log 2>&1
 t gpu_tests $?; tail -2 $OUT/logs/gpu_tests.log
-ab_benches $PWD/.cache/s34_p7_before GEMM,FUSED,FUSED_TC,FUSED_TC16 7 80
-left=$(( 200 - $(elapsed) ))
+ab_benches $PWD/.cache/s34_p7_before ${AB_PATHS:-GEMM,FUSED,FUSED_TC,FUSED_TC16} 7 80
+left=$(( ${BUDGET:-200} - $(elapsed) ))
 [ $left -gt 30 ] && timeout $left $M profile --paths FUSED_TC,FUSED_TC16 --orders 7 --out $OUT/prof/applied \
   > $OUT/logs/prof_applied.log 2>&1; t prof_applied $?
 grep -h "fused_tc" $OUT/logs/prof_applied.log | cut -c1-170
