@@ -8,7 +8,14 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   > "$OUT/logs/pip.log" 2>&1
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 [ -f .cache/commit ] && export COMPOSER_GIT_COMMIT=$(cat .cache/commit)
-t() { echo "$1 rc=$2 $(( $(date +%s) - T0 )) s" >> "$OUT/logs/times.txt"; }
+t() { echo "$1 rc=$2 $(( $(date +%s) - T0 )) s" >> "$OUT/logs/times.txt"; checkpoint; }
+# `checkpoint` (after every step, through `t`): everything under $OUT packed into $OUT/results.tgz, so that a call cut
+# off by its limit or by the session's device time still brings its finished steps back in one file (the device
+# returns only a few loose files of a call; session 34's first call lost seven logs that way).
+checkpoint() {
+  tar -C "$OUT" --exclude=results.tgz -czf /tmp/composer_partial.tgz . 2>/dev/null \
+    && mv -f /tmp/composer_partial.tgz "$OUT/results.tgz"
+}
 elapsed() { echo $(( $(date +%s) - T0 )); }
 # `sweep_apply PLAN ORDERS BUDGET_S MIN_GAIN_PERCENT` (percent: sessions 32-33 passed 1 as a fraction, which asked
 # for a 100 % gain and applied nothing): `composer sweep-fused run` of PLAN at ORDERS into $OUT/sw (log
