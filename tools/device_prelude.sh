@@ -9,11 +9,11 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 [ -f .cache/commit ] && export COMPOSER_GIT_COMMIT=$(cat .cache/commit)
 t() { echo "$1 rc=$2 $(( $(date +%s) - T0 )) s" >> "$OUT/logs/times.txt"; checkpoint; }
-# `checkpoint` (after every step, through `t`): everything under $OUT packed into $OUT/results.tgz, so that a call cut
+# `checkpoint` (after every step, through `t`): everything under $OUT but archives packed into $OUT/results.tgz, so that a call cut
 # off by its limit or by the session's device time still brings its finished steps back in one file (the device
 # returns only a few loose files of a call; session 34's first call lost seven logs that way).
 checkpoint() {
-  tar -C "$OUT" --exclude=results.tgz -czf /tmp/composer_partial.tgz . 2>/dev/null \
+  tar -C "$OUT" --exclude='*.tgz' -czf /tmp/composer_partial.tgz . 2>/dev/null \
     && mv -f /tmp/composer_partial.tgz "$OUT/results.tgz"
 }
 elapsed() { echo $(( $(date +%s) - T0 )); }
