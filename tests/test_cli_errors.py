@@ -104,6 +104,8 @@ BAD_INPUT = [
      "argument --budget"),
     (["sweep-fused", "apply", "missing.json"], "no such sweep log"),
     (["sweep-fused", "apply", "x.json", "--min-gain", "inf"], "argument --min-gain"),
+    # a percent where a fraction is meant (sessions 32-34 passed 1 for 1 %, which asked for a 100 % gain)
+    (["sweep-fused", "apply", "x.json", "--min-gain", "1"], "expected a fraction in [0, 1), got '1'"),
     (["profile", "--paths", "FUSED", "--orders", "7", "--grid", "0"], "argument --grid"),
     (["profile", "--paths", "FUSED", "--orders", "7", "--timeout", "nan"], "argument --timeout"),
     (["profile", "--paths", "NOPE", "--orders", "7"], "unknown path 'NOPE'"),
