@@ -13,6 +13,7 @@ family's tables against the reference on small non-cubic grids and the Table S29
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import subprocess
 
@@ -194,13 +195,20 @@ def test_the_path_holds_the_links_beside_the_maps(tmp_path, monkeypatch) -> None
     from composer.config import schedule_files
     from composer.paths.registry import path_class
 
-    text = (schedule_files.packaged_dir() / "p0007.toml").read_text()
+    # the packaged tables without the map keys (session 34 applied the links to p = 7's FUSED_TC and FUSED_TC16),
+    # then FUSED_TC alone linked
+    text = re.sub(r"(?m)^(interior|exterior)_maps = false\n", "",
+                  (schedule_files.packaged_dir() / "p0007.toml").read_text())
     linked = text.replace("[paths.FUSED_TC]\n", "[paths.FUSED_TC]\ninterior_maps = false\nexterior_maps = false\n", 1)
     assert linked != text
-    (tmp_path / "p0007.toml").write_text(linked)
+    (tmp_path / "mapped").mkdir()
+    (tmp_path / "mapped" / "p0007.toml").write_text(text)
+    (tmp_path / "linked").mkdir()
+    (tmp_path / "linked" / "p0007.toml").write_text(linked)
     grid = (32, 32, 32)
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(tmp_path / "mapped"))
     assert not path_class("FUSED_TC").face_links(7)
-    monkeypatch.setenv("COMPOSER_SCHEDULES", str(tmp_path))
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(tmp_path / "linked"))
     items = {item.name: item for item in path_class("FUSED_TC").workspace_items(7, grid)}
     assert items["face links (32-bit pairs)"].bytes == 6 * 8 * 32**3
     assert "face links (32-bit pairs)" not in {item.name for item in path_class("FUSED_TC16").workspace_items(7, grid)}

@@ -145,6 +145,14 @@ def _family_base(variant: str, order: int, volume: str | None, from_order: int =
     return base
 
 
+def _grouping_base(config: FusedConfig) -> FusedConfig:
+    """The single-element form of ``config`` without ``element_bricks``: the base of the families that put
+    several elements in a block (pairs, chains, strips, chunks, trace clusters). Bricks order single
+    elements (``element_bricks_problem``), so a bricked table (p = 7 since session 34) would otherwise
+    give those families no candidate at all."""
+    return dataclasses.replace(one_element_form(config), element_bricks=None)
+
+
 def candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """(label, config) of the schedule-table variations of ``variant`` at ``order`` (base first)."""
     base = fused_config(variant, order)
@@ -292,7 +300,7 @@ def x_pair_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
         return []
     if any(k.box != (base.nq,) * 3 for k in base.kernels):
         return []
-    base = one_element_form(base)  # a paired table: its single-element form, paired again below
+    base = _grouping_base(base)  # a paired table: its single-element form, paired again below
     kernels = tuple(dataclasses.replace(k, threads=2 * k.threads) for k in base.kernels)
     out = []
     for blocks in (0, 2, 3, 4):
@@ -312,7 +320,7 @@ def x_chain_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]
     base = _family_base(variant, order, "box")
     if base is None or not _xfaces_ok(base) or base.d_stage != "global":
         return []
-    base = dataclasses.replace(one_element_form(base), traces="xfaces")
+    base = dataclasses.replace(_grouping_base(base), traces="xfaces")
     if len(base.kernels) != 1 or base.kernels[0].box != (base.nq,) * 3 or sorted(base.kernels[0].dirs) != [0, 1, 2]:
         return []
     threads = base.kernels[0].threads
@@ -374,7 +382,7 @@ def chunk_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     base = _family_base(variant, order, "box")
     if base is None or len(base.kernels) < 2 or base.chunk_elements:
         return []
-    base = one_element_form(base)
+    base = _grouping_base(base)
     if base.elements_per_block != 1 or base.trace_cluster != 1 or any(k.cluster > 1 for k in base.kernels):
         return []
     element = 8 * base.nq**3
@@ -469,8 +477,8 @@ def face_links_candidates(variant: str, order: int) -> list[tuple[str, FusedConf
     neighbour's face nodes). Why: vmapP is the last index map such a kernel reads, 50 MB of the p = 7
     kernel's 1442 MB of DRAM reads on an H100, whose time follows its bytes."""
     found = []
-    for _, mapless in local_interior_candidates(variant, order):
-        found += [mapless, dataclasses.replace(mapless, exterior_maps=False)]
+    for _, mapless in local_interior_candidates(variant, order):  # on a linked table (p = 7 since session 34)
+        found += [dataclasses.replace(mapless, exterior_maps=exterior) for exterior in (True, False)]  # both forms
     return [(label(cfg), cfg) for cfg in found]
 
 
@@ -638,7 +646,7 @@ def strip_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     base = _family_base(variant, order, "box")
     if base is None or any(k.box != (base.nq,) * 3 for k in base.kernels) or base.d_stage != "global":
         return []
-    base = one_element_form(base)
+    base = _grouping_base(base)
     out = []
     for epb in (2, 4, 8):
         for traces in (base.traces, "tiles" if base.traces == "global" else "global"):
@@ -1239,7 +1247,7 @@ def trace_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     base = fused_config(variant, order)
     if base.volume != "box" or base.flux != "inline" or any(k.box != (base.nq,) * 3 for k in base.kernels):
         return []
-    base = one_element_form(base)
+    base = _grouping_base(base)
     out = []
     for size in (2, 4, 8):
         config = dataclasses.replace(base, traces="tiles", trace_cluster=size, elements_per_block=1)
