@@ -275,6 +275,26 @@ def test_family_pairs_each_mapless_table_with_its_linked_form() -> None:
     assert face_links_candidates("FUSED_TC16", 255) == []  # streamed, face array
 
 
+def test_families_still_apply_to_a_bricked_linked_table(tmp_path, monkeypatch) -> None:
+    """p = 7's FUSED_TC table with bricks and the face links (the H100 overlay's; the H200's once applied): the
+    families that group elements start from its unbricked single-element form instead of finding nothing, and the
+    face-links family still pairs each mapless table with vmapP and without."""
+    from composer.config import schedule_files
+    from composer.fused.candidates import strip_candidates, x_pair_candidates
+    from composer.fused.config import fused_config
+
+    text = (schedule_files.packaged_dir() / "p0007.toml").read_text()
+    keys = "element_bricks = [32, 8, 32]\ninterior_maps = false\nexterior_maps = false\n"
+    (tmp_path / "p0007.toml").write_text(text.replace("[paths.FUSED_TC]\n", "[paths.FUSED_TC]\n" + keys, 1))
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(tmp_path))
+    assert fused_config("FUSED_TC", 7).element_bricks == (32, 8, 32)
+    for family in (strip_candidates, x_pair_candidates):
+        found = family("FUSED_TC", 7)
+        assert found and all(c.element_bricks is None for _, c in found), family.__name__
+    linked = face_links_candidates("FUSED_TC", 7)
+    assert [c.exterior_maps for _, c in linked] == [True, False] * (len(linked) // 2) and linked
+
+
 def _blocks_by_registers(registers: int, threads: int) -> int:
     """Blocks of ``threads`` the 64K-register file of an SM holds at ``registers`` per thread (allocated in 8s)."""
     return 65536 // (-(-registers // 8) * 8 * threads)
