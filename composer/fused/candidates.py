@@ -148,8 +148,8 @@ def _family_base(variant: str, order: int, volume: str | None, from_order: int =
 def _grouping_base(config: FusedConfig) -> FusedConfig:
     """The single-element form of ``config`` without ``element_bricks``: the base of the families that put
     several elements in a block (pairs, chains, strips, chunks, trace clusters). Bricks order single
-    elements (``element_bricks_problem``), so a bricked table (p = 7 since session 34) would otherwise
-    give those families no candidate at all."""
+    elements (``element_bricks_problem``), so a bricked table (the H100 overlay's p = 7 FUSED_TC) would
+    otherwise give those families no candidate at all."""
     return dataclasses.replace(one_element_form(config), element_bricks=None)
 
 
@@ -451,7 +451,7 @@ def brick_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedCo
     faces have measured faster (session 31, p = 7 on an H100: x0.949 with 32 x 8 x 32). A base that
     takes bricks already is refined from its unbricked one-element form."""
     base = _family_base(variant, order, "box")
-    single = None if base is None else _mapless(dataclasses.replace(one_element_form(base), element_bricks=None))
+    single = None if base is None else _mapless(_grouping_base(base))
     return [] if single is None else _bricked(single, BRICK_REFINE_KEEP)
 
 
@@ -477,7 +477,7 @@ def face_links_candidates(variant: str, order: int) -> list[tuple[str, FusedConf
     neighbour's face nodes). Why: vmapP is the last index map such a kernel reads, 50 MB of the p = 7
     kernel's 1442 MB of DRAM reads on an H100, whose time follows its bytes."""
     found = []
-    for _, mapless in local_interior_candidates(variant, order):  # on a linked table (p = 7 since session 34)
+    for _, mapless in local_interior_candidates(variant, order):  # on a linked table too (the H100 overlay's p = 7)
         found += [dataclasses.replace(mapless, exterior_maps=exterior) for exterior in (True, False)]  # both forms
     return [(label(cfg), cfg) for cfg in found]
 

@@ -21,7 +21,7 @@ gpu_tests() {
   tail -4 $OUT/logs/gpu_tests.log
 }
 if [[ "$GPU" == *H200* ]]; then
-  sweep_apply docs/data/h200_s32/plans/sweep_plan_face_links.json 7,15,63 130 1
+  sweep_apply docs/data/h200_s32/plans/sweep_plan_face_links.json 7,15,63 130 0.01
   B=${COMPOSER_SCHEDULES:-}
   unset COMPOSER_SCHEDULES
 else

@@ -18,7 +18,7 @@ export COMPOSER_CACHE_DIR=$PWD/.cache/nvrtc_pin9
 M="python3 -m composer.cli.main"
 ORDERS=7
 if [[ "$GPU" == *H200* ]]; then
-  sweep_apply docs/data/h200_s32/plans/sweep_plan_face_links.json 7 60 1
+  sweep_apply docs/data/h200_s32/plans/sweep_plan_face_links.json 7 60 0.01
   B=${COMPOSER_SCHEDULES:-}
   unset COMPOSER_SCHEDULES
 else

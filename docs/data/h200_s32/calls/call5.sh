@@ -15,7 +15,7 @@ h200_only
 export COMPOSER_CACHE_DIR=$PWD/.cache/nvrtc_pin9
 M="python3 -m composer.cli.main"
 O=${ORDERS:-7,15}  # ORDERS, PLAN: session 33
-sweep_apply ${PLAN:-docs/data/h200_s32/plans/sweep_plan_face_links_h100.json} $O 150 1
+sweep_apply ${PLAN:-docs/data/h200_s32/plans/sweep_plan_face_links_h100.json} $O 150 0.01
 B=${COMPOSER_SCHEDULES:-}
 unset COMPOSER_SCHEDULES
 if [ -n "$B" ]; then

@@ -18,7 +18,7 @@ tail -2 $OUT/logs/gpu_tests.log
 [[ "$GPU" != *H200* ]] && ab_benches $PWD/.cache/s33_fused_cv71 FUSED 7 60 ab_fused_cv71
 PLAN=docs/data/h200_s33/plans/sweep_plan_carveout_h100_sxm.json
 [[ "$GPU" == *H200* ]] && PLAN=docs/data/h200_s33/plans/sweep_plan_carveout_h200.json
-sweep_apply $PLAN 7,15 150 1
+sweep_apply $PLAN 7,15 150 0.01
 B=${COMPOSER_SCHEDULES:-}
 unset COMPOSER_SCHEDULES
 if [ -n "$B" ]; then

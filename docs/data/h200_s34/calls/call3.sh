@@ -16,7 +16,7 @@ GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 [[ "$GPU" == *H200* ]] || { echo "not an H200 ($GPU): stopping (call 8 ran on an H100 as this call's first run)"; exit 0; }
 source tools/device_prelude.sh
 call_start .cache/nvrtc_pin9 ab prof
-sweep_apply docs/data/h200_s33/plans/sweep_plan_face_links_h100.json 7 100 1
+sweep_apply docs/data/h200_s33/plans/sweep_plan_face_links_h100.json 7 100 0.01
 B=${COMPOSER_SCHEDULES:-}
 unset COMPOSER_SCHEDULES
 [ -n "$B" ] && ab_benches $B ${AB_PATHS:-GEMM,FUSED,FUSED_TC,FUSED_TC16} 7 80
