@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.test_fused_cpu import needs_nvrtc
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
@@ -31,3 +33,30 @@ def test_a_pinned_plan_is_complete_in_its_cache_and_not_in_another(tmp_path, mon
     assert plan_cache.main(args) == 1
     assert "have no CUBIN in" in capsys.readouterr().err
     assert plan_cache.main([str(tmp_path / "nowhere.json")]) == 2
+
+
+@needs_nvrtc
+def test_fill_compiles_the_shipped_tables_a_call_benches(tmp_path, monkeypatch, capsys) -> None:
+    """A checkout that lost `.cache` rebuilds what a call carries: `--fill --orders 7` compiles the p = 7
+    tables naming this NVRTC (and only those) into the cache, after which the check passes there."""
+    from composer.runtime.nvrtc import nvrtc_version
+
+    here = "{}.{}".format(*nvrtc_version())
+    tables = list(plan_cache.schedule_tables([7]))
+    assert {path for _, path, _ in tables} == {"FUSED", "FUSED_TC", "FUSED_DFMA", "FUSED_TC16"}
+    ours = [cfg for _, _, cfg in tables if cfg.nvrtc == here]
+    monkeypatch.setenv("COMPOSER_CACHE_DIR", str(tmp_path / "c"))
+    others = [cfg.nvrtc for _, _, cfg in tables if cfg.nvrtc and cfg.nvrtc != here]
+    device = ["--device-nvrtc", others[0]] if others else []
+    if len(set(others)) > 1:
+        pytest.skip("the p = 7 tables name more than one other NVRTC")
+    assert plan_cache.main([*device, "--orders", "7"]) == (1 if ours else 0)
+    capsys.readouterr()
+    assert plan_cache.main([*device, "--orders", "7", "--fill"]) == 0
+    assert "kernels of the pinned tables are in" in capsys.readouterr().out
+    cubins = list((tmp_path / "c" / "nvrtc").glob("*.cubin"))
+    assert len(cubins) == sum(len(plan_cache.kernel_sources(cfg)) for cfg in ours)
+    assert plan_cache.main([*device, "--orders", "7"]) == 0
+    assert plan_cache.main(["--orders", "7,x"]) == 2
+    assert plan_cache.main(["--orders", "3"]) == 2  # no schedule for order 3
+    assert plan_cache.main([]) == 2
