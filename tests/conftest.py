@@ -27,3 +27,24 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason="no NVIDIA GPU/driver available")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+PLAIN_FORM_KEYS = ("element_bricks", "interior_maps", "exterior_maps")
+
+
+@pytest.fixture
+def plain_p7(tmp_path_factory, monkeypatch):
+    """A user schedules directory whose p = 7 tables are the packaged ones without element bricks or the
+    map keys: the plain, mapped, single-element form the element-order, local-interior and face-links
+    families start from. Tests of those families use it, so that they hold whichever p = 7 tables ship
+    (session 34 measured the bricked, linked ones on the H200). Returns the directory."""
+    import re
+
+    from composer.config import schedule_files
+
+    text = (schedule_files.packaged_dir() / "p0007.toml").read_text()
+    plain = re.sub(rf"(?m)^({'|'.join(PLAIN_FORM_KEYS)}) = .*\n", "", text)
+    directory = tmp_path_factory.mktemp("plain_p7")
+    (directory / "p0007.toml").write_text(plain)
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(directory))
+    return directory

@@ -120,7 +120,7 @@ def test_the_kernel_takes_its_element_from_the_permutation() -> None:
     assert "order" not in render_volume(plain, kernel_plans(plain)[0]).split("extern \"C\"")[1].split(")")[0]
 
 
-def test_family_orders_the_one_element_tables() -> None:
+def test_family_orders_the_one_element_tables(plain_p7) -> None:
     names = [name for name, _ in element_order_candidates("FUSED_TC", 7)]
     assert names and all("eb32x" in n for n in names)
     paired = element_order_candidates("FUSED_TC16", 7)  # the shipped x_pairs table: its one-element form first
@@ -144,7 +144,7 @@ def test_refine_family_tries_more_bricks_on_the_mapless_one_element_table(monkey
 
 @needs_nvrtc
 @pytest.mark.parametrize("variant,order", [("FUSED_TC", 7), ("FUSED_TC16", 15)])
-def test_bricked_kernel_compiles_with_the_registers_of_the_plain_one(variant: str, order: int) -> None:
+def test_bricked_kernel_compiles_with_the_registers_of_the_plain_one(variant: str, order: int, plain_p7) -> None:
     config = element_order_candidates(variant, order)[-1][1]
     assert config.element_bricks is not None
     plain = dataclasses.replace(config, element_bricks=None)
@@ -170,17 +170,19 @@ def _toml(text: str) -> dict:
     return tomllib.loads(text)["paths"]["FUSED_TC"]
 
 
-def test_info_estimates_the_layers_each_table_reads_twice(capsys: pytest.CaptureFixture[str]) -> None:
+def test_info_estimates_the_layers_each_table_reads_twice(capsys: pytest.CaptureFixture[str], plain_p7,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """`composer info` per fused table: the re-read estimate in its element order, lower for the H100's
-    bricked overlay at p = 7 than for the generic table in the default order; none for a paired table."""
+    bricked overlay at p = 7 than for the plain table in the default order; none for a paired table."""
     import json
 
     from composer.cli.main import main
 
     rows = {}
-    for machine in ("h200", "h100_sxm"):
+    for machine in ("h200", "h100_sxm"):  # the plain p = 7 tables, then the packaged ones with the H100's overlay
         assert main(["info", "--order", "7", "--machine", machine, "--json"]) == 0
         rows[machine] = {r["variant"]: r for r in json.loads(capsys.readouterr().out)["fused"]}
+        monkeypatch.delenv("COMPOSER_SCHEDULES", raising=False)
     generic, h100 = rows["h200"]["FUSED_TC"], rows["h100_sxm"]["FUSED_TC"]
     assert generic["element_bricks"] is None and h100["element_bricks"] == [32, 8, 32]
     assert h100["gather_rereads"][1] < generic["gather_rereads"][0] / 4

@@ -268,22 +268,21 @@ def test_the_traffic_model_reads_links_for_vmapp() -> None:
     assert saved == 6 * ne * (nq * nq * MAP - LINK) == 48758784  # 50.3 MB of vmapP for 1.6 MB of links
 
 
-def test_family_pairs_each_mapless_table_with_its_linked_form() -> None:
+def test_family_pairs_each_mapless_table_with_its_linked_form(plain_p7) -> None:
     found = face_links_candidates("FUSED_TC", 7)
     assert [c.exterior_maps for _, c in found] == [True, False] * (len(found) // 2) and len(found) >= 4
     assert all(dataclasses.replace(b, exterior_maps=True) == a for (_, a), (_, b) in zip(found[::2], found[1::2]))
     assert face_links_candidates("FUSED_TC16", 255) == []  # streamed, face array
 
 
-def test_families_still_apply_to_a_bricked_linked_table(tmp_path, monkeypatch) -> None:
+def test_families_still_apply_to_a_bricked_linked_table(tmp_path, monkeypatch, plain_p7) -> None:
     """p = 7's FUSED_TC table with bricks and the face links (the H100 overlay's; the H200's once applied): the
     families that group elements start from its unbricked single-element form instead of finding nothing, and the
     face-links family still pairs each mapless table with vmapP and without."""
-    from composer.config import schedule_files
     from composer.fused.candidates import strip_candidates, x_pair_candidates
     from composer.fused.config import fused_config
 
-    text = (schedule_files.packaged_dir() / "p0007.toml").read_text()
+    text = (plain_p7 / "p0007.toml").read_text()
     keys = "element_bricks = [32, 8, 32]\ninterior_maps = false\nexterior_maps = false\n"
     (tmp_path / "p0007.toml").write_text(text.replace("[paths.FUSED_TC]\n", "[paths.FUSED_TC]\n" + keys, 1))
     monkeypatch.setenv("COMPOSER_SCHEDULES", str(tmp_path))

@@ -142,7 +142,7 @@ def test_family_drops_the_maps_of_the_inline_box_tables() -> None:
 
 @needs_nvrtc
 @pytest.mark.parametrize("variant,order", [("FUSED_TC", 7), ("FUSED_TC16", 15)])
-def test_kernels_without_maps_compile_within_the_registers_of_the_mapped_ones(variant: str, order: int) -> None:
+def test_kernels_without_maps_compile_within_the_registers_of_the_mapped_ones(variant: str, order: int, plain_p7) -> None:
     config = local_interior_candidates(variant, order)[0][1]
     mapped = dataclasses.replace(config, interior_maps=True)
     sass, one = _sass(build(config, "sm_90").kernels[0]), _sass(build(mapped, "sm_90").kernels[0])
