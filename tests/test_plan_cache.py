@@ -60,3 +60,54 @@ def test_fill_compiles_the_shipped_tables_a_call_benches(tmp_path, monkeypatch, 
     assert plan_cache.main(["--orders", "7,x"]) == 2
     assert plan_cache.main(["--orders", "3"]) == 2  # no schedule for order 3
     assert plan_cache.main([]) == 2
+
+
+def test_plan_tables_add_the_dfma_twin_of_each_tc_candidate_only(tmp_path) -> None:
+    """`sweep-fused run` times FUSED_DFMA on the fastest FUSED_TC candidate that is neither the base nor the shipped
+    table: each such candidate's twin is checked (and filled), the base's and the shipped table's are not."""
+    import dataclasses
+
+    from composer.fused.candidates import to_table
+    from composer.fused.config import fused_config
+    from composer.fused.sweep import SHIPPED
+
+    tc = fused_config("FUSED_TC", 7)
+    other = dataclasses.replace(tc, pair_io=not tc.pair_io)
+    tc16 = fused_config("FUSED_TC16", 7)
+    plan = {"7": {
+        "FUSED_TC": [{"label": "base", "ok": True, "table": to_table(tc)},
+                     {"label": SHIPPED, "ok": True, "table": to_table(tc)},
+                     {"label": "cand", "ok": True, "table": to_table(other)},
+                     {"label": "dropped", "ok": False, "table": to_table(other)}],
+        "FUSED_TC16": [{"label": "cand16", "ok": True, "table": to_table(tc16)}],
+    }}
+    rows = {label: cfg for _, label, cfg in plan_cache.plan_tables(plan)}
+    assert set(rows) == {"FUSED_TC@base", f"FUSED_TC@{SHIPPED}", "FUSED_TC@cand", "FUSED_DFMA@FUSED_TC@cand",
+                         "FUSED_TC16@cand16"}
+    assert rows["FUSED_DFMA@FUSED_TC@cand"] == dataclasses.replace(other, variant="FUSED_DFMA", dfma=True)
+
+
+def test_bad_plans_and_orders_get_one_line_and_exit_2(tmp_path, capsys) -> None:
+    (tmp_path / "notjson.json").write_text("nope")
+    (tmp_path / "rows.json").write_text(json.dumps({"7": {"FUSED_TC": [{"ok": True}]}}))
+    for args in ([str(tmp_path / "notjson.json")], [str(tmp_path / "rows.json")], ["--orders", "9"],
+                 ["--orders", "0"], [str(tmp_path / "nowhere.json")]):
+        assert plan_cache.main(args) == 2, args
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(("error:", "usage:")) and "Traceback" not in err, (args, err)
+        assert len(err.splitlines()) == 1 or err.startswith("usage:"), err
+
+
+@needs_nvrtc
+def test_json_names_the_missing_kernels(tmp_path, monkeypatch, capsys) -> None:
+    from composer.runtime.nvrtc import nvrtc_version
+
+    here = "{}.{}".format(*nvrtc_version())
+    if not any(cfg.nvrtc == here for _, _, cfg in plan_cache.schedule_tables([7])):
+        pytest.skip("no p = 7 table names this NVRTC")
+    monkeypatch.setenv("COMPOSER_CACHE_DIR", str(tmp_path / "empty"))
+    assert plan_cache.main(["--orders", "7", "--json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["missing"] and report["checked"] >= len(report["missing"])
+    assert all(line.startswith("7 ") and f"(NVRTC {here})" in line for line in report["missing"]
+               if here in line)

@@ -64,16 +64,19 @@ def schedule_tables(orders: list[int]) -> Iterator[tuple[int, str, FusedConfig]]
 
 
 def missing_entries(tables: list[tuple[int, str, FusedConfig]], cache: Path, device_nvrtc: str | None = None,
-                    fill: bool = False) -> tuple[int, list[str]]:
+                    fill: bool = False, progress: bool = False) -> tuple[int, list[str]]:
     """(kernels checked, "ORDER LABEL KERNEL (NVRTC X.Y)" of those without a cache entry); with ``fill``,
-    the tables naming this NVRTC are compiled into ``cache`` first."""
+    the tables naming this NVRTC are compiled into ``cache`` first (each kernel written atomically by
+    compile_cuda, so an interrupted fill resumes where it stopped); ``progress``: one stderr line per table."""
     opts = _validate_options(OPTIONS)
     here = "{}.{}".format(*nvrtc_version()) if fill else None
     checked, missing = 0, []
-    for order, label, cfg in tables:
+    for n, (order, label, cfg) in enumerate(tables, 1):
         if not cfg.nvrtc or cfg.nvrtc == device_nvrtc:
             continue
         if cfg.nvrtc == here:
+            if progress:
+                print(f"[{n}/{len(tables)}] p={order} {label[:100]}", file=sys.stderr, flush=True)
             build(cfg, DEFAULT_ARCH, cache_dir=cache)
         version = tuple(int(x) for x in cfg.nvrtc.split("."))
         for k in kernel_sources(cfg, DEFAULT_ARCH):
@@ -100,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device-nvrtc", metavar="X.Y", help="the GPU machine's own NVRTC (its tables are skipped)")
     parser.add_argument("--orders", type=_orders, default=[], help="also the fused tables these orders' schedules ship")
     parser.add_argument("--fill", action="store_true", help="compile the missing kernels of this NVRTC's tables")
+    parser.add_argument("--json", action="store_true", help="print {cache, checked, missing} as JSON")
     try:
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     except SystemExit as exc:
@@ -107,19 +111,26 @@ def main(argv: list[str] | None = None) -> int:
     if not args.plans and not args.orders:
         print("error: name at least one plan or --orders", file=sys.stderr)
         return 2
-    tables = []
-    for name in args.plans:
-        if not Path(name).is_file():
-            print(f"error: {name}: no such plan", file=sys.stderr)
-            return 2
-        tables += plan_tables(json.loads(Path(name).read_text()))
-    try:
-        tables += schedule_tables(args.orders)
-    except ComposerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     cache = default_cache_dir()
-    total, gaps = missing_entries(tables, cache, args.device_nvrtc, fill=args.fill)
+    try:
+        tables = []
+        for name in args.plans:
+            if not Path(name).is_file():
+                raise ComposerError(f"{name}: no such plan")
+            try:
+                plan = json.loads(Path(name).read_text())
+                tables += plan_tables(plan)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                raise ComposerError(f"{name}: not a sweep plan ({type(exc).__name__}: {exc})") from None
+        tables += schedule_tables(args.orders)
+        total, gaps = missing_entries(tables, cache, args.device_nvrtc, fill=args.fill,
+                                      progress=args.fill and not args.json and sys.stderr.isatty())
+    except ComposerError as exc:
+        print(f"error: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({"cache": str(cache), "checked": total, "missing": gaps}, indent=1))
+        return 1 if gaps else 0
     if gaps:
         print(f"{len(gaps)} of {total} kernels have no CUBIN in {cache}: {'; '.join(gaps[:5])}", file=sys.stderr)
         return 1
