@@ -55,10 +55,11 @@ def _sass(built):
 def test_schedule_tables_parse(variant: str, order: int) -> None:
     config = fused_config(variant, order)
     assert sorted(d for k in config.kernels for d in k.dirs) == [0, 1, 2]
-    # S14.2: one block and one kernel per element at p = 7, 15; tiled and split from p = 31
+    # S14.2: one kernel per element at p = 7, 15, one block or one thread-block cluster (xyz_cluster) each;
+    # tiled and split from p = 31
     plans = kernel_plans(config)
     if order <= 15:
-        assert len(plans) == 1 and plans[0].blocks_per_element == 1
+        assert len(plans) == 1 and plans[0].blocks_per_element == max(1, plans[0].kernel.cluster)
     else:
         assert len(plans) >= 2 and all(p.blocks_per_element > 1 for p in plans)
     if order <= 31:  # S14.2: inline fluxes up to p = 31; from p = 63 the measured schedules choose either
@@ -97,6 +98,10 @@ def test_compiles_other_archs(variant: str, order: int, arch: str) -> None:
     if variant == "FUSED_TC16" and arch == "sm_80":
         with pytest.raises(ComposerError, match="needs sm_90"):
             build(config, arch)
+        return
+    if arch_limits(arch).max_cluster_blocks <= 1 and any(k.cluster > 1 for k in config.kernels):
+        with pytest.raises(ComposerError, match=f"thread-block clusters of .*; {arch} has none"):
+            build(config, arch)  # a clustered table (xyz_cluster) is sm_90's and later
         return
     try:
         kernel_plans(config, arch)

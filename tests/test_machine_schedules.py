@@ -326,8 +326,11 @@ def test_an_overlay_takes_winners_measured_against_the_machine_s_own_table(packa
     from composer.fused.candidates import to_table
     from composer.fused.config import fused_config
 
+    _overlay(packaged_copy, "h100_sxm", 15, H100_TABLE)  # an overlay table unlike the generic one, whatever ships
     row = {"order": 15, "passed": True, "gpu": "NVIDIA H100 80GB HBM3", "machine": "h100_sxm"}
     generic = fused_config("FUSED_TC16", 15)
+    with using_machine("h100_sxm"):
+        assert fused_config("FUSED_TC16", 15) != generic
     records = [{**row, "variant": "FUSED_TC16@shipped", "us_per_call": 560.0, "table": to_table(generic)},
                {**row, "variant": "FUSED_TC16@other", "us_per_call": 540.0, "table": to_table(generic)}]
     log = tmp_path / "sweep.json"
