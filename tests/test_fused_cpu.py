@@ -259,12 +259,12 @@ MEASURED_SOURCES = {
     "fused_dfma_p127_k0_x": "d5d856e4db0fc12f",
     "fused_dfma_p127_k1_y": "b80840d477d10c36",
     "fused_dfma_p127_k2_z": "5431ff116ded3112",
-    "fused_dfma_p15_k0_xyz": "a7484ecf14e17688",  # session 26 call 1 (docs/data/h200_s26/call1: the sweep of session 21's plan)
+    "fused_dfma_p15_k0_xyz": "7942d7532be795e2",  # session 36 call 1 (docs/data/h200_s36/call1: the H100 overlay's xyz-cluster tables, A B B A)
     "fused_dfma_p31_k0_xy": "b60b10fa2ed05c19",
     "fused_dfma_p31_k1_z": "71810e6e4117fcb7",
     "fused_dfma_p63_k0_xy": "65c357b9a4d96395",
     "fused_dfma_p63_k1_z": "92a6919b1eccafb0",
-    "fused_dfma_p7_k0_xyz": "d27adf96a846b412",  # session 26 call 1 (docs/data/h200_s26/call1: the sweep of session 21's plan)
+    "fused_dfma_p7_k0_xyz": "954abb76cd4bd410",  # session 36 call 1 (docs/data/h200_s36/call1: the face-links plan swept and applied, A B B A)
     # FUSED at p = 255: session 18 call 2 (docs/data/h200_s18/call2, NVRTC 13.0 and 13.5 alternating).
     "fused_p255_k0_x": "157802eb64154f3b",
     "fused_p255_k1_y": "6b35c1b4109a9625",
@@ -278,21 +278,21 @@ MEASURED_SOURCES = {
     "fused_p63_k0_xy": "98ca7543e861a336",
     "fused_p63_k1_z": "7ca9d64a49b197bf",
     "fused_p7_k0_xyz": "8a824161e5aaaed3",
-    "fused_tc16_p15_k0_xyz": "03c1be6e84202556",  # session 26 call 1 (docs/data/h200_s26/call1: the sweep of session 21's plan)
+    "fused_tc16_p15_k0_xyz": "f3c863bea7d8cdc9",  # session 36 call 1 (docs/data/h200_s36/call1: the H100 overlay's xyz-cluster tables, A B B A)
     "fused_tc16_p31_k0_xy": "aab1a019b6e41adc",
     "fused_tc16_p31_k1_z": "5c16b06b4d0f6a90",
     "fused_tc16_p63_k0_xy": "7d09d1e42ab34530",
     "fused_tc16_p63_k1_z": "125374e604ae92aa",
-    "fused_tc16_p7_k0_xyz": "58f2795658450064",  # session 26 call 1 (docs/data/h200_s26/call1: the sweep of session 21's plan)
+    "fused_tc16_p7_k0_xyz": "90b388f323919789",  # session 36 call 1 (docs/data/h200_s36/call1: the face-links plan swept and applied, A B B A)
     "fused_tc_p127_k0_x": "ddc69531724c8e31",
     "fused_tc_p127_k1_y": "d4152a91377878d7",
     "fused_tc_p127_k2_z": "6c064f1be0afca8a",
-    "fused_tc_p15_k0_xyz": "b517dd15f79894d5",  # session 26 call 1 (docs/data/h200_s26/call1: the sweep of session 21's plan)
+    "fused_tc_p15_k0_xyz": "3f8241668f2d1e78",  # session 36 call 1 (docs/data/h200_s36/call1: the H100 overlay's xyz-cluster tables, A B B A)
     "fused_tc_p31_k0_xy": "324e1227698fa74b",
     "fused_tc_p31_k1_z": "a625b2b2866db217",
     "fused_tc_p63_k0_xy": "4c4a15e3cf56a5cc",
     "fused_tc_p63_k1_z": "79eb8869b7f21519",
-    "fused_tc_p7_k0_xyz": "9762865e783db198",  # session 26 call 1 (docs/data/h200_s26/call1: the sweep of session 21's plan)
+    "fused_tc_p7_k0_xyz": "97b4e44da530e634",  # session 36 call 1 (docs/data/h200_s36/call1: the face-links plan swept and applied, A B B A)
     # Streamed kernels: session 4 (strided copies in calls 2/3, unrolled copies in call 5) and
     # session 5 (the stream_lines winners at p = 127-511 in call 1, paired fragments for FUSED_TC16 at
     # p = 511 and 767 in calls 2/3, block_order = "axis" at p = 767 in call 5, p = 255 on the p = 767

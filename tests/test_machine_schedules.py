@@ -140,8 +140,7 @@ def test_a_bad_overlay_is_one_error_naming_its_file(packaged_copy: Path, text: s
 def test_the_shipped_overlays_load_and_their_tables_compute_the_reference() -> None:
     """Every shipped overlay is a known machine's, overlays an order that ships, and each fused table it
     replaces computes the reference (the kernels emulated lane by lane on a small grid); a library path's
-    table it replaces (GEMM_FUSED's overlap at p = 767 on the H100) is what that path's launch settings
-    read there (its GPU validation is `composer bench`'s, which validates before timing)."""
+    table it replaces (a GEMM_FUSED overlap, say) is what that path's launch settings read there (its GPU validation is `composer bench`'s, which validates before timing)."""
     from composer.arch.machines import load_machines
     from composer.fused.config import VARIANTS, fused_config
     from composer.fused.emulate import emulate
@@ -259,7 +258,7 @@ def _shipped_overlays() -> list[tuple[str, int, list[str]]]:
                 paths = load_schedule(order).paths
             changed = [v for v in VARIANTS if paths.get(v) != generic.paths.get(v)
                        or (v == "FUSED_DFMA" and paths.get("FUSED_TC") != generic.paths.get("FUSED_TC"))]
-            if changed:  # a library path's overlay (GEMM_FUSED at p = 767) is validated by `composer bench`
+            if changed:  # a library path's overlay (a GEMM_FUSED overlap) is validated by `composer bench`
                 found.append((machine, order, changed))
     return found
 
