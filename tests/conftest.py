@@ -48,3 +48,18 @@ def plain_p7(tmp_path_factory, monkeypatch):
     (directory / "p0007.toml").write_text(plain)
     monkeypatch.setenv("COMPOSER_SCHEDULES", str(directory))
     return directory
+
+
+XFACES_TABLES = __import__("pathlib").Path(__file__).parent / "data" / "schedules_s26"
+
+
+@pytest.fixture
+def xfaces_tables(monkeypatch):
+    """A user schedules directory holding the p = 7 and 15 schedules as they shipped from session 26 to 35
+    (tests/data/schedules_s26: the tables of `traces = "xfaces"`, `flux_tiles` and `x_pairs` at one block per
+    element), the form the x-chain, trace-cluster, flux-tile, tile-swizzle, xfaces, carveout and shape-twin
+    families were written against. Since session 36 the H200 ships other tables at both orders (the face links at
+    p = 7, the xyz clusters at p = 15); tests of those families use this fixture so that they hold whichever
+    tables ship. Returns the directory."""
+    monkeypatch.setenv("COMPOSER_SCHEDULES", str(XFACES_TABLES))
+    return XFACES_TABLES

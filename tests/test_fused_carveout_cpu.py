@@ -14,6 +14,9 @@ from composer.fused.builder import kernel_plans, render_volume
 from composer.fused.candidates import CARVEOUT_PERCENTS, carveout_candidates, label, to_table
 from composer.fused.config import fused_config, parse_table
 
+# the p = 7 and 15 tables these families start from (tests/conftest.py, xfaces_tables)
+pytestmark = pytest.mark.usefixtures("xfaces_tables")
+
 BOX7 = {"flux": "inline", "kernels": [{"dirs": "xyz", "box": [8, 8, 8], "threads": 128, "tile": [1, 4]}]}
 
 

@@ -17,6 +17,9 @@ from composer.fused.emulate import emulate
 
 from tests.test_fused_cpu import needs_nvrtc
 
+# the p = 7 and 15 tables these families start from (tests/conftest.py, xfaces_tables)
+pytestmark = pytest.mark.usefixtures("xfaces_tables")
+
 
 def _sass(cubin: bytes) -> str:
     """cuobjdump's SASS text of one CUBIN."""

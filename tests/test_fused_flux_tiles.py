@@ -28,6 +28,9 @@ from composer.fused.emulate import emulate
 
 from tests.test_fused_cpu import _sass, needs_nvrtc
 
+# the p = 7 and 15 tables these families start from (tests/conftest.py, xfaces_tables)
+pytestmark = pytest.mark.usefixtures("xfaces_tables")
+
 XYZ15 = {"flux": "inline", "mma": "8x8x4",
          "kernels": [{"dirs": "xyz", "box": [16, 16, 16], "threads": 512, "tile": [2, 2]}]}
 

@@ -28,6 +28,9 @@ from composer.fused.traces import x_chain_maps_problem
 
 from tests.test_fused_cpu import _sass, needs_nvrtc
 
+# the p = 7 and 15 tables these families start from (tests/conftest.py, xfaces_tables)
+pytestmark = pytest.mark.usefixtures("xfaces_tables")
+
 XYZ7 = {"flux": "inline", "mma": "8x8x4", "traces": "xfaces", "elements_per_block": 4, "x_chain": True,
         "kernels": [{"dirs": "xyz", "box": [8, 8, 8], "threads": 256, "tile": [1, 1]}]}
 

@@ -27,6 +27,9 @@ from composer.fused.emulate import emulate, x_face_interior
 
 from tests.test_fused_cpu import _sass, needs_nvrtc
 
+# the p = 7 and 15 tables these families start from (tests/conftest.py, xfaces_tables)
+pytestmark = pytest.mark.usefixtures("xfaces_tables")
+
 XYZ7 = {"flux": "inline", "mma": "8x8x4",
         "kernels": [{"dirs": "xyz", "box": [8, 8, 8], "threads": 256, "tile": [1, 1]}]}
 

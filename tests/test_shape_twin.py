@@ -37,6 +37,7 @@ def test_twin_needs_even_wm_and_an_8_row_source() -> None:
         shape_twin(fused_config("FUSED_TC16", 15))
 
 
+@pytest.mark.usefixtures("xfaces_tables")  # the p = 7 and 15 tables the family was written against
 def test_twin_family() -> None:
     # p = 31's shipped FUSED_TC16 table is one of FUSED_TC's twins (16x8x8 since session 20): only the other is added
     shipped = fused_config("FUSED_TC16", 31)
