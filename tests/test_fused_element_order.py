@@ -69,19 +69,111 @@ def test_element_bricks_key_errors_name_the_key() -> None:
     for bad in ([4, 2], [4, 2, 0], [4, 2, "2"], "4x2x2", [4, 2, True]):
         with pytest.raises(ConfigError, match=r"element_bricks.*three integers"):
             parse_table("FUSED_TC", 7, dict(XYZ7, element_bricks=bad))
-    with pytest.raises(ConfigError, match="element_bricks.*orders single elements"):
-        parse_table("FUSED_TC", 7, dict(XYZ7, x_pairs=True, kernels=[dict(XYZ7["kernels"][0], threads=512)]))
-    with pytest.raises(ConfigError, match="element_bricks.*orders single elements"):
+    paired = dict(XYZ7, x_pairs=True, kernels=[dict(XYZ7["kernels"][0], threads=512)])
+    assert parse_table("FUSED_TC", 7, paired).element_bricks == (4, 2, 2)  # bricks of whole pairs
+    with pytest.raises(ConfigError, match=r"element_bricks.*whole pairs: bx must be even, got \[3, 2, 2\]"):
+        parse_table("FUSED_TC", 7, dict(paired, element_bricks=[3, 2, 2]))
+    with pytest.raises(ConfigError, match="element_bricks.*orders single elements or x pairs"):
         parse_table("FUSED_TC", 7, dict(XYZ7, elements_per_block=2))
     assert parse_table("FUSED_TC", 7, _toml(to_table(config))) == config
     assert "eb4x2x2" in label(config)
 
 
 def test_builder_refuses_bricks_on_a_table_it_cannot_order() -> None:
-    paired = fused_config("FUSED_TC16", 7)
+    paired = dataclasses.replace(fused_config("FUSED_TC16", 7), element_bricks=None)
     assert paired.x_pairs
-    with pytest.raises(ComposerError, match="element_bricks orders single elements"):
-        kernel_plans(dataclasses.replace(paired, element_bricks=(32, 8, 32)))
+    assert kernel_plans(dataclasses.replace(paired, element_bricks=(32, 8, 32)))  # bricks of 16 x 8 x 32 pairs
+    with pytest.raises(ComposerError, match="element_bricks orders x pairs in bricks of whole pairs"):
+        kernel_plans(dataclasses.replace(paired, element_bricks=(1, 8, 32)))
+    chained = dataclasses.replace(one_element_form(paired), x_chain=True, elements_per_block=2, element_bricks=(2, 1, 1))
+    with pytest.raises(ComposerError, match="element_bricks orders single elements or x pairs"):
+        kernel_plans(chained)
+
+
+@pytest.mark.parametrize("grid,bricks", [((32, 32, 32), (32, 8, 32)), ((6, 3, 5), (4, 2, 3)), ((4, 2, 2), (2, 1, 1))])
+def test_pair_order_keeps_each_pair_in_one_block_and_walks_bricks_of_pairs(grid: tuple, bricks: tuple) -> None:
+    """``launch_order`` with pairs: one entry per block, each the first element 2P of an x pair (ex even),
+    every element once over the blocks' two elements, the pairs in bricks of bx / 2 pairs (cut at the
+    grid's ends); with bricks that span whole x rows it walks the elements as the one-element order does."""
+    from composer.fused.order import element_sequence, launch_order
+
+    nex, ney, nez = grid
+    first = launch_order(grid, bricks, pairs=True)
+    assert first.dtype == np.int32 and len(first) == nex * ney * nez // 2
+    assert np.all(first % nex % 2 == 0)  # ex even: the block's two elements are x neighbours in one row
+    walked = element_sequence(grid, bricks, pairs=True)
+    assert sorted(walked.tolist()) == list(range(nex * ney * nez))
+    assert np.array_equal(walked[0::2], first) and np.array_equal(walked[1::2], first + 1)
+    # the brick of pairs each block's pair lies in never decreases along the launch
+    ex, ey, ez = first % nex // 2, first // nex % ney, first // (nex * ney)
+    bx, by, bz = bricks[0] // 2, bricks[1], bricks[2]
+    nbx, nby = -(-(nex // 2) // bx), -(-ney // by)
+    brick = (ez // bz * nby + ey // by) * nbx + ex // bx
+    assert np.all(np.diff(brick) >= 0)
+    if bricks[0] == nex:
+        assert np.array_equal(walked, brick_order(grid, bricks))
+    with pytest.raises(ValueError, match="even brick bx"):
+        launch_order(grid, (3, 1, 1), pairs=True)
+
+
+@pytest.mark.parametrize("variant,order,grid,bricks", [("FUSED_TC16", 7, (4, 3, 2), (2, 2, 1)),
+                                                       ("FUSED_TC", 7, (6, 2, 3), (4, 1, 2))])
+def test_emulated_bricked_pairs_equal_the_reference(variant: str, order: int, grid: tuple, bricks: tuple) -> None:
+    """An x-pair table whose blocks take their pairs brick by brick (bricks cut at the grid's ends) against
+    the reference, and a pair order that drops a pair shows."""
+    from composer.fused.candidates import x_pair_candidates
+    from composer.fused.order import element_sequence
+
+    base = fused_config(variant, order)
+    paired = base if base.x_pairs else x_pair_candidates(variant, order)[0][1]
+    config = dataclasses.replace(paired, element_bricks=bricks)
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    out = emulate(config, fields, grid)
+    assert np.max(np.abs(out - ref)) / np.max(np.abs(ref)) <= 1e-13
+    wrong = element_sequence(grid, bricks, pairs=True).copy()
+    wrong[2:4] = wrong[0:2]
+    assert np.isnan(emulate(config, fields, grid, element_order=wrong)).any()
+
+
+def test_the_paired_kernel_takes_its_pair_from_the_permutation() -> None:
+    paired = dataclasses.replace(fused_config("FUSED_TC16", 7), element_bricks=(32, 8, 32))
+    source = render_volume(paired, kernel_plans(paired)[0])
+    assert "const i64 e = __ldg(order + blockIdx.x) + half;" in source
+    assert "(i64)blockIdx.x * 2 + half" not in source
+    assert kernel_sources(paired)[0].signature[:len(ORDERED_VOLUME_SIGNATURE)] == ORDERED_VOLUME_SIGNATURE  # then links
+    plain = dataclasses.replace(paired, element_bricks=None)
+    assert "(i64)blockIdx.x * 2 + half" in render_volume(plain, kernel_plans(plain)[0])
+
+
+def test_pair_bricks_family_pairs_the_bricked_table_and_bricks_the_paired_one(plain_p7) -> None:
+    """FUSED_TC16 at p = 7 (its table pairs): the ranked bricks on it; FUSED_TC (one element, on a brick in
+    the shipped table, not in plain_p7): the x_pairs family's tables on the ranked bricks; every candidate
+    paired and bricked with an even bx; none at p = 511 (streamed)."""
+    from composer.fused.candidates import ELEMENT_ORDER_KEEP, pair_bricks_candidates, x_pair_candidates
+
+    tc16 = pair_bricks_candidates("FUSED_TC16", 7)
+    base = fused_config("FUSED_TC16", 7)
+    assert len(tc16) == ELEMENT_ORDER_KEEP
+    assert all(c == dataclasses.replace(base, element_bricks=c.element_bricks) for _, c in tc16)
+    tc = pair_bricks_candidates("FUSED_TC", 7)
+    pairs = [c for _, c in x_pair_candidates("FUSED_TC", 7)]
+    assert tc and {dataclasses.replace(c, element_bricks=None) for _, c in tc} <= set(pairs)
+    for _, c in tc16 + tc:
+        assert c.x_pairs and c.element_bricks is not None and c.element_bricks[0] % 2 == 0
+    assert pair_bricks_candidates("FUSED_TC16", 511) == []
+
+
+def test_pair_bricks_family_keeps_the_schedule_brick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bricked one-element table (the shipped FUSED_TC p = 7): its pairs on its own brick only."""
+    from composer.fused import candidates
+
+    bricked = dataclasses.replace(one_element_form(fused_config("FUSED_TC16", 7)), element_bricks=(32, 8, 32))
+    monkeypatch.setattr(candidates, "_family_base", lambda v, o, volume, **kw: bricked)
+    monkeypatch.setattr(candidates, "x_pair_candidates", lambda v, o: [("p", dataclasses.replace(
+        fused_config("FUSED_TC16", 7), element_bricks=None))])
+    found = candidates.pair_bricks_candidates("FUSED_TC16", 7)
+    assert [c.element_bricks for _, c in found] == [(32, 8, 32)] and found[0][1].x_pairs
 
 
 @pytest.mark.parametrize("variant,order,grid,bricks", [("FUSED_TC", 7, (4, 3, 2), (2, 2, 1)), ("FUSED", 7, (3, 2, 3), (3, 1, 2)),
@@ -153,6 +245,31 @@ def test_bricked_kernel_compiles_with_the_registers_of_the_plain_one(variant: st
     assert sass.registers <= one.registers + 2 and sass.spill_bytes == one.spill_bytes
 
 
+@needs_nvrtc
+@pytest.mark.parametrize("variant", ["FUSED_TC16", "FUSED_TC"])
+def test_bricked_pairs_compile_with_the_registers_of_the_plain_pairs(variant: str) -> None:
+    """The pair order costs the paired kernel one load of ``order[b]``, no register budget (FUSED_TC16 at
+    p = 7 holds 62 registers for four 256-thread blocks per SM)."""
+    from composer.fused.candidates import pair_bricks_candidates
+
+    config = pair_bricks_candidates(variant, 7)[0][1]
+    plain = dataclasses.replace(config, element_bricks=None)
+    sass, one = _sass(build(config, "sm_90").kernels[0]), _sass(build(plain, "sm_90").kernels[0])
+    print(f"{variant} p=7 pairs {config.element_bricks}: {sass.registers} regs ({one.registers} plain), {sass.spill_bytes} B local")
+    assert sass.registers <= one.registers + 2 and sass.spill_bytes == one.spill_bytes
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("grid", [(4, 3, 2), (6, 2, 3), "s29"])
+def test_pair_bricks_candidates_match_reference_on_the_gpu(grid: tuple | str) -> None:
+    """Every pair_bricks candidate at p = 7 against the reference (NaN-filled dqdt) on small non-cubic
+    grids with even x extents, whose bricks of pairs the ranked ones cut, and on the Table S29 grid."""
+    from composer.fused.candidates import pair_bricks_candidates
+    from tests.test_fused_gpu import assert_family_validates
+
+    assert_family_validates(7, grid, pair_bricks_candidates)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("order,grid", [(7, (4, 3, 2)), (15, (3, 2, 2)), (7, "s29"), (15, "s29")])
 def test_element_order_candidates_match_reference_on_the_gpu(order: int, grid: tuple | str) -> None:
@@ -173,7 +290,7 @@ def _toml(text: str) -> dict:
 def test_info_estimates_the_layers_each_table_reads_twice(capsys: pytest.CaptureFixture[str], plain_p7,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """`composer info` per fused table: the re-read estimate in its element order, lower for the H100's
-    bricked overlay at p = 7 than for the plain table in the default order; none for a paired table."""
+    bricked overlay at p = 7 than for the plain table in the default order; a paired table's too."""
     import json
 
     from composer.cli.main import main
@@ -186,4 +303,6 @@ def test_info_estimates_the_layers_each_table_reads_twice(capsys: pytest.Capture
     generic, h100 = rows["h200"]["FUSED_TC"], rows["h100_sxm"]["FUSED_TC"]
     assert generic["element_bricks"] is None and h100["element_bricks"] == [32, 8, 32]
     assert h100["gather_rereads"][1] < generic["gather_rereads"][0] / 4
-    assert rows["h200"]["FUSED_TC16"]["gather_rereads"] is None  # x_pairs: two elements per block
+    # x_pairs: two elements per block, as two consecutive launch positions
+    paired = rows["h200"]["FUSED_TC16"]
+    assert paired["element_bricks"] is None and paired["gather_rereads"][0] > 0

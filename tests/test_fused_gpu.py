@@ -70,15 +70,18 @@ def assert_candidates_validate(device, order: int, grid_kind: str | tuple[int, i
         assert rec["rel_err"] <= TOLERANCE, rec
 
 
-def permuting_bricks(grid: tuple[int, int, int]) -> tuple[int, int, int] | None:
+def permuting_bricks(grid: tuple[int, int, int], pairs: bool = False) -> tuple[int, int, int] | None:
     """Bricks whose order is not the default one on ``grid`` (a small test grid, where the bricks the
     families rank for the benchmark grid cover it whole and so take the elements in the default order);
-    None on a grid no brick permutes (a single row of elements)."""
-    from composer.fused.order import brick_order
+    None on a grid no brick permutes (a single row of elements). ``pairs``: bricks of whole x pairs (an
+    even bx) that permute the pairs."""
+    from composer.fused.order import element_sequence
 
     ne = grid[0] * grid[1] * grid[2]
     for bricks in ((2, 2, 1), (1, 2, 2), (2, 1, 2), (2, 2, 2), (1, 1, 2)):
-        if not np.array_equal(brick_order(grid, bricks), np.arange(ne)):
+        if pairs and bricks[0] % 2:
+            continue
+        if not np.array_equal(element_sequence(grid, bricks, pairs), np.arange(ne)):
             return bricks
     return None
 
@@ -95,10 +98,9 @@ def assert_family_validates(order: int, grid: str | tuple[int, int, int], family
 
     found = [(name, config) for variant in ("FUSED", "FUSED_TC", "FUSED_TC16") for name, config in family(variant, order)]
     if grid != "s29":
-        bricks = permuting_bricks(grid)
-        found = [(name, dataclasses.replace(c, element_bricks=bricks) if c.element_bricks else c)
+        found = [(name, dataclasses.replace(c, element_bricks=permuting_bricks(grid, c.x_pairs)) if c.element_bricks else c)
                  for name, c in found if not c.x_pairs or grid[0] % 2 == 0]
-        assert bricks is None or any(c.element_bricks for _, c in found)
+        assert permuting_bricks(grid) is None or any(c.element_bricks for _, c in found)
     assert_candidates_validate(default_device(), order, grid, found)
 
 

@@ -455,6 +455,40 @@ def brick_refine_candidates(variant: str, order: int) -> list[tuple[str, FusedCo
     return [] if single is None else _bricked(single, BRICK_REFINE_KEEP)
 
 
+def pair_bricks_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The x-pair tables (``x_pairs``: the schedule's own where it pairs, else the ``x_pairs`` family's)
+    with their blocks taking the pairs brick by brick (``element_bricks`` over the grid of pairs,
+    ``composer.fused.order.launch_order``): on the schedule's own brick where it has one, else on the
+    ELEMENT_ORDER_KEEP best-ranked bricks. Why: the pairs halve the x-face exterior gathers (the 8-byte
+    reads 64 bytes apart that load the L2 and its partition link at p = 7) and the bricks keep the z
+    neighbours' face layers in L2 (DRAM 1538 → 1477 MB on an H100); until session 37 a table had one
+    or the other (FUSED_TC16 at p = 7 the pairs, FUSED_TC the bricks)."""
+    from composer.arch.machines import DEFAULT_MACHINE, get_machine
+    from composer.config.schedules import load_schedule
+    from composer.fused.order import ranked_bricks
+
+    base = _family_base(variant, order, "box")
+    if base is None:
+        return []
+    paired = [dataclasses.replace(base, element_bricks=None)] if base.x_pairs else [
+        cfg for _, cfg in x_pair_candidates(variant, order)]
+    if not paired:
+        return []
+    if base.element_bricks is not None:
+        bricks = [base.element_bricks]
+    else:
+        grid = load_schedule(order).benchmark.grid
+        l2_bytes = get_machine(DEFAULT_MACHINE).l2_bytes or 50 << 20
+        bricks = ranked_bricks(grid, base.nq, l2_bytes, ELEMENT_ORDER_KEEP)
+    out = []
+    for cfg in paired:
+        for brick in bricks:
+            bricked = dataclasses.replace(cfg, element_bricks=tuple(brick))
+            if element_bricks_problem(bricked) is None and _fits(bricked) and bricked != base:
+                out.append((label(bricked), bricked))
+    return out
+
+
 def local_interior_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The box schedule with its face fluxes reading no vmapM (``interior_maps = false``), as it is and,
     where its blocks can take bricks, on the best-ranked brick of ``element_order_candidates``. Why: the
@@ -1274,7 +1308,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
             "x_pairs": x_pair_candidates, "x_chain": x_chain_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
             "xyz_cluster": xyz_cluster_candidates, "element_order": element_order_candidates,
-            "local_interior": local_interior_candidates, "face_links": face_links_candidates, "carveout": carveout_candidates, "brick_refine": brick_refine_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
+            "local_interior": local_interior_candidates, "face_links": face_links_candidates, "carveout": carveout_candidates, "brick_refine": brick_refine_candidates, "pair_bricks": pair_bricks_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 

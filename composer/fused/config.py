@@ -834,16 +834,19 @@ def chunk_problem(config: FusedConfig) -> str | None:
 
 def element_bricks_problem(config: FusedConfig) -> str | None:
     """What is wrong with a table's ``element_bricks`` (None if nothing): box kernels whose blocks each
-    take one element (or one box of it) from the permutation; the tables whose blocks hold consecutive
-    elements (pairs, chains, walks, trace clusters, chunks) rely on the default numbering."""
+    take one element (or one box of it), or one x pair (``x_pairs``, bricks of whole pairs), from the
+    permutation; the tables whose blocks walk or cluster consecutive elements (chains, walks, trace
+    clusters, chunks) rely on the default numbering."""
     if config.element_bricks is None:
         return None
     if config.volume != "box":
         return "applies to the box kernels (a streamed kernel's blocks are tiles of every element)"
-    if (config.x_pairs or config.x_chain or config.elements_per_block != 1 or config.trace_cluster != 1
-            or config.chunk_elements):
-        return ("orders single elements: drop x_pairs, x_chain, elements_per_block, trace_cluster and "
+    if config.x_chain or config.elements_per_block != 1 or config.trace_cluster != 1 or config.chunk_elements:
+        return ("orders single elements or x pairs: drop x_chain, elements_per_block, trace_cluster and "
                 "chunk_elements (their blocks hold consecutive elements)")
+    if config.x_pairs and config.element_bricks[0] % 2:
+        return (f"orders x pairs in bricks of whole pairs: bx must be even, got {list(config.element_bricks)} "
+                "(composer.fused.order.launch_order)")
     return None
 
 

@@ -19,7 +19,7 @@ from composer.fused.builder import KernelPlan, StreamPlan, d_panel_layout, kerne
 from composer.fused.config import FusedConfig
 from composer.fused.copies import program
 from composer.fused.links import face_links, linked_nodes
-from composer.fused.order import brick_order
+from composer.fused.order import element_sequence
 from composer.arch.mma import mma_shape
 
 
@@ -564,12 +564,13 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
     ``launches``: the box kernels' launches in the order they run, each (volume kernel index, first
     element, end), as a chunked table's path issues them (``chunk_elements``: the kernel's e0 and ne);
     default: each kernel once over every element. ``element_order``: the element each block position
-    takes (default: the path's brick order of ``element_bricks``, else position b takes element b).
+    takes (default: the path's brick order of ``element_bricks``, x pairs as two consecutive positions,
+    else position b takes element b).
     dqdt starts as NaN, so an element no launch covers shows."""
     mesh = dg.Mesh(config.order, grid)
     nq, ne = mesh.nq, mesh.num_elements
     if element_order is None and config.element_bricks is not None:
-        element_order = brick_order(mesh.grid, config.element_bricks)
+        element_order = element_sequence(mesh.grid, config.element_bricks, config.x_pairs)
     flat = {k: np.ascontiguousarray(fields[k]).reshape(-1) for k in dg.FIELD_KEYS}
     vmap_p = mesh.face_maps[1]
     if not config.exterior_maps:

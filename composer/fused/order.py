@@ -49,6 +49,31 @@ def brick_order(grid: Sequence[int], bricks: Sequence[int]) -> np.ndarray:
     return order
 
 
+def launch_order(grid: Sequence[int], bricks: Sequence[int], pairs: bool = False) -> np.ndarray:
+    """The permutation a bricked kernel uploads (int32, one entry per block): the element each block
+    takes, or with ``pairs`` (``x_pairs``: a block holds the x neighbours 2P and 2P + 1) the first
+    element of each block's pair, the pairs taken brick by brick over the grid of pairs (NeX / 2, NeY,
+    NeZ) in bricks of bx / 2 x by x bz pairs. Why pairs need their own order: the pair's two elements
+    must stay one block (the face they share is exchanged in shared memory), so a brick is a brick of
+    pairs; bx must be even (``element_bricks_problem``)."""
+    if not pairs:
+        return brick_order(grid, bricks)
+    nex, ney, nez = (int(n) for n in grid)
+    bx, by, bz = (int(b) for b in bricks)
+    if nex % 2 or bx % 2:
+        raise ValueError(f"pairs need an even x extent and an even brick bx, got grid {tuple(grid)}, brick {tuple(bricks)}")
+    pair = brick_order((nex // 2, ney, nez), (bx // 2, by, bz))  # P = ex / 2 + NeX / 2 * (ey + NeY * ez)
+    return (2 * pair).astype(np.int32)  # the pair's first element, e = 2 P (ex even)
+
+
+def element_sequence(grid: Sequence[int], bricks: Sequence[int], pairs: bool = False) -> np.ndarray:
+    """The elements in launch position order (a permutation of range(Ne)): ``launch_order`` with each
+    pair's two elements one after the other, the order the reuse estimates (``reread_bytes``) and the
+    emulation walk."""
+    first = launch_order(grid, bricks, pairs)
+    return first if not pairs else np.stack([first, first + 1], axis=1).ravel().astype(np.int32)
+
+
 def positions(order: np.ndarray) -> np.ndarray:
     """Launch position of each element (the inverse permutation of ``order``)."""
     pos = np.empty(len(order), dtype=np.int64)
@@ -114,15 +139,16 @@ def ranked_bricks(grid: Sequence[int], nq: int, l2_bytes: int, keep: int) -> lis
 def gather_rereads(config: "FusedConfig", grid: Sequence[int], l2_bytes: int | None) -> tuple[int, int] | None:
     """The range of ``reread_bytes`` over the windows of ``L2_WINDOW_FRACTIONS`` of ``l2_bytes`` for a table
     whose one kernel carries x, y and z over whole elements, one per block, in its element order (the
-    default or ``element_bricks``); None for other tables (several kernels or boxes per element, pairs,
-    chains, walks: their blocks' distances are not an element's), or without an L2 size."""
+    default or ``element_bricks``, pairs as two consecutive positions); None for other tables (several
+    kernels or boxes per element, chains, walks: their blocks' distances are not an element's), or
+    without an L2 size."""
     if (l2_bytes is None or config.volume != "box" or len(config.kernels) != 1
-            or config.kernels[0].box != (config.nq,) * 3 or config.x_pairs or config.x_chain
+            or config.kernels[0].box != (config.nq,) * 3 or config.x_chain
             or config.elements_per_block != 1 or config.trace_cluster != 1 or config.kernels[0].cluster > 1):
         return None
     nq = config.nq
     ne = int(np.prod([int(n) for n in grid]))
-    order = (brick_order(grid, config.element_bricks) if config.element_bricks is not None
+    order = (element_sequence(grid, config.element_bricks, config.x_pairs) if config.element_bricks is not None
              else np.arange(ne, dtype=np.int32))
     element_bytes = 8 * (8 * nq**3 + 4 * 6 * nq * nq) + 2 * 4 * 6 * nq * nq
     found = [reread_bytes(grid, order, nq, reuse_window(f * l2_bytes, element_bytes)) for f in L2_WINDOW_FRACTIONS]

@@ -35,7 +35,7 @@ from composer.fused.traces import (interior_maps_problem, x_chain_maps_problem, 
                                    x_pairs_maps_problem)
 from composer.fused.links import face_links
 from composer.fused.traffic import LINK
-from composer.fused.order import brick_order
+from composer.fused.order import launch_order
 from composer.fused.config import (ALLOWED_MMA, SUPPORTED_ORDERS, FusedConfig, fused_config, one_element_form,
                                    table_variant)
 from composer.paths.base import Launcher, Path, PathOption, directory_option, positive_int_option
@@ -375,7 +375,7 @@ class FusedPathBase(Path):
         self.vmap_m, self.vmap_p = problem.index_maps32()
         self.element_order = None  # element_bricks: the permutation the blocks take their elements from
         if config.element_bricks is not None:
-            order = brick_order(problem.mesh.grid, config.element_bricks)
+            order = launch_order(problem.mesh.grid, config.element_bricks, config.x_pairs)
             self.element_order = problem.allocate(f"{self.name}.element_order", order.nbytes)
             self.element_order.copy_from(order, problem.stream)
             problem.stream.synchronize()  # the host copy is a temporary
