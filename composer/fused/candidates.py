@@ -403,14 +403,15 @@ ELEMENT_ORDER_KEEP = 3
 
 
 def _bricked(single: FusedConfig, keep: int) -> list[tuple[str, FusedConfig]]:
-    """``single`` (a table whose blocks take one element each) on the ``keep`` bricks ``ranked_bricks``
-    ranks best on its order's benchmark grid with the default machine's L2, each that fits; none where
-    its blocks cannot take bricks (pairs, chains, walks, trace clusters, chunks, streamed kernels)."""
+    """``single`` (a table whose blocks take one element or one x pair each) on the ``keep`` bricks
+    ``ranked_bricks`` ranks best on its order's benchmark grid with the default machine's L2 (whole x
+    rows, so whole pairs), each that fits; none where its blocks cannot take bricks (chains, walks,
+    trace clusters, chunks, streamed kernels)."""
     from composer.arch.machines import DEFAULT_MACHINE, get_machine
     from composer.config.schedules import load_schedule
     from composer.fused.order import ranked_bricks
 
-    if element_bricks_problem(dataclasses.replace(single, element_bricks=(1, 1, 1))):
+    if element_bricks_problem(dataclasses.replace(single, element_bricks=(2 if single.x_pairs else 1, 1, 1))):
         return []
     grid = load_schedule(single.order).benchmark.grid
     l2_bytes = get_machine(DEFAULT_MACHINE).l2_bytes or 50 << 20
@@ -463,30 +464,17 @@ def pair_bricks_candidates(variant: str, order: int) -> list[tuple[str, FusedCon
     reads 64 bytes apart that load the L2 and its partition link at p = 7) and the bricks keep the z
     neighbours' face layers in L2 (DRAM 1538 → 1477 MB on an H100); until session 37 a table had one
     or the other (FUSED_TC16 at p = 7 the pairs, FUSED_TC the bricks)."""
-    from composer.arch.machines import DEFAULT_MACHINE, get_machine
-    from composer.config.schedules import load_schedule
-    from composer.fused.order import ranked_bricks
-
     base = _family_base(variant, order, "box")
     if base is None:
         return []
     paired = [dataclasses.replace(base, element_bricks=None)] if base.x_pairs else [
         cfg for _, cfg in x_pair_candidates(variant, order)]
-    if not paired:
-        return []
-    if base.element_bricks is not None:
-        bricks = [base.element_bricks]
+    if base.element_bricks is None:
+        found = [c for cfg in paired for c in _bricked(cfg, ELEMENT_ORDER_KEEP)]
     else:
-        grid = load_schedule(order).benchmark.grid
-        l2_bytes = get_machine(DEFAULT_MACHINE).l2_bytes or 50 << 20
-        bricks = ranked_bricks(grid, base.nq, l2_bytes, ELEMENT_ORDER_KEEP)
-    out = []
-    for cfg in paired:
-        for brick in bricks:
-            bricked = dataclasses.replace(cfg, element_bricks=tuple(brick))
-            if element_bricks_problem(bricked) is None and _fits(bricked) and bricked != base:
-                out.append((label(bricked), bricked))
-    return out
+        found = [(label(c), c) for c in (dataclasses.replace(cfg, element_bricks=base.element_bricks) for cfg in paired)
+                 if element_bricks_problem(c) is None and _fits(c)]
+    return [(name, cfg) for name, cfg in found if cfg != base]
 
 
 def local_interior_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
