@@ -100,7 +100,8 @@ def test_run_parses_the_plan_writes_each_record_and_resumes(tmp_path: Path, monk
     (tmp_path / "plan.json").write_text(json.dumps(plan))
     calls: list[str] = []
 
-    def fake_case(order, grid, variants, device, timing_calls=0, extra=None, on_start=None, on_record=None):
+    def fake_case(order, grid, variants, device, timing_calls=0, extra=None, on_start=None, on_record=None,
+                  stage_dt=None):
         recs = []
         for label in list(variants) + list(extra or {}):
             config = extra[label](order) if extra and label in extra else None

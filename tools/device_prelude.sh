@@ -17,7 +17,7 @@ checkpoint() {
     && mv -f /tmp/composer_partial.tgz "$OUT/results.tgz"
 }
 elapsed() { echo $(( $(date +%s) - T0 )); }
-# `sweep_apply PLAN ORDERS BUDGET_S MIN_GAIN` (a fraction, 0.01 for 1 %, as `sweep-fused apply --min-gain` takes it;
+# `sweep_apply PLAN ORDERS BUDGET_S MIN_GAIN [RUN_ARGS...]` (RUN_ARGS go to `sweep-fused run`, e.g. --timing stages; MIN_GAIN a fraction, 0.01 for 1 %, as `sweep-fused apply --min-gain` takes it;
 # sessions 32-33 passed 1, which asked for a 100 % gain and applied nothing, and which --min-gain now refuses):
 # `composer sweep-fused run` of PLAN at ORDERS into $OUT/sw (log
 # $OUT/logs/sweep.log), its winners applied into $OUT/sched (log apply.log); when any table changed, the other
@@ -25,7 +25,7 @@ elapsed() { echo $(( $(date +%s) - T0 )); }
 sweep_apply() {
   mkdir -p "$OUT/sw" "$OUT/sched"
   timeout $(( $3 + 50 )) python3 -m composer.cli.main sweep-fused run --orders "$2" --plan "$1" --out "$OUT/sw" \
-    --budget "$3" > "$OUT/logs/sweep.log" 2>&1; t sweep $?
+    --budget "$3" "${@:5}" > "$OUT/logs/sweep.log" 2>&1; t sweep $?
   python3 -m composer.cli.main sweep-fused apply "$OUT/sw/sweep.json" --schedules-dir "$OUT/sched" --min-gain "$4" \
     > "$OUT/logs/apply.log" 2>&1; t apply $?
   if ls "$OUT"/sched/p*.toml > /dev/null 2>&1; then

@@ -159,7 +159,7 @@ def _split_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) 
 def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) -> list[dict[str, Any]]:
     """Per fused variant with a schedule at ``order``: its kernels' DRAM bytes and the byte floor."""
     from composer.fused.config import fused_config
-    from composer.fused.order import gather_rereads
+    from composer.fused.order import gather_rereads, l2_handoffs
     from composer.fused.traffic import operand_bytes_per_flop, schedule_traffic
 
     if order not in available_orders():  # no schedule file for this order: no fused schedules to show
@@ -178,7 +178,8 @@ def _fused_floors(order: int, grid: counts.Grid, machine: Machine, unique: int) 
                      "over_unique": total / unique, "volume": config.volume,
                      "operand_bytes_per_flop": operand_bytes_per_flop(config, machine.arch),
                      "element_bricks": list(config.element_bricks) if config.element_bricks else None,
-                     "gather_rereads": gather_rereads(config, grid, machine.l2_bytes)})
+                     "gather_rereads": gather_rereads(config, grid, machine.l2_bytes),
+                     "l2_handoffs": list(l2_handoffs(config))})
     return rows
 
 
@@ -245,7 +246,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     console.print(memory)
 
     if report.get("fused"):
-        numbers = ("total", "x unique", "byte floor", "L2->smem B/FLOP", "layers re-read")
+        numbers = ("total", "x unique", "byte floor", "L2->smem B/FLOP", "layers re-read", "L2 handoffs")
         fused = output.table(("path", "flux", "NVRTC", "kernels (bytes)", *numbers), right=numbers,
                              title=f"fused schedules: DRAM bytes of their kernels on {m['name']}",
                              caption="NVRTC = the compiler whose kernels the table was measured with; "
@@ -254,7 +255,9 @@ def render(report: dict[str, Any], console: Console) -> None:
                                      "(composer.fused.traffic); layers re-read = the neighbours' face layers "
                                      "estimated read from DRAM twice in the table's element order, above the "
                                      "floor, for L2 windows of 25-75 % (composer.fused.order; one-kernel "
-                                     "whole-element tables)")
+                                     "whole-element tables); L2 handoffs = the kernel boundaries of an RK stage "
+                                     "(RK update, face kernel, volume kernels) where a kernel starts on the "
+                                     "elements the one before it ended on (descending kernels; l2_handoffs)")
         for row in report["fused"]:
             kernels = ", ".join(f"{k['name']} {_bytes(k['bytes'])}" for k in row["kernels"])
             operand = [b for b in row["operand_bytes_per_flop"] if b is not None]
@@ -262,7 +265,8 @@ def render(report: dict[str, Any], console: Console) -> None:
                           row["nvrtc"] or "any", kernels, _bytes(row["bytes"]), f"{row['over_unique']:.2f}",
                           _seconds(row["floor_s"]), f"{max(operand):.3f}" if operand else "-",
                           "-" if row["gather_rereads"] is None
-                          else f"{_bytes(row['gather_rereads'][0])} - {_bytes(row['gather_rereads'][1])}")
+                          else f"{_bytes(row['gather_rereads'][0])} - {_bytes(row['gather_rereads'][1])}",
+                          "{} of {}".format(*row["l2_handoffs"]))
         console.print(fused)
 
     if report.get("splits"):

@@ -52,6 +52,9 @@ def register(subparsers: Any) -> None:
     run.add_argument("--plan", type=Path, required=True)
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--budget", type=positive_float, default=300.0, help="seconds; no new order starts after it")
+    run.add_argument("--timing", choices=("calls", "stages"), default="calls",
+                     help="calls: back-to-back tendency calls (default); stages: each call followed by the RK "
+                          "update, as composer bench runs them (what a descending table's gain depends on)")
     apply = sub.add_parser("apply", help="write the winners of a run into the schedules")
     apply.add_argument("sweep_json", type=Path)
     apply.add_argument("--schedules-dir", "--schedules", dest="schedules_dir", type=Path, default=None,
@@ -107,7 +110,7 @@ def main(args: argparse.Namespace) -> int:
                                 "usable here; `check` and `apply` run without one")
         if not args.plan.is_file():
             raise ComposerError(f"{args.plan}: no such plan; make one with `composer sweep-fused check`")
-        sweep.run(str(args.out), args.orders, args.budget, str(args.plan))
+        sweep.run(str(args.out), args.orders, args.budget, str(args.plan), timing=args.timing)
         return 0
     if not args.sweep_json.is_file():
         raise ComposerError(f"{args.sweep_json}: no such sweep log")

@@ -384,6 +384,14 @@ def _copy_program(plan: StreamPlan) -> dict[str, object]:
             "d_stride": d_stride}
 
 
+def block_number(kernel: KernelConfig) -> str:
+    """The CUDA expression a volume kernel maps to its work (element, box or tile): ``blockIdx.x``, or
+    with ``descending`` the block's number counted from the grid's end, so that the first blocks to
+    run take the highest elements (what the kernel before it touched last, still in L2). Plain
+    ``blockIdx.x`` otherwise, so that the other tables render exactly as before (pinned sources)."""
+    return "(gridDim.x - 1 - blockIdx.x)" if kernel.descending else "blockIdx.x"
+
+
 def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
     """CUDA C++ of one streamed volume kernel (``fused_stream.cu.j2``)."""
     return render(
@@ -393,7 +401,8 @@ def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
         f_panel=plan.f_panel, smem_doubles=plan.smem_doubles, first=plan.first, dfma=config.dfma,
         product=plan.product, unrolled=plan.unrolled, d_panels=plan.d_panels, paired=plan.paired,
         axis_order=plan.axis_order, prefetch=plan.prefetch, persistent=plan.persistent,
-        mma_issue=plan.mma_issue, l2_fetch=plan.l2_fetch, min_blocks=config.min_blocks, **_copy_program(plan), **_mma_params(config))
+        mma_issue=plan.mma_issue, l2_fetch=plan.l2_fetch, min_blocks=config.min_blocks,
+        block_number=block_number(plan.kernel), **_copy_program(plan), **_mma_params(config))
 
 
 def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
@@ -424,7 +433,7 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         x_pairs=plan.x_pairs, x_chain=plan.x_chain, x_prefetch=plan.x_prefetch, raw_offset=plan.raw_offset,
         element_doubles=plan.element_doubles, swizzle=plan.swizzle,
         chunked=config.chunk_elements > 0, element_order=config.element_bricks is not None, local_interior=not config.interior_maps,
-        exterior_links=not config.exterior_maps, **mma)
+        exterior_links=not config.exterior_maps, block_number=block_number(plan.kernel), **mma)
 
 
 def render_face(nq: int) -> str:

@@ -19,7 +19,8 @@ never the template, so a measured winner is copied into ``schedules/pNNNN.toml``
 ``local_interior_candidates`` (the face fluxes' interior traces addressed from the layout, no vmapM),
 ``face_links_candidates`` (those tables with their exterior nodes from one link per element face, no vmapP),
 ``carveout_candidates`` (the box schedule at smaller preferred shared-memory carveouts: fewer blocks, more L1),
-``brick_refine_candidates`` (more brick shapes for the mapless one-element tables);
+``brick_refine_candidates`` (more brick shapes for the mapless one-element tables),
+``descending_candidates`` (kernels taking their blocks downwards: each starts where the one before it ended, in L2);
 ``candidate_list`` selects one family by name.
 """
 
@@ -32,8 +33,9 @@ from composer.arch.limits import DEFAULT_ARCH, arch_limits, resident_blocks
 from composer.errors import ComposerError
 from composer.fused.builder import StreamPlan, kernel_plans, late_weights
 from composer.fused.config import (ALLOWED_MMA, D_LAYOUTS, L2_FETCH, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
-                                   box_lines, element_bricks_problem, fused_config, interior_maps_key_problem,
-                                   one_element_form, parse_table)
+                                   box_lines, descending_problem, element_bricks_problem, fused_config,
+                                   interior_maps_key_problem, one_element_form, parse_table)
+from composer.fused.order import l2_handoffs
 from composer.arch.mma import mma_shape
 
 #: The variants a sweep varies (FUSED_DFMA always runs FUSED_TC's table).
@@ -475,6 +477,35 @@ def pair_bricks_candidates(variant: str, order: int) -> list[tuple[str, FusedCon
         found = [(label(c), c) for c in (dataclasses.replace(cfg, element_bricks=base.element_bricks) for cfg in paired)
                  if element_bricks_problem(c) is None and _fits(c)]
     return [(name, cfg) for name, cfg in found if cfg != base]
+
+
+def descending_tables(config: FusedConfig) -> list[FusedConfig]:
+    """``config`` with every non-empty set of its volume kernels taking their blocks downwards
+    (``descending``), the ones the schedule file would take and that fit, the most L2 handoffs first
+    (``composer.fused.order.l2_handoffs``)."""
+    found = []
+    for mask in range(1, 2 ** len(config.kernels)):
+        kernels = tuple(dataclasses.replace(k, descending=bool(mask >> n & 1)) for n, k in enumerate(config.kernels))
+        option = dataclasses.replace(config, kernels=kernels)
+        if descending_problem(option) is None and _fits(option):
+            found.append(option)
+    return sorted(found, key=lambda c: -l2_handoffs(c)[0])
+
+
+def descending_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The schedule's table with its kernels' blocks taken downwards (``descending``), every set of
+    its kernels. Why: between two tendency calls the RK update streams its arrays upwards and leaves
+    the highest elements' lines in L2 (q of the next call among them), and each volume kernel does the
+    same for the next; in the shipped tables every kernel starts at element 0, where nothing of the
+    kernel before it is left. A kernel that starts where the previous one ended reads that part of its
+    first wave from L2: at most the L2's 50 MB per boundary, against 0.4-2 GB per kernel at the Table
+    S29 sizes, so worth a few per cent where the kernels are DRAM-bound (p = 7 at 75 % of DRAM behind the
+    L2 link, the p = 31 and 63 z kernels at 66-78 %, the p = 127 y and z at 71-72 %). Issue 16's
+    "block_order idea extended to cross-kernel reuse"."""
+    base = fused_config(variant, order)
+    if base is None or base.volume not in ("box", "stream"):
+        return []
+    return [(label(c), c) for c in descending_tables(base) if c != base]
 
 
 def local_interior_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
@@ -1296,7 +1327,8 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "box_shape": box_shape_candidates, "xfaces": xface_candidates, "budget": budget_candidates,
             "x_pairs": x_pair_candidates, "x_chain": x_chain_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
             "xyz_cluster": xyz_cluster_candidates, "element_order": element_order_candidates,
-            "local_interior": local_interior_candidates, "face_links": face_links_candidates, "carveout": carveout_candidates, "brick_refine": brick_refine_candidates, "pair_bricks": pair_bricks_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
+            "local_interior": local_interior_candidates, "face_links": face_links_candidates, "carveout": carveout_candidates, "brick_refine": brick_refine_candidates, "pair_bricks": pair_bricks_candidates,
+            "descending": descending_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -1387,6 +1419,8 @@ def label(config: FusedConfig) -> str:
         extra += " noP"
     if config.carveout is not None:
         extra += f" cv{config.carveout}"
+    if any(k.descending for k in config.kernels):
+        extra += " down:" + ",".join(k.dir_names for k in config.kernels if k.descending)
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -1465,7 +1499,8 @@ def to_table(config: FusedConfig) -> str:
         ahead = f", prefetch = {k.prefetch}" if k.prefetch else ""
         operand = f', a_operand = "{k.a_operand}"' if k.a_operand else ""
         persistent = ", persistent = true" if k.persistent else ""
+        down = ", descending = true" if k.descending else ""
         lines.append(f'  {{ dirs = "{k.dir_names}", box = {list(k.box)}, threads = {k.threads}, '
-                     f"tile = {list(k.tile)}{cluster}{numbering}{depth}{ahead}{operand}{persistent} }},")
+                     f"tile = {list(k.tile)}{cluster}{numbering}{depth}{ahead}{operand}{persistent}{down} }},")
     lines.append("]")
     return "\n".join(lines)

@@ -192,6 +192,13 @@ class KernelConfig:
     #: (a one-tile block drains its pipeline and refills it: a prologue of STAGES - 1 panels of DRAM
     #: latency per tile, with the epilogue after it, at two 4-warp blocks per SM).
     persistent: bool = False
+    #: True: the blocks take the kernel's work from the last element down (block b the work of block
+    #: gridDim.x - 1 - b of the ascending launch). Why: the kernel before it in the RK stage (the
+    #: previous volume kernel, or the RK update, which streams its arrays upwards) leaves in L2 the
+    #: lines it touched last, those of the highest elements; a kernel that starts there reads part of
+    #: its first wave from L2 instead of DRAM (``composer.fused.order.l2_handoffs`` counts the kernel
+    #: boundaries where this happens). Results do not depend on it: the blocks are independent.
+    descending: bool = False
 
     @property
     def dir_names(self) -> str:
@@ -409,7 +416,7 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
     if not isinstance(raw, Mapping):
         raise _error(file, key, f"expected a table, got {raw!r}")
     _reject_unknown(raw, ("dirs", "box", "threads", "tile", "unroll", "cluster", "block_order", "stages", "prefetch",
-                          "a_operand", "persistent"), file, key)
+                          "a_operand", "persistent", "descending"), file, key)
     dirs_text = raw.get("dirs")
     if not isinstance(dirs_text, str) or not dirs_text or any(c not in DIR_NAMES for c in dirs_text):
         raise _error(file, f"{key}.dirs", f"expected a string of directions from 'xyz', got {dirs_text!r}")
@@ -453,6 +460,9 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
         raise _error(file, f"{key}.persistent", f"expected true or false, got {persistent!r}")
     if persistent and not stream:
         raise _error(file, f"{key}.persistent", 'persistent blocks apply to volume = "stream" only')
+    descending = raw.get("descending", False)
+    if type(descending) is not bool:
+        raise _error(file, f"{key}.descending", f"expected true or false, got {descending!r}")
     for d in dirs:
         # a direction's contraction needs its whole axis inside the block's box (a streamed kernel
         # streams the axis instead: its box is the output tile; a cluster holds it across its blocks)
@@ -460,7 +470,7 @@ def _parse_kernel(raw: Any, nq: int, file: str, key: str, stream: bool = False) 
             raise _error(file, f"{key}.box", f"carries {DIR_NAMES[d]} but spans {box[2 - d]} of the "
                                              f"Nq = {nq} nodes along that axis")
     return KernelConfig(dirs, box, threads, tile, unroll, cluster, block_order, stages,  # type: ignore[arg-type]
-                        prefetch, a_operand, persistent)
+                        prefetch, a_operand, persistent, descending)
 
 
 #: Blocks per cluster a schedule may ask for: the portable cluster sizes of sm_90 (up to 8); 1: none.
@@ -678,7 +688,8 @@ def first_table_problem(config: FusedConfig) -> tuple[str, str] | None:
     checks = (("chunk_elements", chunk_problem), ("x_pairs", x_pairs_problem), ("x_chain", x_chain_problem),
               ("x_prefetch", x_prefetch_problem), ("tile_swizzle", tile_swizzle_problem),
               ("trace_cluster", trace_cluster_problem), ("element_bricks", element_bricks_problem),
-              ("interior_maps", interior_maps_key_problem), ("exterior_maps", exterior_maps_key_problem))
+              ("interior_maps", interior_maps_key_problem), ("exterior_maps", exterior_maps_key_problem),
+              ("descending", descending_problem))
     for key, check in checks:
         problem = check(config)
         if problem:
@@ -829,6 +840,23 @@ def chunk_problem(config: FusedConfig) -> str | None:
         return "chunks whole elements, one per block: drop elements_per_block, trace_cluster and x_pairs"
     if any(k.cluster > 1 for k in config.kernels):
         return "cannot be combined with a kernel's cluster (its blocks span one element's boxes)"
+    return None
+
+
+def descending_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``descending`` kernels (None if nothing): the launches whose blocks
+    are not independent single units of work in one grid keep the ascending numbering: a cluster's
+    ranks are consecutive blocks that share an element or a neighbour, a persistent block walks
+    tiles b, b + gridDim.x, ..., and chunked launches hand their elements on chunk by chunk."""
+    down = [k for k in config.kernels if k.descending]
+    if not down:
+        return None
+    if any(k.cluster > 1 for k in down) or config.trace_cluster > 1:
+        return "cannot be combined with clusters (a cluster's blocks are consecutive in the ascending numbering)"
+    if any(k.persistent for k in down):
+        return "cannot be combined with persistent blocks (each walks its tiles upwards from its block number)"
+    if config.chunk_elements:
+        return "cannot be combined with chunk_elements (the chunks hand their elements on in ascending order)"
     return None
 
 

@@ -290,7 +290,12 @@ def plan_configs(plan: dict, order: int) -> dict[str, FusedConfig]:
     return configs
 
 
-def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> None:
+#: How `run` times a candidate: "calls", back-to-back tendency calls (the sweeps before session 38),
+#: or "stages", each call followed by the RK update as in `composer bench` (``trial.time_stages``).
+TIMINGS = ("calls", "stages")
+
+
+def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str, timing: str = "calls") -> None:
     """Validate and time every kept candidate (the device side); writes OUTDIR/sweep.json.
 
     After an order's candidates, FUSED_DFMA is validated and timed on the fastest valid FUSED_TC
@@ -341,13 +346,14 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> No
         for order in orders:
             if time.time() - start > deadline_s:
                 break
-            grid = load_schedule(order).benchmark.grid
+            bench = load_schedule(order).benchmark
+            grid, stage_dt = bench.grid, (bench.dt if timing == "stages" else None)
             extra = {k: (lambda o, c=c: c) for k, c in todo[order].items() if (order, k) not in done}
             variants = [] if (order, "FUSED_DFMA") in done else ["FUSED_DFMA"]
             if extra or variants:
                 run_case(order, grid, variants, device, timing_calls=10, extra=extra,
                          on_start=lambda label, o=order: progress.start(_Trial(label, o)),
-                         on_record=lambda r, o=order: record(r, o, progress))
+                         on_record=lambda r, o=order: record(r, o, progress), stage_dt=stage_dt)
             tc = [r for r in log if r["order"] == order and r["variant"].startswith("FUSED_TC@") and r.get("passed")]
             best = min(tc, key=lambda r: r["us_per_call"]) if tc else None
             twin_label = f"FUSED_DFMA@{best['variant']}" if best else None
@@ -356,7 +362,7 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str) -> No
                 progress.grow(1)
                 run_case(order, grid, [], device, timing_calls=3, extra={twin_label: lambda o, c=twin: c},
                          on_start=lambda label, o=order: progress.start(_Trial(label, o)),
-                         on_record=lambda r, o=order: record(r, o, progress))
+                         on_record=lambda r, o=order: record(r, o, progress), stage_dt=stage_dt)
 
 
 @dataclasses.dataclass(frozen=True)
