@@ -83,3 +83,15 @@ record_gpu() {
 h200_only() {
   if [[ "$GPU" != *H200* ]]; then echo "not an H200 ($GPU): stopping"; finish_call; exit 0; fi
 }
+# `named_bench NAME TIMEOUT_S PATHS ORDERS ROUNDS [BUILD_DIR]`: `composer bench` into $OUT/bench/NAME (log
+# $OUT/logs/bench_NAME.log), from the `composer build` directory BUILD_DIR when given, its result rows printed:
+# the pending benches several call scripts carry (FUSED_DFMA beside FUSED_TC, p = 767's GEMM and GEMM_FUSED).
+named_bench() {
+  local name=$1 limit=$2 paths=$3 orders=$4 rounds=$5 build=${6:-}
+  mkdir -p "$OUT/bench"
+  if [ -n "$build" ]; then export COMPOSER_BUILD_DIR=$PWD/$build; fi
+  timeout "$limit" python3 -m composer.cli.main bench --paths "$paths" --orders "$orders" --rounds "$rounds" \
+    --out "$OUT/bench/$name" > "$OUT/logs/bench_$name.log" 2>&1; t "bench_$name" $?
+  unset COMPOSER_BUILD_DIR
+  grep -E "^\| (FUSED|GEMM)" "$OUT/logs/bench_$name.log" | cut -d'|' -f2,3,6,10
+}

@@ -9,9 +9,7 @@
 #    FUSED_TC's x_pairs tables on its own 32 x 8 x 32 brick); at p = 15 the cluster-of-two tables shipped in session 36
 #    without vmapP (face links) and on 16 x 2 x 16 bricks, never run on the H200.
 # 2. Session 36's call 2: FUSED_DFMA at p = 7 and 15 on the tables applied in session 36 (p = 15's clustered DFMA table
-#    has not run on a GPU), beside FUSED_TC; then issue 14's `composer bench --paths GEMM,GEMM_FUSED --orders 767
-#    --rounds 2` with the overlap on 32 SMs shipped.
-# 3. ncu of the applied p = 7 and 15 tables, with the time left under LIMIT (default 560 s).
+named_bench p767 $left GEMM,GEMM_FUSED 767 2 .cache/build_s22
 # Carry: .whl .cache (nvrtc_pin9 with the plan's NVRTC 13.5 kernels and the shipped p = 7 and 15 tables, build_s22, commit).
 source tools/device_prelude.sh
 call_start .cache/nvrtc_pin9 ab bench prof
@@ -21,14 +19,10 @@ sweep_apply docs/data/h200_s37/plans/sweep_plan_pair_bricks.json 7,15 140 0.01
 B7=${COMPOSER_SCHEDULES:-}
 unset COMPOSER_SCHEDULES
 [ -n "$B7" ] && ab_benches "$B7" GEMM,FUSED_TC,FUSED_TC16 7,15 100 ab
-timeout 120 $M bench --paths FUSED_TC,FUSED_DFMA --orders 7,15 --rounds 3 --out "$OUT/bench/dfma" \
-  > "$OUT/logs/bench_dfma.log" 2>&1; t bench_dfma $?
-grep -E "^\| FUSED" "$OUT/logs/bench_dfma.log" | cut -d'|' -f2,3,6,10
+named_bench dfma 120 FUSED_TC,FUSED_DFMA 7,15 3
 left=$(( LIMIT - 40 - $(elapsed) ))
 if [ $left -gt 120 ]; then
-  COMPOSER_BUILD_DIR=$PWD/.cache/build_s22 timeout $left $M bench --paths GEMM,GEMM_FUSED --orders 767 --rounds 2 \
-    --out "$OUT/bench/p767" > "$OUT/logs/bench_767.log" 2>&1; t bench_767 $?
-  grep -E "^\| GEMM" "$OUT/logs/bench_767.log" | cut -d'|' -f2,3,6,10
+  named_bench p767 $left GEMM,GEMM_FUSED 767 2 .cache/build_s22
 fi
 left=$(( LIMIT - $(elapsed) ))
 if [ -n "$B7" ] && [ $left -gt 30 ]; then

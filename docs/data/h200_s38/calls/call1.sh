@@ -9,9 +9,7 @@
 #    applied at 1 % into $OUT/sched, then A B B A (A shipped, B applied) of GEMM, FUSED_TC, FUSED_TC16 at the orders
 #    whose tables changed.
 # 2. Session 37's pending H200 items: FUSED_DFMA at p = 7 and 15 on the session-36 tables beside FUSED_TC, then issue
-#    14's `composer bench --paths GEMM,GEMM_FUSED --orders 767 --rounds 2` (COMPOSER_BUILD_DIR=.cache/build_s22).
-# 3. ncu of the applied tables, with the time left under LIMIT (default 540 s).
-# Carry: .whl .cache (nvrtc_pin9 with both plans' NVRTC 13.5 kernels, build_s22, commit).
+named_bench p767 $left GEMM,GEMM_FUSED 767 2 .cache/build_s22
 source tools/device_prelude.sh
 call_start .cache/nvrtc_pin9 ab bench prof sw2
 h200_only
@@ -34,15 +32,11 @@ if [ -n "$CHANGED" ]; then
 fi
 left=$(( LIMIT - 200 - $(elapsed) ))
 if [ $left -gt 60 ]; then
-  timeout 100 $M bench --paths FUSED_TC,FUSED_DFMA --orders 7,15 --rounds 3 --out "$OUT/bench/dfma" \
-    > "$OUT/logs/bench_dfma.log" 2>&1; t bench_dfma $?
-  grep -E "^\| FUSED" "$OUT/logs/bench_dfma.log" | cut -d'|' -f2,3,6,10
+  named_bench dfma 100 FUSED_TC,FUSED_DFMA 7,15 3
 fi
 left=$(( LIMIT - 40 - $(elapsed) ))
 if [ $left -gt 150 ]; then
-  COMPOSER_BUILD_DIR=$PWD/.cache/build_s22 timeout $left $M bench --paths GEMM,GEMM_FUSED --orders 767 --rounds 2 \
-    --out "$OUT/bench/p767" > "$OUT/logs/bench_767.log" 2>&1; t bench_767 $?
-  grep -E "^\| GEMM" "$OUT/logs/bench_767.log" | cut -d'|' -f2,3,6,10
+  named_bench p767 $left GEMM,GEMM_FUSED 767 2 .cache/build_s22
 fi
 left=$(( LIMIT - $(elapsed) ))
 if [ -n "${CHANGED:-}" ] && [ $left -gt 30 ]; then
