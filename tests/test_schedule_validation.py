@@ -72,7 +72,7 @@ BAD_TABLES = {
     "unknown key of a fused kernel": (
         _edited(P511, '{ dirs = "x", box = [1, 64, 128], threads = 256, tile = [4, 4] }',
                 '{ dirs = "x", box = [1, 64, 128], threads = 256, tile = [4, 4], warps = 2 }'),
-        "paths.FUSED_TC.kernels[0].warps: unknown key (allowed here: a_operand, block_order, box, cluster, dirs, "
+        "paths.FUSED_TC.kernels[0].warps: unknown key (allowed here: a_operand, block_order, box, cluster, descending, dirs, "
         "persistent, prefetch, stages, threads, tile, unroll)"),
     "unknown shape (GEMM_CUTE)": (
         _edited(P511, 'mma = "16x8x4"\nlibrary', 'mma = "16x8x2"\nlibrary'),
