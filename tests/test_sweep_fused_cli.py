@@ -132,3 +132,41 @@ def test_run_parses_the_plan_writes_each_record_and_resumes(tmp_path: Path, monk
     calls.clear()
     sweep.run(str(tmp_path / "out"), [511], 1e9, str(tmp_path / "plan.json"))  # resume: nothing left
     assert calls == [] and len(json.loads((tmp_path / "out" / "sweep.json").read_text())) == len(log)
+
+
+def test_stage_timing_passes_the_schedule_time_step_and_a_log_keeps_one_timing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run --timing stages` hands each trial the schedule's RK time step (the trial then runs the RK
+    update between timed calls); a log timed one way refuses to be resumed the other way, since `apply`
+    compares every candidate with the base of the same log."""
+    import composer.fused.sweep as sweep
+    import composer.fused.trial as trial
+    import composer.runtime as runtime
+    from composer.config.schedules import load_schedule
+    from composer.fused.candidates import descending_candidates
+
+    plan = {"31": {"FUSED_TC": [{"label": n, "ok": True, "table": to_table(c)}
+                                for n, c in [("base", candidate_list("FUSED_TC", 31, "descending")[0][1]),
+                                             *descending_candidates("FUSED_TC", 31)[:1]]]}}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    seen: list = []
+
+    def fake_case(order, grid, variants, device, timing_calls=0, extra=None, on_start=None, on_record=None,
+                  stage_dt=None):
+        seen.append(stage_dt)
+        for label in list(variants) + list(extra or {}):
+            on_start(label)
+            on_record({"variant": label, "order": order, "passed": True, "rel_err": 0.0, "us_per_call": 600.0,
+                       "timing": "calls" if stage_dt is None else "stages"})
+        return []
+
+    monkeypatch.setattr(trial, "run_case", fake_case)
+    monkeypatch.setattr(runtime, "default_device", lambda: None)
+    monkeypatch.setattr(sweep, "prebuild", lambda configs: None)
+    sweep.run(str(tmp_path / "out"), [31], 1e9, str(tmp_path / "plan.json"), timing="stages")
+    assert seen and all(dt == load_schedule(31).benchmark.dt for dt in seen)
+    with pytest.raises(ComposerError, match="--timing stages"):
+        sweep.run(str(tmp_path / "out"), [31], 1e9, str(tmp_path / "plan.json"), timing="calls")
+    with pytest.raises(ComposerError, match="expected one of calls, stages"):
+        sweep.run(str(tmp_path / "other"), [31], 1e9, str(tmp_path / "plan.json"), timing="bogus")
+    assert main(["sweep-fused", "run", "--orders", "31", "--plan", "p.json", "--out", "o", "--timing", "bogus"]) == 2

@@ -52,7 +52,9 @@ def register(subparsers: Any) -> None:
     run.add_argument("--plan", type=Path, required=True)
     run.add_argument("--out", type=Path, required=True)
     run.add_argument("--budget", type=positive_float, default=300.0, help="seconds; no new order starts after it")
-    run.add_argument("--timing", choices=("calls", "stages"), default="calls",
+    from composer.fused.sweep import TIMINGS
+
+    run.add_argument("--timing", choices=TIMINGS, default=TIMINGS[0],
                      help="calls: back-to-back tendency calls (default); stages: each call followed by the RK "
                           "update, as composer bench runs them (what a descending table's gain depends on)")
     apply = sub.add_parser("apply", help="write the winners of a run into the schedules")

@@ -503,9 +503,7 @@ def descending_candidates(variant: str, order: int) -> list[tuple[str, FusedConf
     L2 link, the p = 31 and 63 z kernels at 66-78 %, the p = 127 y and z at 71-72 %). Issue 16's
     "block_order idea extended to cross-kernel reuse"."""
     base = fused_config(variant, order)
-    if base is None or base.volume not in ("box", "stream"):
-        return []
-    return [(label(c), c) for c in descending_tables(base) if c != base]
+    return [] if base is None else [(label(c), c) for c in descending_tables(base) if c != base]
 
 
 def local_interior_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:

@@ -164,7 +164,9 @@ def l2_handoffs(config: "FusedConfig") -> tuple[int, int]:
     ends low to one that starts low: the next kernel's first wave then finds in L2 the lines the previous
     kernel's last wave left there (some tens of MB on an H200, against 0.4-2 GB per kernel). Why count:
     an RK stage of k kernels has k boundaries, and the directions can match at most all of them for an
-    even cycle, all but one for an odd one; the sweep measures which of the matching orders pays."""
+    even cycle, all but one for an odd one. It does not predict the time (session 38 on an H100: a
+    descending z kernel at p = 31 x0.982, a descending first or streamed kernel up to x1.08 with as many
+    handoffs): the sweep measures which order pays."""
     downs = ([False] if config.flux == "array" else []) + [k.descending for k in config.kernels]
     cycle = [False, *downs]  # the RK update first: it runs between two tendency calls
     matched = sum(1 for before, after in zip(cycle, cycle[1:] + cycle[:1]) if before != after)

@@ -319,6 +319,13 @@ def run(outdir: str, orders: list[int], deadline_s: float, plan_file: str, timin
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     log: list[dict] = json.loads((out / "sweep.json").read_text()) if (out / "sweep.json").is_file() else []
+    if timing not in TIMINGS:
+        raise ComposerError(f"timing {timing!r}: expected one of {', '.join(TIMINGS)}")
+    earlier = {r.get("timing", "calls") for r in log if "us_per_call" in r}
+    if earlier - {timing}:
+        # apply compares each candidate with the base of the same log: both must be timed the same way
+        raise ComposerError(f"{out / 'sweep.json'} holds timings by {', '.join(sorted(earlier))}; resume it with "
+                            f"--timing {', '.join(sorted(earlier))} or run into another --out")
     done = {(r["order"], r["variant"]) for r in log}
     prebuild([c for o in orders for k, c in todo[o].items() if (o, k) not in done])
     print(f"prebuild {time.time() - start:.1f} s", flush=True)
