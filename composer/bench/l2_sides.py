@@ -1,0 +1,435 @@
+"""Which L2 partition an SM is near, and what a read across the partitions costs.
+
+Why: the fused kernels at p = 7 and 15 are bound by the link between the H200's two L2 partitions
+(ncu `lts__ltcfabric2ltc_cycles_active` 95-96 %, results.md section 7), not by DRAM (75 %). Whether a
+kernel can cross that link less depends on facts no datasheet gives: which SMs sit on which side, how
+finely the addresses' home partitions interleave (an element's 4 KB of q on one side, or spread over
+both), and whether an SM that reads a line homed on the other side keeps a copy on its own side (then
+only lines read by both sides cross more than once, and giving each side a region of the grid would
+cut the traffic; if not, every such read crosses and only fewer L2 requests help). This module
+measures them in one process:
+
+1. ``probe_latency``: one block per SM, in turn (a ticket in global memory), times dependent
+   L2-only loads (``ld.global.cg``) of a set of lines: the first load of each line, then the mean of
+   ``repeats`` more. A two-partition L2 shows as two latency levels per line, the SMs splitting the
+   same way on every line (``sides_from_latency``); the lines' homes follow from which side is near.
+2. ``read_bandwidth``: every SM reads lines homed on its own side, only the other side's, or all of
+   them, from an L2-resident buffer, many passes per launch (``ld.global.cg``, 16 bytes per thread).
+   The ratio near/far is what a crossing costs at full load.
+
+The analysis functions (``split_two``, ``sides_from_latency``, ``home_runs``) are NumPy only and
+tested on the CPU (tests/test_l2_sides.py); the kernels run through ``tools/l2_sides.py``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+import numpy as np
+
+#: A line counts as two-level when its two latency groups are this many pooled standard deviations
+#: apart, and the smaller group holds at least MIN_SIDE_FRACTION of the SMs (one slow SM is noise,
+#: not a partition).
+MIN_SEPARATION = 4.0
+MIN_SIDE_FRACTION = 0.15
+LINE_BYTES = 128  # an L2 line (four 32-byte sectors)
+
+
+@dataclass(frozen=True)
+class TwoGroups:
+    """The best split of a set of values into a low and a high group (1-D two-means)."""
+
+    threshold: float  # values below it are the low group
+    low_mean: float
+    high_mean: float
+    low_count: int
+    high_count: int
+    separation: float  # (high_mean - low_mean) / pooled standard deviation (inf when both groups are flat)
+
+
+def split_two(values: np.ndarray) -> TwoGroups:
+    """The cut of the sorted values that minimizes the two groups' summed squared deviations."""
+    v = np.sort(np.asarray(values, dtype=float).ravel())
+    n = v.size
+    if n < 2:
+        raise ValueError("split_two needs at least two values")
+    csum, csq = np.cumsum(v), np.cumsum(v * v)
+    k = np.arange(1, n)  # the low group is v[:k]
+    low_sum, low_sq = csum[:-1], csq[:-1]
+    high_sum, high_sq = csum[-1] - low_sum, csq[-1] - low_sq
+    sse = (low_sq - low_sum**2 / k) + (high_sq - high_sum**2 / (n - k))
+    best = int(np.argmin(sse))
+    cut = best + 1
+    low, high = v[:cut], v[cut:]
+    pooled = float(np.sqrt(max(sse[best], 0.0) / max(n - 2, 1)))
+    gap = float(high.mean() - low.mean())
+    separation = gap / pooled if pooled > 0 else (float("inf") if gap > 0 else 0.0)
+    return TwoGroups(threshold=float((low[-1] + high[0]) / 2), low_mean=float(low.mean()),
+                     high_mean=float(high.mean()), low_count=int(low.size), high_count=int(high.size),
+                     separation=separation)
+
+
+def is_two_level(groups: TwoGroups, n: int) -> bool:
+    """Whether a line's latencies over ``n`` SMs show two partitions rather than noise."""
+    return (groups.separation >= MIN_SEPARATION
+            and min(groups.low_count, groups.high_count) >= MIN_SIDE_FRACTION * n)
+
+
+@dataclass
+class SideMap:
+    """The SMs' sides and the probed lines' homes, from a latency matrix [SM, line] in cycles."""
+
+    smids: list[int]
+    side: list[int]  # per SM (same order as smids): 0 or 1; all 0 when the L2 shows one level
+    two_level_lines: int  # lines whose latencies split into two partitions
+    lines: int
+    agreement: float  # mean fraction of SMs a two-level line puts on the side the vote gave them
+    home: list[int | None] = field(default_factory=list)  # per line: the side it is near to, None if one level
+    near_cycles: float = float("nan")  # median latency of an SM to lines of its own side
+    far_cycles: float = float("nan")  # ... to lines of the other side
+
+    @property
+    def partitioned(self) -> bool:
+        return self.two_level_lines > 0
+
+    def members(self, side: int) -> list[int]:
+        return [s for s, d in zip(self.smids, self.side) if d == side]
+
+    def as_dict(self) -> dict:
+        return {"partitioned": self.partitioned, "lines": self.lines, "two_level_lines": self.two_level_lines,
+                "agreement": self.agreement, "near_cycles": self.near_cycles, "far_cycles": self.far_cycles,
+                "sides": {str(d): self.members(d) for d in (0, 1)},
+                "homes": {str(d): sum(1 for h in self.home if h == d) for d in (0, 1)}}
+
+
+def sides_from_latency(latency: np.ndarray, smids: list[int]) -> SideMap:
+    """Group the SMs by the lines they reach quickly.
+
+    Each line's latencies over the SMs are split in two (``split_two``); a two-level line names a
+    near group. The groups of different lines are the same two sides up to a swap (a line homed on
+    side 1 is near to side 1's SMs), so each line's near mask is aligned with the first two-level
+    line's and the sides are the majority vote. Side 0 holds the SM with the smallest id.
+    """
+    lat = np.asarray(latency, dtype=float)
+    n_sm, n_lines = lat.shape
+    if n_sm != len(smids):
+        raise ValueError(f"latency has {n_sm} rows for {len(smids)} SM ids")
+    masks = []  # per two-level line: the SMs near to it
+    line_of = []
+    for line in range(n_lines):
+        col = lat[:, line]
+        groups = split_two(col)
+        if is_two_level(groups, n_sm):
+            masks.append(col < groups.threshold)
+            line_of.append(line)
+    if not masks:
+        return SideMap(list(smids), [0] * n_sm, 0, n_lines, 1.0, [None] * n_lines)
+    ref = masks[0]
+    aligned = [m if np.mean(m == ref) >= 0.5 else ~m for m in masks]
+    votes = np.mean(aligned, axis=0)  # fraction of lines on which the SM agrees with ref's near group
+    side = np.where(votes >= 0.5, 0, 1)
+    first = int(np.argmin(smids))
+    if side[first] == 1:
+        side = 1 - side
+    agreement = float(np.mean([max(np.mean((m == (side == 0))), np.mean((m == (side == 1)))) for m in masks]))
+    home: list[int | None] = [None] * n_lines
+    near, far = [], []
+    for m, line in zip(masks, line_of):
+        h = 0 if np.mean(m == (side == 0)) >= 0.5 else 1
+        home[line] = h
+        near.extend(lat[side == h, line].tolist())
+        far.extend(lat[side != h, line].tolist())
+    return SideMap(list(smids), [int(s) for s in side], len(masks), n_lines, agreement, home,
+                   statistics.median(near), statistics.median(far) if far else float("nan"))
+
+
+def home_runs(home: list[int | None], stride_bytes: int) -> dict[str, float | None]:
+    """How finely the homes of consecutive probed lines interleave: the lengths in bytes of the runs of
+    lines on one side (lines without a home end a run). Small runs against an element's bytes mean
+    that no assignment of elements to SMs keeps an element's reads on one side."""
+    runs, current, last = [], 0, None
+    for h in home:
+        if h is None:
+            if current:
+                runs.append(current)
+            current, last = 0, None
+            continue
+        if h == last:
+            current += 1
+        else:
+            if current:
+                runs.append(current)
+            current, last = 1, h
+    if current:
+        runs.append(current)
+    if not runs:
+        return {"runs": 0, "min_bytes": None, "median_bytes": None, "max_bytes": None}
+    return {"runs": len(runs), "min_bytes": min(runs) * stride_bytes,
+            "median_bytes": float(statistics.median(runs)) * stride_bytes, "max_bytes": max(runs) * stride_bytes}
+
+
+def element_home_split(home: list[int | None], stride_bytes: int, element_bytes: int) -> float | None:
+    """Mean over the probed windows of ``element_bytes`` of the fraction of their lines homed on the
+    window's minority side: 0 when whole elements sit on one side, about 0.5 when every element is
+    spread over both. Only for consecutive probes (``stride_bytes`` = LINE_BYTES)."""
+    per = max(1, element_bytes // stride_bytes)
+    fractions = []
+    for start in range(0, len(home) - per + 1, per):
+        window = [h for h in home[start:start + per] if h is not None]
+        if len(window) < per // 2:
+            continue
+        ones = sum(window)
+        fractions.append(min(ones, len(window) - ones) / len(window))
+    return float(np.mean(fractions)) if fractions else None
+
+
+def homes_from_pair(side0: np.ndarray, side1: np.ndarray, near: float, far: float) -> list[int | None]:
+    """Each line's home from the repeat latencies of one SM of each side: the side whose SM is faster by
+    at least half the near/far gap; None where neither is (a line the two SMs reach alike)."""
+    margin = (far - near) / 2
+    a, b = np.asarray(side0, dtype=float), np.asarray(side1, dtype=float)
+    out: list[int | None] = []
+    for x, y in zip(a, b):
+        if x < 0 or y < 0:
+            out.append(None)
+        elif y - x >= margin:
+            out.append(0)
+        elif x - y >= margin:
+            out.append(1)
+        else:
+            out.append(None)
+    return out
+
+
+# --- the kernels ---------------------------------------------------------------------------------
+
+#: One block per SM (the launch asks for more than half an SM's shared memory), the blocks in turn:
+#: block b spins (with nanosleep, so that the waiting blocks put little traffic on the L2) until the
+#: ticket reads b. Its thread 0 then times, for each line, one load and then ``repeats`` dependent
+#: loads; the loads are L2-only (.cg) and chained through the value read (the buffer is zero), and the
+#: clock is read after an instruction that consumes the last value (in-order issue waits for it).
+#: A block whose turn never comes within ``spin_limit`` cycles, or whose SM ``active[smid]`` leaves out,
+#: writes -1 (the first use probes every SM on a few lines; the second two SMs on many).
+_LATENCY_SOURCE = r"""
+extern "C" __global__ void __launch_bounds__(32) l2_latency(const unsigned long long* buf,
+        const long long* offsets, int nlines, int repeats, unsigned int* ticket, float* first_cycles,
+        float* repeat_cycles, unsigned int* smids, const unsigned char* active, long long spin_limit) {
+    if (threadIdx.x != 0) return;
+    unsigned int smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    smids[blockIdx.x] = smid;
+    bool measure = active[smid] != 0;
+    long long t0 = clock64();
+    bool turn = true;
+    while (*(volatile unsigned int*)ticket != blockIdx.x) {
+        if (clock64() - t0 > spin_limit) { turn = false; break; }
+        __nanosleep(500);
+    }
+    __shared__ volatile unsigned long long keep;  // each loaded value is stored here before the clock is read
+    for (int l = 0; l < nlines; ++l) {
+        if (!turn || !measure) { first_cycles[(long long)blockIdx.x * nlines + l] = -1.f;
+                                 repeat_cycles[(long long)blockIdx.x * nlines + l] = -1.f; continue; }
+        unsigned long long p = (unsigned long long)(buf + offsets[l]);
+        unsigned long long v;
+        long long a = clock64();
+        asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+        keep = v;
+        long long b = clock64();
+        p += v;
+        for (int r = 0; r < repeats; ++r) {
+            asm volatile("ld.global.cg.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+            p += v;
+        }
+        keep = p;
+        long long c = clock64();
+        first_cycles[(long long)blockIdx.x * nlines + l] = (float)(b - a);
+        repeat_cycles[(long long)blockIdx.x * nlines + l] = (float)(c - b) / repeats;
+    }
+    __threadfence();
+    if (turn) atomicAdd(ticket, 1u);
+}
+
+// Every thread reads 16 bytes of a line (8 threads per 128-byte line) from the lines its SM's mode
+// names: mode 0 the lines homed on its own side, 1 the other side's, 2 all of them (own then other).
+// lines[] holds side 0's lines, then side 1's; side_of_sm[smid] is 0 or 1 (2: not probed, reads all).
+extern "C" __global__ void __launch_bounds__(256) l2_read(const double2* buf, const int* lines, int n0, int n1,
+        const unsigned char* side_of_sm, int mode, int passes, double* sink) {
+    unsigned int smid;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+    int side = side_of_sm[smid];
+    int lo = 0, n = n0 + n1;
+    if (side < 2 && mode < 2) {
+        bool own = (mode == 0);
+        bool zero = (side == 0) == own;
+        lo = zero ? 0 : n0;
+        n = zero ? n0 : n1;
+    }
+    // the blocks on one SM: blockIdx.x / gridDim-ordinal is not per SM, so each block strides the
+    // list from its own start: every line of the list is read by every block, passes times
+    const int sub = threadIdx.x & 7, group = threadIdx.x >> 3, groups = blockDim.x >> 3;
+    double acc = 0.0;
+    int start = (blockIdx.x * groups) % (n > 0 ? n : 1);
+    for (int pass = 0; pass < passes; ++pass) {
+        for (int i = group; i < n; i += groups) {
+            int line = lines[lo + (start + i) % n];
+            double2 v;
+            asm volatile("ld.global.cg.v2.f64 {%0, %1}, [%2];" : "=d"(v.x), "=d"(v.y)
+                         : "l"(buf + (long long)line * 8 + sub));
+            acc += v.x + v.y;
+        }
+    }
+    if (acc == 12345.0) sink[0] = acc;  // never true for the zero buffer: keeps the loads
+}
+"""
+
+LATENCY_ENTRY, READ_ENTRY = "l2_latency", "l2_read"
+LATENCY_THREADS, READ_THREADS = 32, 256
+READ_BLOCKS_PER_SM = 8
+
+
+def fine_offsets(lines: int) -> np.ndarray:
+    """Word offsets (8-byte) of ``lines`` consecutive 128-byte lines: the home interleave at line grain."""
+    return np.arange(lines, dtype=np.int64) * (LINE_BYTES // 8)
+
+
+def coarse_offsets(lines: int, stride_bytes: int, base_bytes: int) -> np.ndarray:
+    """Word offsets of ``lines`` lines ``stride_bytes`` apart from ``base_bytes``."""
+    return (base_bytes + np.arange(lines, dtype=np.int64) * stride_bytes) // 8
+
+
+def ticket_spin_limit(n_sm: int, nlines: int, repeats: int) -> int:
+    """Cycles a block waits for its turn before it gives up: the blocks before it at 2000 cycles a load."""
+    return int(n_sm * nlines * (repeats + 1) * 2000 + 10**8)
+
+
+def one_block_per_sm_smem(max_smem_per_sm: int) -> int:
+    """Dynamic shared memory that lets only one probe block on an SM (more than half of it)."""
+    return max_smem_per_sm // 2 + 1024
+
+
+# --- running them --------------------------------------------------------------------------------
+
+SMID_SLOTS = 1024  # above any %nsmid of current GPUs
+READ_MODES = {"own": 0, "other": 1, "all": 2}
+MIN_READ_BYTES = 16 * 2**30  # per launch: about 2 ms at L2 rates, against a few µs of launch
+
+
+@dataclass
+class LatencyProbe:
+    """What ``L2Probe.latency`` read back: per probing block its SM and per line its cycles (-1: skipped)."""
+
+    smids: list[int]
+    first: np.ndarray  # [block, line]: the first load of the line
+    repeat: np.ndarray  # [block, line]: the mean of the dependent loads after it
+
+    def measured(self) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """The rows of the SMs that measured every line (sorted by SM id)."""
+        keep = [b for b in range(len(self.smids)) if np.all(self.repeat[b] >= 0)]
+        keep.sort(key=lambda b: self.smids[b])
+        return [self.smids[b] for b in keep], self.first[keep], self.repeat[keep]
+
+
+def read_bytes(mode: str, lines: tuple[int, int], sms: tuple[int, int, int], blocks_per_sm: int) -> int:
+    """Bytes one pass of ``l2_read`` reads: ``sms`` = SMs on side 0, side 1, and not probed (they read all)."""
+    n0, n1 = lines
+    c0, c1, c2 = sms
+    per_sm = {"own": c0 * n0 + c1 * n1, "other": c0 * n1 + c1 * n0, "all": (c0 + c1) * (n0 + n1)}[mode]
+    return (per_sm + c2 * (n0 + n1)) * blocks_per_sm * LINE_BYTES
+
+
+class L2Probe:
+    """The two kernels, compiled by the device's NVRTC and loaded once (``close`` unloads them)."""
+
+    def __init__(self, device) -> None:  # noqa: ANN001 - a composer.runtime.Device
+        from composer.runtime.module import Module
+        from composer.runtime.nvrtc import compile_cuda
+        from composer.runtime.params import params
+
+        self.device = device
+        compiled = compile_cuda(_LATENCY_SOURCE, "l2_sides.cu", arch=device.arch,
+                                entry_points=[LATENCY_ENTRY, READ_ENTRY])
+        self.module = Module.from_cubin(compiled.cubin, device)
+        self._latency = self.module.get_kernel(compiled.symbol(LATENCY_ENTRY), params(
+            "buf:ptr offsets:ptr nlines:i32 repeats:i32 ticket:ptr first:ptr repeat:ptr smids:ptr active:ptr "
+            "spin:i64"), LATENCY_THREADS)
+        self._read = self.module.get_kernel(compiled.symbol(READ_ENTRY), params(
+            "buf:ptr lines:ptr n0:i32 n1:i32 side:ptr mode:i32 passes:i32 sink:ptr"), READ_THREADS)
+
+    def close(self) -> None:
+        self.module.close()
+
+    def latency(self, buffer, offsets: np.ndarray, repeats: int = 8,  # noqa: ANN001
+                active_smids: list[int] | None = None) -> LatencyProbe:
+        """Time the lines at ``offsets`` (8-byte words into ``buffer``, a zeroed DeviceBuffer) from every
+        SM in turn, or only from ``active_smids``. One block per SM: all resident, so the ticket order
+        cannot deadlock."""
+        from composer.runtime import DeviceBuffer, Stream
+
+        dev = self.device
+        n_sm, nlines = dev.sm_count, int(offsets.size)
+        active = np.zeros(SMID_SLOTS, dtype=np.uint8)
+        active[list(range(SMID_SLOTS)) if active_smids is None else list(active_smids)] = 1
+        stream = Stream(dev)
+        bufs: list = []
+        try:
+            off = DeviceBuffer.from_numpy(np.ascontiguousarray(offsets, dtype=np.int64), stream, dev)
+            ticket = DeviceBuffer(4, dev)
+            first, rep = DeviceBuffer(4 * n_sm * nlines, dev), DeviceBuffer(4 * n_sm * nlines, dev)
+            smids = DeviceBuffer(4 * n_sm, dev)
+            act = DeviceBuffer.from_numpy(active, stream, dev)
+            bufs = [off, ticket, first, rep, smids, act]
+            ticket.zero(stream)
+            self._latency.launch(n_sm, args=(buffer, off, nlines, repeats, ticket, first, rep, smids, act,
+                                             ticket_spin_limit(n_sm, nlines, repeats)),
+                                 shared=one_block_per_sm_smem(dev.max_smem_optin), stream=stream)
+            stream.synchronize()
+            return LatencyProbe([int(s) for s in smids.to_numpy(n_sm, np.uint32, stream=stream)],
+                                first.to_numpy((n_sm, nlines), np.float32, stream=stream).astype(float),
+                                rep.to_numpy((n_sm, nlines), np.float32, stream=stream).astype(float))
+        finally:
+            for b in bufs:
+                b.free()
+            stream.close()
+
+    def read_bandwidth(self, buffer, lines_by_side: tuple[list[int], list[int]],  # noqa: ANN001
+                       side_of_smid: dict[int, int], repeats: int = 7) -> dict[str, dict[str, float]]:
+        """L2 read bandwidth (bytes/s) of ``READ_BLOCKS_PER_SM`` blocks per SM reading, per mode, the lines
+        homed on their SM's side (``own``), on the other (``other``) or all of them (``all``)."""
+        from composer.runtime import DeviceBuffer, Event, Stream
+
+        dev = self.device
+        side = np.full(SMID_SLOTS, 2, dtype=np.uint8)
+        for smid, d in side_of_smid.items():
+            side[smid] = d
+        counts = [sum(1 for d in side_of_smid.values() if d == k) for k in (0, 1)]
+        sms = (counts[0], counts[1], max(dev.sm_count - counts[0] - counts[1], 0))
+        n0, n1 = len(lines_by_side[0]), len(lines_by_side[1])
+        stream = Stream(dev)
+        start, stop = Event(dev), Event(dev)
+        bufs: list = []
+        try:
+            lines = DeviceBuffer.from_numpy(np.asarray(list(lines_by_side[0]) + list(lines_by_side[1]),
+                                                       dtype=np.int32), stream, dev)
+            sides = DeviceBuffer.from_numpy(side, stream, dev)
+            sink = DeviceBuffer(8, dev)
+            bufs = [lines, sides, sink]
+            grid = READ_BLOCKS_PER_SM * dev.sm_count
+            out: dict[str, dict[str, float]] = {}
+            for name, mode in READ_MODES.items():
+                per_pass = read_bytes(name, (n0, n1), sms, READ_BLOCKS_PER_SM)
+                passes = max(1, int(MIN_READ_BYTES // max(per_pass, 1)))
+                self._read.launch(grid, args=(buffer, lines, n0, n1, sides, mode, 1, sink), stream=stream)  # warm
+                rates = []
+                for _ in range(repeats):
+                    start.record(stream)
+                    self._read.launch(grid, args=(buffer, lines, n0, n1, sides, mode, passes, sink), stream=stream)
+                    stop.record(stream)
+                    stop.synchronize()
+                    rates.append(per_pass * passes / (start.elapsed_ms(stop) * 1e-3))
+                out[name] = {"median_Bps": statistics.median(rates), "max_Bps": max(rates), "passes": float(passes)}
+            return out
+        finally:
+            for b in bufs:
+                b.free()
+            stream.close()

@@ -1,0 +1,174 @@
+"""The L2-partition probe (composer/bench/l2_sides.py): its analysis on latency matrices built the way a
+two-partition L2 would produce them, its kernels compiled for sm_90, and on a GPU the probe itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from composer.bench import l2_sides as l2
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def two_sided(n_sm: int = 132, n_lines: int = 256, near: float = 260.0, far: float = 420.0, noise: float = 6.0,
+              run: int = 4, seed: int = 0) -> tuple[np.ndarray, list[int], np.ndarray, np.ndarray]:
+    """Latencies [SM, line] of an L2 of two partitions: SMs on alternating TPC pairs (as %smid numbers
+    them, not in halves), lines homed in runs of ``run`` lines alternating sides."""
+    rng = np.random.default_rng(seed)
+    smids = list(rng.permutation(144)[:n_sm])  # ids with gaps (disabled SMs)
+    side = np.array([(s // 2) % 2 for s in smids])
+    home = np.array([(line // run) % 2 for line in range(n_lines)])
+    lat = np.where(side[:, None] == home[None, :], near, far) + rng.normal(0.0, noise, (n_sm, n_lines))
+    return lat, smids, side, home
+
+
+def test_split_two_finds_the_gap_and_rates_it():
+    g = l2.split_two(np.array([100, 101, 99, 100, 300, 301, 299]))
+    assert (g.low_count, g.high_count) == (4, 3)
+    assert 101 < g.threshold < 299
+    assert g.separation > 50
+    flat = l2.split_two(np.random.default_rng(1).normal(300, 5, 132))
+    assert not l2.is_two_level(flat, 132)
+    with pytest.raises(ValueError):
+        l2.split_two(np.array([1.0]))
+
+
+def test_a_lone_slow_sm_is_not_a_partition():
+    col = np.full(132, 250.0)
+    col[17] = 900.0
+    assert not l2.is_two_level(l2.split_two(col), 132)
+
+
+def test_sides_and_homes_recovered_from_a_two_partition_matrix():
+    lat, smids, side, home = two_sided()
+    m = l2.sides_from_latency(lat, smids)
+    assert m.partitioned and m.two_level_lines == lat.shape[1]
+    got = np.array(m.side)
+    # side 0 is the side of the smallest SM id; the truth up to that swap
+    truth = side if side[int(np.argmin(smids))] == 0 else 1 - side
+    assert np.array_equal(got, truth)
+    want_home = home if side[int(np.argmin(smids))] == 0 else 1 - home
+    assert m.home == [int(h) for h in want_home]
+    assert m.agreement == pytest.approx(1.0)
+    assert m.near_cycles == pytest.approx(260, abs=3) and m.far_cycles == pytest.approx(420, abs=3)
+    assert sorted(m.members(0) + m.members(1)) == sorted(smids)
+    d = m.as_dict()
+    assert d["partitioned"] and d["homes"]["0"] + d["homes"]["1"] == lat.shape[1]
+
+
+def test_one_level_l2_gives_one_side():
+    rng = np.random.default_rng(2)
+    lat = rng.normal(300, 5, (132, 64))
+    m = l2.sides_from_latency(lat, list(range(132)))
+    assert not m.partitioned and set(m.side) == {0} and m.home == [None] * 64
+
+
+def test_vote_survives_noisy_lines_and_misfit_sms():
+    lat, smids, side, _ = two_sided(noise=25.0, seed=3)
+    lat[5, :40] = lat[5, :40][::-1]  # one SM's first lines scrambled
+    m = l2.sides_from_latency(lat, smids)
+    truth = side if side[int(np.argmin(smids))] == 0 else 1 - side
+    assert np.mean(np.array(m.side) == truth) >= 131 / 132
+    assert m.agreement > 0.95
+
+
+def test_row_count_must_match_the_ids():
+    with pytest.raises(ValueError, match="rows"):
+        l2.sides_from_latency(np.zeros((3, 4)), [0, 1])
+
+
+def test_home_runs_and_element_split():
+    home = [0, 0, 1, 1, 1, None, 0, 1]
+    r = l2.home_runs(home, 128)
+    assert r == {"runs": 4, "min_bytes": 128, "median_bytes": 192.0, "max_bytes": 384}  # runs of 2, 3, 1, 1 lines
+    assert l2.home_runs([None, None], 128)["runs"] == 0
+    # homes in runs of 4 lines (512 B): every 4-KiB element half on each side
+    interleaved = [(i // 4) % 2 for i in range(256)]
+    assert l2.element_home_split(interleaved, 128, 4096) == pytest.approx(0.5)
+    # homes in runs of 32 lines (4 KiB) aligned to elements: none split
+    blocks = [(i // 32) % 2 for i in range(256)]
+    assert l2.element_home_split(blocks, 128, 4096) == 0.0
+
+
+def test_homes_from_a_pair_of_reference_sms():
+    near, far = 260.0, 420.0
+    a = np.array([260, 420, 300, 259, -1.0])
+    b = np.array([421, 262, 330, 418, 260])
+    assert l2.homes_from_pair(a, b, near, far) == [0, 1, None, 0, None]
+
+
+def test_read_bytes_counts_each_mode():
+    # 60 SMs on side 0, 70 on side 1, 2 unprobed (they read every line)
+    sms, lines = (60, 70, 2), (1000, 1200)
+    own = l2.read_bytes("own", lines, sms, 8)
+    other = l2.read_bytes("other", lines, sms, 8)
+    every = l2.read_bytes("all", lines, sms, 8)
+    assert own == (60 * 1000 + 70 * 1200 + 2 * 2200) * 8 * 128
+    assert other == (60 * 1200 + 70 * 1000 + 2 * 2200) * 8 * 128
+    assert every == 132 * 2200 * 8 * 128
+
+
+def test_offsets_and_launch_sizes():
+    assert list(l2.fine_offsets(3)) == [0, 16, 32]
+    assert list(l2.coarse_offsets(3, 8192, 1024)) == [128, 1152, 2176]
+    smem = l2.one_block_per_sm_smem(227 * 1024)
+    assert 2 * smem > 228 * 1024 and smem <= 227 * 1024  # one block per SM, and it fits
+    assert l2.ticket_spin_limit(132, 1024, 8) > 132 * 1024 * 9 * 1000
+
+
+def test_kernels_compile_for_sm_90_with_l2_only_chained_loads():
+    from composer.arch import sass
+    from composer.runtime.nvrtc import compile_cuda
+
+    compiled = compile_cuda(l2._LATENCY_SOURCE, "l2_sides.cu", arch="sm_90",
+                            entry_points=[l2.LATENCY_ENTRY, l2.READ_ENTRY])
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "l2.cubin"
+        path.write_bytes(compiled.cubin)
+        text = sass.disassemble(path)
+    body = text.split("Function : l2_latency", 1)[1]
+    # the timed loads are there (ptxas keeps them: their values reach the shared-memory store) and
+    # bypass L1; the clock is read after the store that waits for the last one
+    assert body.count("LDG.E.64.STRONG.GPU") >= 8
+    lines = [ln for ln in body.splitlines() if "STS.64" in ln or "SR_CLOCKLO" in ln]
+    kinds = ["STS" if "STS" in ln else "CLK" for ln in lines]
+    assert "STS,CLK" in ",".join(kinds)
+    read = text.split("Function : l2_read", 1)[1].split("Function :", 1)[0]
+    assert "LDG.E.128.STRONG.GPU" in read
+
+
+def test_tool_without_a_gpu_says_so_in_one_line():
+    from composer.runtime import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "l2_sides.py")], capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error:")
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.gpu
+def test_probe_on_the_gpu(tmp_path):
+    """The whole tool on small sizes: every SM probes, the sides cover them, each line has a latency
+    in an L2 hit's range, and if the L2 shows two partitions the read bandwidths come back."""
+    out = tmp_path / "l2.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "l2_sides.py"), "--probe-lines", "64",
+                           "--read-mib", "1", "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    assert report["probing_sms"] == report["sm_count"]
+    sides = report["sides_repeat"]["sides"]
+    assert len(sides["0"]) + len(sides["1"]) == report["sm_count"]
+    if report["sides_repeat"]["partitioned"]:
+        near, far = report["sides_repeat"]["near_cycles"], report["sides_repeat"]["far_cycles"]
+        assert 50 < near < far < 5000
+        bw = report["read_bandwidth"]
+        assert all(v["median_Bps"] > 1e11 for v in bw.values())
