@@ -6,6 +6,8 @@ the layout pairs two nodes of a row. Compiles are cached on disk, so a re-run co
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("cutlass", reason="nvidia-cutlass-dsl not installed")
@@ -426,6 +428,12 @@ def test_carriers_for_more_blocks_per_sm_cap_their_registers_and_say_what_does_n
     assert not [t for t in plain_variants if "b1" in t]
     opted = [tile_tag(t) for _, t in tile_variants(shipped, "sm_90", "16x8x8", k_extent=512, async_epilogue=True)]
     assert {"t64x64x16w2x2s4ae4b1mb2", "t64x64x16w2x2s4ae8b1mb2"} <= set(opted)
+    # every capped or asynchronous carrier the sweep builds has its plain twin beside it (or is the shipped
+    # tile's variant): tests/test_gemm_fused_gpu.py compares them bit for bit
+    def plain_twin(tag: str) -> str:
+        return re.sub(r"(ae\d+)?(b1)?(mb\d)?$", "", tag)
+    capped = [t for t in opted if re.search(r"(ae\d+(b1)?(mb\d)?|mb\d)$", t)]
+    assert capped and all(plain_twin(t) in set(opted) | {tile_tag(shipped)} for t in capped), capped
     cfg = three.config
     for bad, message in (({"async_buffers": 1}, "async_buffers applies to async_epilogue_tiles only"),
                          ({"async_buffers": 3, "async_epilogue_tiles": 4}, "async_buffers=3 must be 1 or 2"),

@@ -107,6 +107,10 @@ def tile_variants(shipped: Mapping[str, Any], arch: str, scheduled_mma: str,
         pairs += [(scheduled_mma, {**LIBRARY_TILES[0], **swap, "async_epilogue_tiles": n, **TWO_BLOCK_ASYNC})
                   for n in ASYNC_EPILOGUE_TILES]
     pairs += [(scheduled_mma, {**t, **swap}) for t in THREE_BLOCK_TILES]
+    # and their plain twins (the same tile without the register cap; the 4-stage one is a library tile): the
+    # GPU test that min_blocks changes no bit compares each capped carrier of a build with its twin
+    pairs += [(scheduled_mma, {**{k: v for k, v in t.items() if k != "min_blocks"}, **swap})
+              for t in THREE_BLOCK_TILES]
     # the fragment pipeline on the schedule's tile and on each library tile, with the schedule's shape
     pairs += [(scheduled_mma, {**t, "fragment_pipeline": True})
               for t in (plain, *({**lt, **swap} for lt in LIBRARY_TILES))]
