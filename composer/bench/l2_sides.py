@@ -433,3 +433,44 @@ class L2Probe:
             for b in bufs:
                 b.free()
             stream.close()
+
+
+# --- the map the fused kernels' side queues read (FusedConfig.side_queues) -------------------------
+
+SIDE_MAP_KINDS = ("probe", "alternate", "zero")
+SIDE_MAP_LINES = 128  # per probe set: a 0.1-s probe of every SM, enough two-level lines to vote
+_SIDE_MAPS: dict[tuple[str, int], np.ndarray] = {}
+
+
+def sm_side_map(device, kind: str = "probe") -> np.ndarray:  # noqa: ANN001 - a composer.runtime.Device
+    """A byte per %smid (SMID_SLOTS of them): the L2 side each SM is near, for the fused kernels' side
+    queues. ``probe``: measured on ``device`` once per process (``L2Probe.latency`` on two small line
+    sets, ``sides_from_latency``); all zero when its L2 shows one level. ``alternate``: the SM id's
+    parity, an arbitrary split of the same size (what the measured map is worth beside it); ``zero``:
+    every SM on side 0, so that the blocks take their work in launch order through one queue (the
+    queue's own cost)."""
+    if kind not in SIDE_MAP_KINDS:
+        raise ValueError(f"expected one of {SIDE_MAP_KINDS}, got {kind!r}")
+    if kind == "zero":
+        return np.zeros(SMID_SLOTS, dtype=np.uint8)
+    if kind == "alternate":
+        return (np.arange(SMID_SLOTS) % 2).astype(np.uint8)
+    key = (device.name, int(getattr(device, "ordinal", 0)))
+    if key not in _SIDE_MAPS:
+        from composer.runtime import DeviceBuffer
+
+        probe = L2Probe(device)
+        buffer = DeviceBuffer(SIDE_MAP_LINES * (LINE_BYTES + 8192), device)
+        try:
+            buffer.zero()
+            offsets = np.concatenate([fine_offsets(SIDE_MAP_LINES),
+                                      coarse_offsets(SIDE_MAP_LINES, 8192, SIDE_MAP_LINES * LINE_BYTES)])
+            smids, _, repeat = probe.latency(buffer, offsets, repeats=4).measured()
+        finally:
+            buffer.free()
+            probe.close()
+        sides = sides_from_latency(repeat, smids)
+        table = np.zeros(SMID_SLOTS, dtype=np.uint8)
+        table[np.asarray(sides.smids, dtype=np.int64)] = np.asarray(sides.side, dtype=np.uint8)
+        _SIDE_MAPS[key] = table
+    return _SIDE_MAPS[key].copy()

@@ -44,6 +44,9 @@ ORDERED_VOLUME_SIGNATURE: tuple[Param, ...] = VOLUME_SIGNATURE + params("order:p
 #: A table with ``exterior_maps = false``: the face links its fluxes take the exterior nodes from (an int2 per
 #: element face; composer.fused.links), after the permutation when there is one.
 LINKS_PARAMS: tuple[Param, ...] = params("links:ptr")
+#: A table with ``side_queues``: the L2 side of each SM (a byte per %smid, composer.bench.l2_sides) and the
+#: three counters of the queues (side 0's, side 1's, and the blocks served: the last block resets them).
+SIDE_QUEUE_PARAMS: tuple[Param, ...] = params("sm_side:ptr work_queue:ptr")
 FACE_SIGNATURE: tuple[Param, ...] = params(
     "q:ptr u:ptr v:ptr w:ptr vmapM:ptr vmapP:ptr nx:ptr ny:ptr nz:ptr F:ptr fstar:ptr ne:i64")
 
@@ -384,11 +387,15 @@ def _copy_program(plan: StreamPlan) -> dict[str, object]:
             "d_stride": d_stride}
 
 
-def block_number(kernel: KernelConfig) -> str:
+def block_number(kernel: KernelConfig, side_queues: bool = False) -> str:
     """The CUDA expression a volume kernel maps to its work (element, box or tile): ``blockIdx.x``, or
     with ``descending`` the block's number counted from the grid's end, so that the first blocks to
-    run take the highest elements (what the kernel before it touched last, still in L2). Plain
-    ``blockIdx.x`` otherwise, so that the other tables render exactly as before (pinned sources)."""
+    run take the highest elements (what the kernel before it touched last, still in L2), or with
+    ``side_queues`` the work number the block took from its L2 side's queue (``work``, set at the
+    kernel's start). Plain ``blockIdx.x`` otherwise, so that the other tables render exactly as before
+    (pinned sources)."""
+    if side_queues:
+        return "work"
     return "(gridDim.x - 1 - blockIdx.x)" if kernel.descending else "blockIdx.x"
 
 
@@ -433,7 +440,8 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         x_pairs=plan.x_pairs, x_chain=plan.x_chain, x_prefetch=plan.x_prefetch, raw_offset=plan.raw_offset,
         element_doubles=plan.element_doubles, swizzle=plan.swizzle,
         chunked=config.chunk_elements > 0, element_order=config.element_bricks is not None, local_interior=not config.interior_maps,
-        exterior_links=not config.exterior_maps, block_number=block_number(plan.kernel), **mma)
+        exterior_links=not config.exterior_maps, block_number=block_number(plan.kernel, config.side_queues),
+        side_queues=config.side_queues, **mma)
 
 
 def render_face(nq: int) -> str:
@@ -465,12 +473,13 @@ def face_source(nq: int) -> KernelSource:
 def volume_signature(config: FusedConfig) -> tuple[Param, ...]:
     """The box and streamed kernels' parameters: the unchunked list, with a chunk's first element
     (``chunk_elements``) or the element permutation (``element_bricks``) after it, then the face links
-    (``exterior_maps = false``)."""
+    (``exterior_maps = false``), then the side queues' map and counters (``side_queues``)."""
     if config.chunk_elements:
         base = CHUNKED_VOLUME_SIGNATURE
     else:
         base = ORDERED_VOLUME_SIGNATURE if config.element_bricks is not None else VOLUME_SIGNATURE
-    return base if config.exterior_maps else base + LINKS_PARAMS
+    base = base if config.exterior_maps else base + LINKS_PARAMS
+    return base + SIDE_QUEUE_PARAMS if config.side_queues else base
 
 
 def kernel_sources(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[KernelSource]:

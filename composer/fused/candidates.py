@@ -34,7 +34,7 @@ from composer.errors import ComposerError
 from composer.fused.builder import StreamPlan, kernel_plans, late_weights
 from composer.fused.config import (ALLOWED_MMA, D_LAYOUTS, L2_FETCH, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
                                    box_lines, descending_problem, element_bricks_problem, fused_config,
-                                   interior_maps_key_problem, one_element_form, parse_table)
+                                   interior_maps_key_problem, one_element_form, parse_table, side_queues_problem)
 from composer.fused.order import l2_handoffs
 from composer.arch.mma import mma_shape
 
@@ -504,6 +504,18 @@ def descending_candidates(variant: str, order: int) -> list[tuple[str, FusedConf
     "block_order idea extended to cross-kernel reuse"."""
     base = fused_config(variant, order)
     return [] if base is None else [(label(c), c) for c in descending_tables(base) if c != base]
+
+
+def side_queue_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The schedule's table with its blocks taking their work from their L2 side's queue (``side_queues``),
+    where the table allows it (box kernels without clusters or chunks). Why: at p = 7 and 15 the kernels
+    are bound by the link between the L2 partitions, and a far-homed line crosses it unless a block on the
+    requesting side read it a moment before; with the queues a block's neighbours run on its own side."""
+    base = fused_config(variant, order)
+    if base is None:
+        return []
+    option = dataclasses.replace(base, side_queues=True)
+    return [(label(option), option)] if side_queues_problem(option) is None and _fits(option) else []
 
 
 def local_interior_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
@@ -1326,7 +1338,8 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "x_pairs": x_pair_candidates, "x_chain": x_chain_candidates, "tile_swizzle": tile_swizzle_candidates, "chunks": chunk_candidates,
             "xyz_cluster": xyz_cluster_candidates, "element_order": element_order_candidates,
             "local_interior": local_interior_candidates, "face_links": face_links_candidates, "carveout": carveout_candidates, "brick_refine": brick_refine_candidates, "pair_bricks": pair_bricks_candidates,
-            "descending": descending_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates}
+            "descending": descending_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates,
+            "side_queues": side_queue_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -1419,6 +1432,8 @@ def label(config: FusedConfig) -> str:
         extra += f" cv{config.carveout}"
     if any(k.descending for k in config.kernels):
         extra += " down:" + ",".join(k.dir_names for k in config.kernels if k.descending)
+    if config.side_queues:
+        extra += " sideq"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -1484,6 +1499,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append("exterior_maps = false")
     if config.carveout is not None:
         lines.append(f"carveout = {config.carveout}")
+    if config.side_queues:
+        lines.append("side_queues = true")
     if config.nvrtc:
         lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":

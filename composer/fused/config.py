@@ -356,6 +356,17 @@ class FusedConfig:
     #: with more L1 for the face gathers' and the staging loads' reuse is a trade worth timing. The
     #: kernels' sources do not change; the path refuses, in one line, a carveout that holds no block.
     carveout: int | None = None
+    #: True (box kernels, one grid per kernel): each block takes its work from the queue of the L2 partition
+    #: its SM sits on (``composer.bench.l2_sides``: which SMs are near which partition, probed once per
+    #: process): blocks on side 0 take the work numbers upwards from the first, blocks on side 1 downwards
+    #: from the last, so that at any moment each side works on its own end of the grid and the two meet
+    #: at the end. Why: the p = 7 and 15 kernels are bound by the link between the two L2 partitions
+    #: (ncu: ``lts__ltcfabric2ltc_cycles_active`` 95-96 %); a sector homed on the far partition crosses it
+    #: unless a block on the requesting side read it a moment before (the near partition keeps a copy:
+    #: FUSED_TC p = 7 moves 30.4 M sectors over the link, 9.0 M of them hits at the far side, for 80.2 M
+    #: requested; ``h200_s36/call1/prof/applied``). Neighbour gathers between blocks of one side then find
+    #: the neighbour's lines on their own side. Results do not depend on it: each work number is taken once.
+    side_queues: bool = False
 
     @property
     def nq(self) -> int:
@@ -538,7 +549,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
                             "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs", "x_chain", "x_prefetch",
                             "tile_swizzle", "chunk_elements", "element_bricks", "interior_maps", "exterior_maps",
-                            "carveout", *STREAM_SWITCHES),
+                            "carveout", "side_queues", *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
     if flux not in FLUX_MODES:
@@ -669,12 +680,13 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
         raise _error(file, f"{prefix}.carveout", f"expected a percentage, an integer in [1, 100], got {carveout!r}")
     if carveout is not None and volume != "box":
         raise _error(file, f"{prefix}.carveout", "applies to the box kernel (the streamed kernels size their own split)")
+    side_queues = _flag(table, "side_queues", prefix, file)
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
                          nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
                          x_pairs=x_pairs, x_chain=x_chain, x_prefetch=x_prefetch, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements,
                          element_bricks=element_bricks, interior_maps=interior_maps,
-                         exterior_maps=exterior_maps, carveout=carveout)
+                         exterior_maps=exterior_maps, carveout=carveout, side_queues=side_queues)
     problem = first_table_problem(config)
     if problem:
         raise _error(file, f"{prefix}.{problem[0]}", problem[1])
@@ -689,7 +701,7 @@ def first_table_problem(config: FusedConfig) -> tuple[str, str] | None:
               ("x_prefetch", x_prefetch_problem), ("tile_swizzle", tile_swizzle_problem),
               ("trace_cluster", trace_cluster_problem), ("element_bricks", element_bricks_problem),
               ("interior_maps", interior_maps_key_problem), ("exterior_maps", exterior_maps_key_problem),
-              ("descending", descending_problem))
+              ("descending", descending_problem), ("side_queues", side_queues_problem))
     for key, check in checks:
         problem = check(config)
         if problem:
@@ -857,6 +869,24 @@ def descending_problem(config: FusedConfig) -> str | None:
         return "cannot be combined with persistent blocks (each walks its tiles upwards from its block number)"
     if config.chunk_elements:
         return "cannot be combined with chunk_elements (the chunks hand their elements on in ascending order)"
+    return None
+
+
+def side_queues_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``side_queues`` (None if nothing): box kernels whose blocks are
+    independent units of work in one grid (the queues hand out the work numbers the blocks would have
+    taken from blockIdx.x); clusters and trace clusters need consecutive blocks side by side, chunks
+    hand their elements on in order, and a descending kernel already fixes its order."""
+    if not config.side_queues:
+        return None
+    if config.volume != "box":
+        return "applies to the box kernels (a streamed kernel's blocks walk their tiles in a fixed order)"
+    if any(k.cluster > 1 for k in config.kernels) or config.trace_cluster > 1:
+        return "cannot be combined with clusters (a cluster's blocks are consecutive in the launch)"
+    if config.chunk_elements:
+        return "cannot be combined with chunk_elements (the chunks hand their elements on in ascending order)"
+    if any(k.descending for k in config.kernels):
+        return "cannot be combined with descending kernels (the queues set the order)"
     return None
 
 

@@ -146,6 +146,15 @@ def carveout_option(value: int | str) -> int:
     return number
 
 
+def sm_sides_option(value: str) -> str:
+    """The side map a side-queued table reads (composer.bench.l2_sides.SIDE_MAP_KINDS)."""
+    from composer.bench.l2_sides import SIDE_MAP_KINDS
+
+    if value not in SIDE_MAP_KINDS:
+        raise ValueError(f"expected one of {', '.join(SIDE_MAP_KINDS)}, got {value!r}")
+    return value
+
+
 def set_carveout(kernel: Kernel, threads: int, smem: int, percent: int) -> dict[str, int]:
     """Ask for the preferred carveout ``percent`` for ``kernel`` and say what it gives by the arch's
     table: shared memory and L1 per SM, blocks per SM (and what the occupancy calculator answers).
@@ -223,6 +232,9 @@ class FusedPathBase(Path):
                                                 "of the largest (0 ... 100): the L1 is what it leaves of the SM's "
                                                 "L1/shared store, at the blocks per SM that its shared memory "
                                                 "holds (composer.arch.limits; a hint the driver may overrule)"),
+        "sm_sides": PathOption(sm_sides_option, "with a table's side_queues: the SMs' L2 sides the queues read: "
+                                                "probe (measured once per process, the default), alternate (the "
+                                                "SM id's parity) or zero (one queue in launch order)"),
         "resident": PathOption(positive_int_option, "at most this many blocks of each volume kernel per SM "
                                                     "(dynamic shared memory padded; the occupancy axis of the "
                                                     "model's calibration, composer.model: the same binary at "
@@ -379,6 +391,18 @@ class FusedPathBase(Path):
             self.element_order = problem.allocate(f"{self.name}.element_order", order.nbytes)
             self.element_order.copy_from(order, problem.stream)
             problem.stream.synchronize()  # the host copy is a temporary
+        self.side_queue: tuple | None = None  # side_queues: the SMs' L2 sides and the queues' three counters
+        if config.side_queues:
+            from composer.bench.l2_sides import sm_side_map
+
+            sides = sm_side_map(problem.device, self.options.get("sm_sides") or "probe")
+            sm_side = problem.allocate(f"{self.name}.sm_side", sides.nbytes)
+            sm_side.copy_from(sides, problem.stream)
+            # three counters per volume kernel (16 bytes each): kernels never share a queue, whatever runs beside what
+            counters = problem.allocate(f"{self.name}.work_queue", 16 * len(self._launches))
+            counters.zero(problem.stream)
+            problem.stream.synchronize()  # the host copy is a temporary
+            self.side_queue = (sm_side, counters)
         self.face_links = None  # exterior_maps = false: (base, stride_a | stride_b << 16) per element face
         if links is not None:
             self.face_links = problem.allocate(f"{self.name}.face_links", links.nbytes)
@@ -431,7 +455,9 @@ class FusedPathBase(Path):
                        *faces, fstar, self.diff.ptr, dqdt_ptr)
         chunked = self.config.chunk_elements > 0
 
-        def args(face: bool, first: int, end: int) -> tuple:
+        slots = {name: n for n, name in enumerate(self._launches)}
+
+        def args(name: str, face: bool, first: int, end: int) -> tuple:
             if face:
                 return face_args
             # a chunk's launch covers elements first .. end - 1 (the kernel's e0 and bound); then the
@@ -439,9 +465,14 @@ class FusedPathBase(Path):
             head = (*volume_args, end, first) if chunked else (*volume_args, ne)
             if self.element_order is not None:
                 head += (self.element_order.ptr,)
-            return head if self.face_links is None else (*head, self.face_links.ptr)
+            if self.face_links is not None:
+                head += (self.face_links.ptr,)
+            if self.side_queue is None:
+                return head
+            sm_side, counters = self.side_queue
+            return (*head, sm_side.ptr, counters.ptr + 16 * slots[name])
 
-        return {name: (lambda s, k=kernel, g=grid, b=block, m=smem, a=args(face, *elements), c=cluster:
+        return {name: (lambda s, k=kernel, g=grid, b=block, m=smem, a=args(name, face, *elements), c=cluster:
                        k.launch(g, b, a, m, s, cluster=c if c > 1 else None))
                 for name, (kernel, grid, block, smem, face, cluster, elements) in self._launches.items()}
 
