@@ -172,3 +172,18 @@ def test_probe_on_the_gpu(tmp_path):
         assert 50 < near < far < 5000
         bw = report["read_bandwidth"]
         assert all(v["median_Bps"] > 1e11 for v in bw.values())
+
+
+def test_link_table_reads_saved_ncu_exports():
+    """tools/l2_link.py on a saved `composer profile` CSV (FUSED_TC p = 7, session 36): the link's sectors
+    split into hits and misses at the far slice, as ncu reported them."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import l2_link
+
+    (row,) = l2_link.link_rows(ROOT / "docs/data/h200_s36/call1/prof/applied/FUSED_TC-p7.csv")
+    assert row["kernel"] == "fused_tc_p7_k0_xyz"
+    assert row["link_M"] == pytest.approx(row["far_hits_M"] + row["far_misses_M"], rel=1e-2)  # 0.2 % other lookups
+    assert 0.3 < row["link_share"] < 0.5 and row["link_busy_pct"] > 90
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "l2_link.py"), str(ROOT / "README.md")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.startswith("error:") and proc.stderr.count("\n") == 1

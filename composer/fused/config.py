@@ -363,7 +363,7 @@ class FusedConfig:
     #: at the end. Why: the p = 7 and 15 kernels are bound by the link between the two L2 partitions
     #: (ncu: ``lts__ltcfabric2ltc_cycles_active`` 95-96 %); a sector homed on the far partition crosses it
     #: unless a block on the requesting side read it a moment before (the near partition keeps a copy:
-    #: FUSED_TC p = 7 moves 30.4 M sectors over the link, 9.0 M of them hits at the far side, for 80.2 M
+    #: FUSED_TC p = 7 moves 30.4 M sectors over the link, 8.9 M of them hits at the far side, for 80.2 M
     #: requested; ``h200_s36/call1/prof/applied``). Neighbour gathers between blocks of one side then find
     #: the neighbour's lines on their own side. Results do not depend on it: each work number is taken once.
     side_queues: bool = False

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 39 call 3 (any GPU; about 470 s): issue 16's side queues at p = 7 (`side_queues`, new this session: each
 # block takes its work from the queue of the L2 partition its SM is near, side 0 upwards, side 1 downwards), the
-# design the L2 counters point to (FUSED_TC p = 7: 30.4 M sectors over the partition link, 9.0 M of them hits at
+# design the L2 counters point to (FUSED_TC p = 7: 30.4 M sectors over the partition link, 8.9 M of them hits at
 # the far side, for 80.2 M requested; h200_s36/call1/prof/applied):
 # 1. the L2 partition probe (tools/l2_sides.py): the sides the queues read, the home interleave, own/other reads;
 # 2. the GPU tests of the queued tables (every map, twice in a row, the counters reset);
