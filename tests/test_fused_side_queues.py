@@ -150,6 +150,7 @@ def test_queued_tables_match_the_reference_twice(grid, sides: str) -> None:
                     counters = path.side_queue[1].to_numpy(4 * len(path.launch_blocks()), np.uint32, stream=problem.stream)
                     problem.stream.synchronize()
                     assert not counters.any(), counters
+                    print(f"{variant} {sides} call {call}: {err:.2e}, {path.diagnostics()}")
                 path.close()
             finally:
                 problem.close()

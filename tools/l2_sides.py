@@ -5,9 +5,10 @@
 Issue 16's p = 7 and 15 kernels are bound by the link between the L2 partitions (results.md section 7).
 This tool answers, on the GPU it runs on, what a design that crosses the link less can count on
 (composer/bench/l2_sides.py says why each step):
-1. every SM times L2-only loads of ``--probe-lines`` consecutive 128-byte lines and as many lines
-   8 KiB apart: the SMs fall into sides by the lines they reach quickly (near/far cycles);
-2. the lowest SM of each side times every line of a ``--read-mib`` buffer: each line's home side, and
+1. the SMs' sides by the reference design (composer.bench.l2_sides.sides_from_reference: one SM first-loads a
+   pool of lines, every other SM its own part of it); near/far cycles, and whether a side keeps copies of the
+   other's lines (``copy_fraction``); beside it the matrix form (every SM times the same lines in turn);
+2. the lowest SM of each side first-loads every line of a ``--read-mib`` buffer: each line's home side, and
    how finely homes interleave (runs, and the share of a 4-KiB element, p = 7's q, on its minority side);
 3. every SM reads, from L2, only lines homed on its side, only the other side's, or all: the bandwidth
    of each (own/other is the price of a crossing at full load).
@@ -31,8 +32,10 @@ from composer.bench.l2_sides import (  # noqa: E402
     element_home_split,
     fine_offsets,
     home_runs,
-    homes_from_pair,
+    homes_from_later,
+    reference_pool,
     sides_from_latency,
+    sides_from_reference,
 )
 from composer.cli.arguments import positive_int  # noqa: E402
 from composer.errors import ComposerError  # noqa: E402
@@ -55,63 +58,77 @@ def main() -> int:
 def _run() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="also write the JSON here")
-    parser.add_argument("--probe-lines", type=positive_int, default=512,
-                        help="lines of each probe set every SM times (default 512)")
+    parser.add_argument("--probe-lines", type=positive_int, default=64,
+                        help="lines per SM of the reference design, and of each set every SM times in turn (default 64)")
     parser.add_argument("--read-mib", type=positive_int, default=4,
                         help="MiB of the L2-resident buffer whose homes are mapped and read (default 4)")
     parser.add_argument("--repeats", type=positive_int, default=8, help="dependent loads timed per line (default 8)")
     args = parser.parse_args()
-    read_lines = args.read_mib * 2**20 // LINE_BYTES
-    probe_bytes = args.probe_lines * LINE_BYTES + args.probe_lines * COARSE_STRIDE
-    nbytes = max(read_lines * LINE_BYTES, probe_bytes)
     device = Device()
-    report: dict = {"device": device.name, "sm_count": device.sm_count, "buffer_bytes": nbytes,
-                    "repeats": args.repeats}
+    n_sm = device.sm_count
+    # three disjoint regions: the reference pool, the lines every SM times in turn, the mapped and read buffer
+    pool_bytes = n_sm * args.probe_lines * LINE_BYTES
+    common_base = pool_bytes
+    common_bytes = args.probe_lines * LINE_BYTES + args.probe_lines * COARSE_STRIDE
+    read_base = common_base + common_bytes
+    read_lines = args.read_mib * 2**20 // LINE_BYTES
+    nbytes = read_base + read_lines * LINE_BYTES
+    report: dict = {"device": device.name, "sm_count": n_sm, "buffer_bytes": nbytes, "repeats": args.repeats}
     buffer = DeviceBuffer(nbytes, device)
     probe = L2Probe(device)
     try:
         buffer.zero()
         device.synchronize()
-        offsets = np.concatenate([fine_offsets(args.probe_lines),
-                                  coarse_offsets(args.probe_lines, COARSE_STRIDE, args.probe_lines * LINE_BYTES)])
         t0 = time.perf_counter()
+        # 1. the reference design: block 0 first-loads the pool, each other block its own part
+        pool, parts = reference_pool(n_sm, args.probe_lines)
+        smids, first, _ = probe.slices(buffer, [pool[q] for q in parts], repeats=0)
+        sides = sides_from_reference(first[0], first, parts, smids)
+        report["sides"] = sides.as_dict()
+        report["probing_sms"] = len(set(smids))
+        print(f"sides: {len(sides.members(0))} + {len(sides.members(1))} SMs (separation {sides.separation:.1f}), "
+              f"near {sides.near_cycles:.0f} far {sides.far_cycles:.0f} cycles, far lines the reference's side had "
+              f"read found near: {sides.copy_fraction:.0%}", file=sys.stderr)
+        # 2. the same lines for every SM in turn (the matrix form: with copies kept it sees one level)
+        offsets = np.concatenate([fine_offsets(args.probe_lines) + common_base // 8,
+                                  coarse_offsets(args.probe_lines, COARSE_STRIDE, common_base + args.probe_lines * LINE_BYTES)])
         lat = probe.latency(buffer, offsets, repeats=args.repeats)
-        smids, first, repeat = lat.measured()
+        ids, first_m, repeat_m = lat.measured()
+        report["common_lines"] = {"repeat": sides_from_latency(repeat_m, ids).as_dict(),
+                                  "first": sides_from_latency(first_m, ids).as_dict()}
         report["probe_seconds"] = time.perf_counter() - t0
-        report["probing_sms"] = len(smids)
-        sides = sides_from_latency(repeat, smids)
-        report["sides_repeat"] = sides.as_dict()
-        report["sides_first"] = sides_from_latency(first, smids).as_dict()
-        report["probe_fine_runs"] = home_runs(sides.home[:args.probe_lines], LINE_BYTES)
-        report["probe_coarse_homes"] = {str(d): sum(1 for h in sides.home[args.probe_lines:] if h == d)
-                                        for d in (0, 1)}
-        print(f"sides: {len(sides.members(0))} + {len(sides.members(1))} SMs, two-level lines "
-              f"{sides.two_level_lines}/{sides.lines}, near {sides.near_cycles:.0f} far {sides.far_cycles:.0f} cycles",
-              file=sys.stderr)
         if sides.partitioned:
-            refs = (min(sides.members(0)), min(sides.members(1)))
-            pair = probe.latency(buffer, fine_offsets(read_lines), repeats=max(2, args.repeats // 2),
-                                 active_smids=list(refs))
-            rows = {s: pair.repeat[b] for b, s in enumerate(pair.smids) if s in refs}
-            homes = homes_from_pair(rows[refs[0]], rows[refs[1]], sides.near_cycles, sides.far_cycles)
-            report["reference_sms"] = list(refs)
-            report["read_homes"] = {"0": homes.count(0), "1": homes.count(1), "unknown": homes.count(None)}
-            report["read_runs"] = home_runs(homes, LINE_BYTES)
-            report["element_minority_share"] = {str(b): element_home_split(homes, LINE_BYTES, b)
-                                                for b in ELEMENT_BYTES}
-            by_side = ([i for i, h in enumerate(homes) if h == 0], [i for i, h in enumerate(homes) if h == 1])
-            if min(len(by_side[0]), len(by_side[1])) < MIN_LINES_PER_SIDE:
-                report["read_bandwidth_skipped"] = (
-                    f"the two reference SMs placed {len(by_side[0])} and {len(by_side[1])} lines: fewer than "
-                    f"{MIN_LINES_PER_SIDE} on a side, so no own/other read could be formed")
-                print(report["read_bandwidth_skipped"], file=sys.stderr)
-            else:
-                side_of = dict(zip(sides.smids, sides.side))
-                bw = probe.read_bandwidth(buffer, by_side, side_of)
-                report["read_bandwidth"] = bw
-                report["own_over_other"] = bw["own"]["median_Bps"] / bw["other"]["median_Bps"]
-                print("L2 reads, TB/s: " + ", ".join(f"{k} {v['median_Bps'] / 1e12:.2f}" for k, v in bw.items())
-                      + f"; own/other {report['own_over_other']:.3f}", file=sys.stderr)
+            # 3. homes of the read buffer: the lowest SM of each side first-loads every line, in block order;
+            # the later one's loads split into its side's homes and the other's
+            refs = (sides.members(0)[0], sides.members(1)[0])
+            lines = fine_offsets(read_lines) + read_base // 8
+            ids2, first2, _ = probe.slices(buffer, [lines] * n_sm, repeats=0, active_smids=list(refs))
+            order = [b for b, s in enumerate(ids2) if s in refs and np.all(first2[b] >= 0)]
+            if len(order) >= 2:
+                later = order[1] if order[0] < order[1] else order[0]
+                later_side = 0 if ids2[later] == refs[0] else 1
+                homes = homes_from_later(first2[later], later_side)
+                report["reference_sms"] = list(refs)
+                report["read_homes"] = {"0": homes.count(0), "1": homes.count(1), "unknown": homes.count(None)}
+                report["read_runs"] = home_runs(homes, LINE_BYTES)
+                report["element_minority_share"] = {str(b): element_home_split(homes, LINE_BYTES, b)
+                                                    for b in ELEMENT_BYTES}
+                base_line = read_base // LINE_BYTES
+                by_side = ([base_line + i for i, h in enumerate(homes) if h == 0],
+                           [base_line + i for i, h in enumerate(homes) if h == 1])
+                if min(len(by_side[0]), len(by_side[1])) < MIN_LINES_PER_SIDE:
+                    report["read_bandwidth_skipped"] = (
+                        f"the reference SMs placed {len(by_side[0])} and {len(by_side[1])} lines: fewer than "
+                        f"{MIN_LINES_PER_SIDE} on a side, so no own/other read could be formed")
+                    print(report["read_bandwidth_skipped"], file=sys.stderr)
+                else:
+                    side_of = dict(zip(sides.smids, sides.side))
+                    bw = probe.read_bandwidth(buffer, by_side, side_of)
+                    report["read_bandwidth"] = bw
+                    report["own_over_other"] = bw["own"]["median_Bps"] / bw["other"]["median_Bps"]
+                    print("L2 reads, TB/s: " + ", ".join(f"{k} {v['median_Bps'] / 1e12:.2f}" for k, v in bw.items())
+                          + f"; own/other {report['own_over_other']:.3f}", file=sys.stderr)
+                print(f"homes: {report['read_homes']}, runs {report['read_runs']}", file=sys.stderr)
     finally:
         probe.close()
         buffer.free()

@@ -144,6 +144,99 @@ def sides_from_latency(latency: np.ndarray, smids: list[int]) -> SideMap:
                    statistics.median(near), statistics.median(far) if far else float("nan"))
 
 
+@dataclass
+class ReferenceSides:
+    """The SMs' sides from the reference design (``sides_from_reference``) and what it saw on the way."""
+
+    smids: list[int]
+    side: list[int]
+    partitioned: bool
+    separation: float  # of the SMs' near-minus-far differences (split_two), 0 when not partitioned
+    near_cycles: float  # median first-load cycles of an SM on lines homed on its side
+    far_cycles: float  # ... on lines homed on the other side and not read by its side before
+    copy_fraction: float  # of the lines homed on the other side that the reference's side had read: read fast
+
+    def members(self, side: int) -> list[int]:
+        return sorted(s for s, d in zip(self.smids, self.side) if d == side)
+
+    def as_dict(self) -> dict:
+        return {"partitioned": self.partitioned, "separation": self.separation, "near_cycles": self.near_cycles,
+                "far_cycles": self.far_cycles, "copy_fraction": self.copy_fraction,
+                "sides": {str(d): self.members(d) for d in (0, 1)}}
+
+
+def sides_from_reference(ref_first: np.ndarray, block_first: list[np.ndarray], block_lines: list[np.ndarray],
+                         smids: list[int]) -> ReferenceSides:
+    """The SMs' sides from first loads that no SM of the same side made before them.
+
+    Block 0 (the reference) first-loads every line of a pool; each other block then first-loads its own
+    disjoint part of it (``block_lines[b]``: indices into the pool). The reference's lines split into those
+    near it (homed on its side) and far. A block on the reference's side finds the near ones near; one on
+    the other side finds them far and the reference's far ones near (homed on its side, and read by nobody
+    on its side before). So each block's mean on the reference's near lines minus its mean on the far ones
+    is about 0 or below on the reference's side and about the near/far gap on the other, whether or not a
+    partition keeps copies of the other's lines (a copy the reference's read left on its side only speeds
+    up its own side's reads of its far lines: ``copy_fraction``). Why not one set of lines for every SM in
+    turn: the first SM of a side to read a far line leaves a copy on its side, and its side's later SMs
+    then find it near."""
+    groups = split_two(ref_first)
+    ref_near = np.asarray(ref_first) < groups.threshold
+    n = len(smids)
+    diffs, keep = [], []
+    for b in range(1, n):
+        idx = np.asarray(block_lines[b], dtype=np.int64)
+        lat = np.asarray(block_first[b], dtype=float)
+        if idx.size == 0 or np.any(lat < 0):
+            continue
+        near, far = lat[ref_near[idx]], lat[~ref_near[idx]]
+        if near.size and far.size:
+            diffs.append(float(near.mean() - far.mean()))
+            keep.append(b)
+    side = [0] * n
+    if not is_two_level(groups, ref_near.size) or len(diffs) < 2:
+        return ReferenceSides(list(smids), side, False, 0.0, float("nan"), float("nan"), float("nan"))
+    split = split_two(np.asarray(diffs))
+    if not is_two_level(split, len(diffs) + 1):
+        return ReferenceSides(list(smids), side, False, split.separation, float("nan"), float("nan"), float("nan"))
+    for b, d in zip(keep, diffs):
+        side[b] = 1 if d >= split.threshold else 0
+    own, other, copies = [], [], []
+    for b in keep:
+        idx = np.asarray(block_lines[b], dtype=np.int64)
+        lat = np.asarray(block_first[b], dtype=float)
+        homed_here = ref_near[idx] if side[b] == 0 else ~ref_near[idx]
+        own.extend(lat[homed_here].tolist())
+        if side[b] == 1:
+            other.extend(lat[~homed_here].tolist())
+    near_c, far_c = statistics.median(own), statistics.median(other) if other else float("nan")
+    middle = (near_c + far_c) / 2
+    for b in keep:
+        if side[b] == 0:
+            lat = np.asarray(block_first[b], dtype=float)[~ref_near[np.asarray(block_lines[b], dtype=np.int64)]]
+            copies.extend((lat < middle).tolist())
+    return ReferenceSides(list(smids), side, True, split.separation, near_c, far_c,
+                          float(np.mean(copies)) if copies else float("nan"))
+
+
+def reference_pool(n_sm: int, per_block: int, base_bytes: int = 0) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The reference design's lines: a pool of ``n_sm * per_block`` consecutive 128-byte lines from
+    ``base_bytes`` (word offsets), block 0 timing all of them first and block b its own part b."""
+    pool = (base_bytes + np.arange(n_sm * per_block, dtype=np.int64) * LINE_BYTES) // 8
+    parts = [np.arange(b * per_block, (b + 1) * per_block) for b in range(n_sm)]
+    parts[0] = np.arange(pool.size)
+    return pool, parts
+
+
+def homes_from_later(later_first: np.ndarray, later_side: int) -> list[int | None]:
+    """The lines' homes from the first loads of the second of two SMs of different sides to read them
+    (the first one's reads made every line L2-resident at its home, and left copies on the first one's
+    side only): near (homed on ``later_side``) or far; None for every line when they do not split."""
+    groups = split_two(later_first)
+    if not is_two_level(groups, len(later_first)):
+        return [None] * len(later_first)
+    return [later_side if x < groups.threshold else 1 - later_side for x in later_first]
+
+
 def home_runs(home: list[int | None], stride_bytes: int) -> dict[str, float | None]:
     """How finely the homes of consecutive probed lines interleave: the lengths in bytes of the runs of
     lines on one side (lines without a home end a run). Small runs against an element's bytes mean
@@ -184,24 +277,6 @@ def element_home_split(home: list[int | None], stride_bytes: int, element_bytes:
     return float(np.mean(fractions)) if fractions else None
 
 
-def homes_from_pair(side0: np.ndarray, side1: np.ndarray, near: float, far: float) -> list[int | None]:
-    """Each line's home from the repeat latencies of one SM of each side: the side whose SM is faster by
-    at least half the near/far gap; None where neither is (a line the two SMs reach alike)."""
-    margin = (far - near) / 2
-    a, b = np.asarray(side0, dtype=float), np.asarray(side1, dtype=float)
-    out: list[int | None] = []
-    for x, y in zip(a, b):
-        if x < 0 or y < 0:
-            out.append(None)
-        elif y - x >= margin:
-            out.append(0)
-        elif x - y >= margin:
-            out.append(1)
-        else:
-            out.append(None)
-    return out
-
-
 # --- the kernels ---------------------------------------------------------------------------------
 
 #: One block per SM (the launch asks for more than half an SM's shared memory), the blocks in turn:
@@ -213,7 +288,7 @@ def homes_from_pair(side0: np.ndarray, side1: np.ndarray, near: float, far: floa
 #: writes -1 (the first use probes every SM on a few lines; the second two SMs on many).
 _LATENCY_SOURCE = r"""
 extern "C" __global__ void __launch_bounds__(32) l2_latency(const unsigned long long* buf,
-        const long long* offsets, int nlines, int repeats, unsigned int* ticket, float* first_cycles,
+        const long long* offsets, const int* starts, int repeats, unsigned int* ticket, float* first_cycles,
         float* repeat_cycles, unsigned int* smids, const unsigned char* active, long long spin_limit) {
     if (threadIdx.x != 0) return;
     unsigned int smid;
@@ -227,9 +302,9 @@ extern "C" __global__ void __launch_bounds__(32) l2_latency(const unsigned long 
         __nanosleep(500);
     }
     __shared__ volatile unsigned long long keep;  // each loaded value is stored here before the clock is read
-    for (int l = 0; l < nlines; ++l) {
-        if (!turn || !measure) { first_cycles[(long long)blockIdx.x * nlines + l] = -1.f;
-                                 repeat_cycles[(long long)blockIdx.x * nlines + l] = -1.f; continue; }
+    // block b times the lines offsets[starts[b]] ... offsets[starts[b + 1] - 1], its results at the same places
+    for (int l = starts[blockIdx.x]; l < starts[blockIdx.x + 1]; ++l) {
+        if (!turn || !measure) { first_cycles[l] = -1.f; repeat_cycles[l] = -1.f; continue; }
         unsigned long long p = (unsigned long long)(buf + offsets[l]);
         unsigned long long v;
         long long a = clock64();
@@ -243,8 +318,8 @@ extern "C" __global__ void __launch_bounds__(32) l2_latency(const unsigned long 
         }
         keep = p;
         long long c = clock64();
-        first_cycles[(long long)blockIdx.x * nlines + l] = (float)(b - a);
-        repeat_cycles[(long long)blockIdx.x * nlines + l] = (float)(c - b) / repeats;
+        first_cycles[l] = (float)(b - a);
+        repeat_cycles[l] = repeats > 0 ? (float)(c - b) / repeats : 0.f;
     }
     __threadfence();
     if (turn) atomicAdd(ticket, 1u);
@@ -299,7 +374,8 @@ def coarse_offsets(lines: int, stride_bytes: int, base_bytes: int) -> np.ndarray
 
 
 def ticket_spin_limit(n_sm: int, nlines: int, repeats: int) -> int:
-    """Cycles a block waits for its turn before it gives up: the blocks before it at 2000 cycles a load."""
+    """Cycles a block waits for its turn before it gives up: every line of the blocks before it (``n_sm``
+    blocks of ``nlines``, or one of all the lines) at 2000 cycles a load."""
     return int(n_sm * nlines * (repeats + 1) * 2000 + 10**8)
 
 
@@ -351,7 +427,7 @@ class L2Probe:
                                 entry_points=[LATENCY_ENTRY, READ_ENTRY])
         self.module = Module.from_cubin(compiled.cubin, device)
         self._latency = self.module.get_kernel(compiled.symbol(LATENCY_ENTRY), params(
-            "buf:ptr offsets:ptr nlines:i32 repeats:i32 ticket:ptr first:ptr repeat:ptr smids:ptr active:ptr "
+            "buf:ptr offsets:ptr starts:ptr repeats:i32 ticket:ptr first:ptr repeat:ptr smids:ptr active:ptr "
             "spin:i64"), LATENCY_THREADS)
         self._read = self.module.get_kernel(compiled.symbol(READ_ENTRY), params(
             "buf:ptr lines:ptr n0:i32 n1:i32 side:ptr mode:i32 passes:i32 sink:ptr"), READ_THREADS)
@@ -359,38 +435,51 @@ class L2Probe:
     def close(self) -> None:
         self.module.close()
 
-    def latency(self, buffer, offsets: np.ndarray, repeats: int = 8,  # noqa: ANN001
-                active_smids: list[int] | None = None) -> LatencyProbe:
-        """Time the lines at ``offsets`` (8-byte words into ``buffer``, a zeroed DeviceBuffer) from every
-        SM in turn, or only from ``active_smids``. One block per SM: all resident, so the ticket order
-        cannot deadlock."""
+    def slices(self, buffer, slices: list[np.ndarray], repeats: int = 2,  # noqa: ANN001
+               active_smids: list[int] | None = None) -> tuple[list[int], list[np.ndarray], list[np.ndarray]]:
+        """Block b (of one per SM, in turn: ``slices[b]`` for b < the SM count, the others none) times the
+        lines at ``slices[b]`` (8-byte word offsets into ``buffer``); only the SMs ``active_smids`` when
+        given. Returns per block its SM and its lines' first and repeat cycles (-1: not measured). One
+        block per SM: all resident, so the ticket order cannot deadlock."""
         from composer.runtime import DeviceBuffer, Stream
 
         dev = self.device
-        n_sm, nlines = dev.sm_count, int(offsets.size)
+        n_sm = dev.sm_count
+        parts = [np.asarray(slices[b], dtype=np.int64) if b < len(slices) else np.zeros(0, np.int64)
+                 for b in range(n_sm)]
+        starts = np.concatenate([[0], np.cumsum([part.size for part in parts])]).astype(np.int32)
+        total = int(starts[-1])
         active = np.zeros(SMID_SLOTS, dtype=np.uint8)
         active[list(range(SMID_SLOTS)) if active_smids is None else list(active_smids)] = 1
         stream = Stream(dev)
         bufs: list = []
         try:
-            off = DeviceBuffer.from_numpy(np.ascontiguousarray(offsets, dtype=np.int64), stream, dev)
+            off = DeviceBuffer.from_numpy(np.concatenate(parts) if total else np.zeros(1, np.int64), stream, dev)
+            start = DeviceBuffer.from_numpy(starts, stream, dev)
             ticket = DeviceBuffer(4, dev)
-            first, rep = DeviceBuffer(4 * n_sm * nlines, dev), DeviceBuffer(4 * n_sm * nlines, dev)
+            first, rep = DeviceBuffer(4 * max(total, 1), dev), DeviceBuffer(4 * max(total, 1), dev)
             smids = DeviceBuffer(4 * n_sm, dev)
             act = DeviceBuffer.from_numpy(active, stream, dev)
-            bufs = [off, ticket, first, rep, smids, act]
+            bufs = [off, start, ticket, first, rep, smids, act]
             ticket.zero(stream)
-            self._latency.launch(n_sm, args=(buffer, off, nlines, repeats, ticket, first, rep, smids, act,
-                                             ticket_spin_limit(n_sm, nlines, repeats)),
+            self._latency.launch(n_sm, args=(buffer, off, start, repeats, ticket, first, rep, smids, act,
+                                             ticket_spin_limit(1, total, repeats)),
                                  shared=one_block_per_sm_smem(dev.max_smem_optin), stream=stream)
             stream.synchronize()
-            return LatencyProbe([int(s) for s in smids.to_numpy(n_sm, np.uint32, stream=stream)],
-                                first.to_numpy((n_sm, nlines), np.float32, stream=stream).astype(float),
-                                rep.to_numpy((n_sm, nlines), np.float32, stream=stream).astype(float))
+            f = first.to_numpy(max(total, 1), np.float32, stream=stream).astype(float)
+            r = rep.to_numpy(max(total, 1), np.float32, stream=stream).astype(float)
+            ids = [int(x) for x in smids.to_numpy(n_sm, np.uint32, stream=stream)]
         finally:
             for b in bufs:
                 b.free()
             stream.close()
+        return ids, [f[starts[b]:starts[b + 1]] for b in range(n_sm)], [r[starts[b]:starts[b + 1]] for b in range(n_sm)]
+
+    def latency(self, buffer, offsets: np.ndarray, repeats: int = 8,  # noqa: ANN001
+                active_smids: list[int] | None = None) -> LatencyProbe:
+        """Every SM in turn (or only ``active_smids``) times the same lines ``offsets``: the matrix form."""
+        ids, first, rep = self.slices(buffer, [offsets] * self.device.sm_count, repeats, active_smids)
+        return LatencyProbe(ids, np.vstack(first), np.vstack(rep))
 
     def read_bandwidth(self, buffer, lines_by_side: tuple[list[int], list[int]],  # noqa: ANN001
                        side_of_smid: dict[int, int], repeats: int = 7) -> dict[str, dict[str, float]]:
@@ -438,14 +527,14 @@ class L2Probe:
 # --- the map the fused kernels' side queues read (FusedConfig.side_queues) -------------------------
 
 SIDE_MAP_KINDS = ("probe", "alternate", "zero")
-SIDE_MAP_LINES = 128  # per probe set: a 0.1-s probe of every SM, enough two-level lines to vote
+SIDE_MAP_LINES = 64  # per SM in the reference design: about 10 ms of first loads, 32 lines each side
 _SIDE_MAPS: dict[tuple[str, int], np.ndarray] = {}
 
 
 def sm_side_map(device, kind: str = "probe") -> np.ndarray:  # noqa: ANN001 - a composer.runtime.Device
     """A byte per %smid (SMID_SLOTS of them): the L2 side each SM is near, for the fused kernels' side
-    queues. ``probe``: measured on ``device`` once per process (``L2Probe.latency`` on two small line
-    sets, ``sides_from_latency``); all zero when its L2 shows one level. ``alternate``: the SM id's
+    queues. ``probe``: measured on ``device`` once per process (the reference design,
+    ``sides_from_reference``); all zero when its L2 shows one level. ``alternate``: the SM id's
     parity, an arbitrary split of the same size (what the measured map is worth beside it); ``zero``:
     every SM on side 0, so that the blocks take their work in launch order through one queue (the
     queue's own cost)."""
@@ -455,21 +544,20 @@ def sm_side_map(device, kind: str = "probe") -> np.ndarray:  # noqa: ANN001 - a 
         return np.zeros(SMID_SLOTS, dtype=np.uint8)
     if kind == "alternate":
         return (np.arange(SMID_SLOTS) % 2).astype(np.uint8)
-    key = (device.name, int(getattr(device, "ordinal", 0)))
+    key = (device.name, int(getattr(device, "ordinal", 0)), getattr(device, "active_sms", None))
     if key not in _SIDE_MAPS:
         from composer.runtime import DeviceBuffer
 
         probe = L2Probe(device)
-        buffer = DeviceBuffer(SIDE_MAP_LINES * (LINE_BYTES + 8192), device)
+        pool, parts = reference_pool(device.sm_count, SIDE_MAP_LINES)
+        buffer = DeviceBuffer(int(pool[-1]) * 8 + LINE_BYTES, device)
         try:
             buffer.zero()
-            offsets = np.concatenate([fine_offsets(SIDE_MAP_LINES),
-                                      coarse_offsets(SIDE_MAP_LINES, 8192, SIDE_MAP_LINES * LINE_BYTES)])
-            smids, _, repeat = probe.latency(buffer, offsets, repeats=4).measured()
+            smids, first, _ = probe.slices(buffer, [pool[p] for p in parts], repeats=0)
         finally:
             buffer.free()
             probe.close()
-        sides = sides_from_latency(repeat, smids)
+        sides = sides_from_reference(first[0], first, parts, smids)
         table = np.zeros(SMID_SLOTS, dtype=np.uint8)
         table[np.asarray(sides.smids, dtype=np.int64)] = np.asarray(sides.side, dtype=np.uint8)
         _SIDE_MAPS[key] = table

@@ -75,6 +75,8 @@ class RunRecord:
     started_utc: str | None = None
     #: The compiler of the kernels (Path.kernel_origin; None where the path has one source only).
     kernel_origin: str | None = None
+    #: What the path reports of its setup (Path.diagnostics: a carveout's split, the side queues' sides).
+    diagnostics: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.grid = tuple(int(g) for g in self.grid)  # type: ignore[assignment]
@@ -141,6 +143,7 @@ class RunRecord:
             "clocks": [c.to_dict() for c in self.clocks],
             "validation_error": self.validation_error, "options": dict(self.options),
             "error": self.error, "started_utc": self.started_utc, "kernel_origin": self.kernel_origin,
+            **({"diagnostics": dict(self.diagnostics)} if self.diagnostics else {}),
         }
 
     @classmethod
@@ -154,6 +157,7 @@ class RunRecord:
             clocks=[ClockSample.from_dict(c) for c in d.get("clocks", [])],
             validation_error=d.get("validation_error"), options=dict(d.get("options", {})),
             error=d.get("error"), started_utc=d.get("started_utc"), kernel_origin=d.get("kernel_origin"),
+            diagnostics=dict(d.get("diagnostics", {})),
         )
 
 

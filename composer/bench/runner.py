@@ -99,7 +99,7 @@ def run_once(schedule: Schedule, path: str, fields: dict[str, np.ndarray], devic
             timed_stages=cfg.timed_stages, warmup_steps=cfg.warmup_steps, nstep=cfg.nstep,
             clocks=samples, validation_error=validation_error,
             options={"graph": graph, **options, **sms}, started_utc=started,
-            kernel_origin=impl.kernel_origin,
+            kernel_origin=impl.kernel_origin, diagnostics=impl.diagnostics(),
         )
     finally:
         for part in (stepper, impl, timer):

@@ -81,7 +81,8 @@ def _fits(config: FusedConfig, arch: str = DEFAULT_ARCH) -> bool:
         return False
     for plan in plans:
         k = plan.kernel
-        if plan.smem_bytes > limits.smem_per_block(config.min_blocks) or k.threads % limits.warp_size:
+        static = 16 if config.side_queues else 0  # the queue's work_slot (static shared memory, padded)
+        if plan.smem_bytes + static > limits.smem_per_block(config.min_blocks) or k.threads % limits.warp_size:
             return False
         if config.min_blocks and k.threads * config.min_blocks > limits.max_threads_per_sm:
             return False
@@ -512,7 +513,7 @@ def side_queue_candidates(variant: str, order: int) -> list[tuple[str, FusedConf
     are bound by the link between the L2 partitions, and a far-homed line crosses it unless a block on the
     requesting side read it a moment before; with the queues a block's neighbours run on its own side."""
     base = fused_config(variant, order)
-    if base is None:
+    if base is None or base.side_queues:
         return []
     option = dataclasses.replace(base, side_queues=True)
     return [(label(option), option)] if side_queues_problem(option) is None and _fits(option) else []

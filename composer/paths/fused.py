@@ -394,8 +394,13 @@ class FusedPathBase(Path):
         self.side_queue: tuple | None = None  # side_queues: the SMs' L2 sides and the queues' three counters
         if config.side_queues:
             from composer.bench.l2_sides import sm_side_map
+            from composer.runtime.smid import active_sm_ids
 
-            sides = sm_side_map(problem.device, self.options.get("sm_sides") or "probe")
+            kind = self.options.get("sm_sides") or "probe"
+            sides = sm_side_map(problem.device, kind)
+            ids = active_sm_ids(problem.stream.handle, problem.device)
+            self.side_counts = {"sm_sides": kind, "side0": int(sum(sides[i] == 0 for i in ids)),
+                                "side1": int(sum(sides[i] == 1 for i in ids))}
             sm_side = problem.allocate(f"{self.name}.sm_side", sides.nbytes)
             sm_side.copy_from(sides, problem.stream)
             # three counters per volume kernel (16 bytes each): kernels never share a queue, whatever runs beside what
@@ -442,7 +447,10 @@ class FusedPathBase(Path):
 
     def diagnostics(self) -> dict[str, Any]:
         """With a carveout (option or key): what it gave each volume kernel (shared memory, L1, blocks per SM)."""
-        return {"carveout": dict(self.carveouts)} if self.carveouts else {}
+        found = {"carveout": dict(self.carveouts)} if self.carveouts else {}
+        if self.side_queue is not None:  # how the probed map split the SMs the kernels run on
+            found["side_queues"] = dict(self.side_counts)
+        return found
 
     def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
         p = self.problem

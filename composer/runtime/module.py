@@ -91,8 +91,9 @@ class Kernel:
         self.params = tuple(params) if params is not None else None
         self.block = dim3(block, f"{name} block", BLOCK_LIMITS) if block is not None else None
         self.dynamic_smem = int(dynamic_smem)
-        self._smem_optin = STATIC_SMEM_LIMIT
-        if self.dynamic_smem > STATIC_SMEM_LIMIT:
+        # without an opt-in a block may use 48 KiB of shared memory in all, static and dynamic together
+        self._smem_optin = STATIC_SMEM_LIMIT - self.static_smem
+        if self.dynamic_smem > self._smem_optin:
             self.set_max_dynamic_smem(self.dynamic_smem)
 
     def _attr(self, name: str) -> int:
@@ -128,8 +129,9 @@ class Kernel:
                          f"cuOccupancyMaxActiveBlocksPerMultiprocessor({self.name})"))
 
     def set_max_dynamic_smem(self, nbytes: int) -> None:
-        """Opt in to more than 48 KiB of dynamic shared memory (no-op at or below 48 KiB)."""
-        if nbytes <= STATIC_SMEM_LIMIT:
+        """Opt in to dynamic shared memory that with the kernel's static shared memory exceeds 48 KiB (no-op
+        below that)."""
+        if nbytes + self.static_smem <= STATIC_SMEM_LIMIT:
             return
         limit = self.device.max_smem_optin - self.static_smem
         if nbytes > limit:

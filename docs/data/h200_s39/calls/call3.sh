@@ -17,7 +17,7 @@ call_start .cache/nvrtc_pin9 l2 sq prof
 S=$PWD/docs/data/h200_s39/sched_sideq
 timeout 90 python3 tools/l2_sides.py --out "$OUT/l2/sides.json" > "$OUT/logs/l2_sides.log" 2>&1; t l2_sides $?
 cat "$OUT/logs/l2_sides.log"
-timeout 150 python3 -m pytest -v -m gpu -p no:cacheprovider tests/test_fused_side_queues.py \
+timeout 150 python3 -m pytest -v -s -m gpu -p no:cacheprovider tests/test_fused_side_queues.py \
   > "$OUT/logs/pytest_sq.log" 2>&1; t pytest_sq $?
 tail -3 "$OUT/logs/pytest_sq.log"
 for run in A1 P1 L1 Z1 Z2 L2 P2 A2; do
