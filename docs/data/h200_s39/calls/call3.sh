@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Session 39 call 3 (any GPU; about 470 s): issue 16's side queues at p = 7 (`side_queues`, new this session: each
+# Session 39 call 3 (any GPU; about 440 s): issue 16's side queues at p = 7 (`side_queues`, new this session: each
 # block takes its work from the queue of the L2 partition its SM is near, side 0 upwards, side 1 downwards), the
 # design the L2 counters point to (FUSED_TC p = 7: 30.4 M sectors over the partition link, 8.9 M of them hits at
 # the far side, for 80.2 M requested; h200_s36/call1/prof/applied):
 # 1. the L2 partition probe (tools/l2_sides.py): the sides the queues read, the home interleave, own/other reads;
-# 2. alternating benches of FUSED_TC and FUSED_TC16 at p = 7, 3 rounds each, A P L Z Z L P A: A the schedules as
+# 2. alternating benches of FUSED_TC and FUSED_TC16 at p = 7, 2 rounds each, A P L Z Z L P A: A the schedules as
 #    shipped, P/L/Z the same tables with `side_queues = true` (docs/data/h200_s39/sched_sideq) reading the probed
 #    map (P), the SM id's parity (L: an arbitrary split of the same size) or one queue in launch order (Z: the
 #    queue's own cost); on a GPU other than an H200 the generic tables throughout;
@@ -16,7 +16,7 @@ source tools/device_prelude.sh
 call_start .cache/nvrtc_pin9 l2 sq prof
 [[ "$GPU" == *H200* ]] || export COMPOSER_SCHEDULE_MACHINE=generic
 S=$PWD/docs/data/h200_s39/sched_sideq
-LIMIT=${LIMIT:-540}
+LIMIT=${LIMIT:-440}
 timeout 90 python3 tools/l2_sides.py --out "$OUT/l2/sides.json" > "$OUT/logs/l2_sides.log" 2>&1; t l2_sides $?
 cat "$OUT/logs/l2_sides.log"
 for run in A1 P1 L1 Z1 Z2 L2 P2 A2; do
@@ -27,7 +27,7 @@ for run in A1 P1 L1 Z1 Z2 L2 P2 A2; do
     L*) export COMPOSER_SCHEDULES=$S; opts=(--option FUSED_TC.sm_sides=alternate --option FUSED_TC16.sm_sides=alternate) ;;
     Z*) export COMPOSER_SCHEDULES=$S; opts=(--option FUSED_TC.sm_sides=zero --option FUSED_TC16.sm_sides=zero) ;;
   esac
-  timeout 80 $M bench --paths FUSED_TC,FUSED_TC16 --orders 7 --rounds 3 "${opts[@]}" --out "$OUT/sq/$run" \
+  timeout 70 $M bench --paths FUSED_TC,FUSED_TC16 --orders 7 --rounds 2 "${opts[@]}" --out "$OUT/sq/$run" \
     > "$OUT/logs/sq_$run.log" 2>&1; t "sq_$run" $?
 done
 unset COMPOSER_SCHEDULES
