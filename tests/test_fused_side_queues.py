@@ -92,7 +92,7 @@ def test_the_kernel_differs_only_in_its_prologue_and_work_number(variant: str, o
 
 
 def test_side_maps_and_the_option() -> None:
-    from composer.bench.l2_sides import SMID_SLOTS, sm_side_map
+    from composer.runtime.l2_sides import SMID_SLOTS, sm_side_map
     from composer.paths.fused import sm_sides_option
 
     zero, alternate = sm_side_map(None, "zero"), sm_side_map(None, "alternate")

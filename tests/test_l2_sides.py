@@ -1,4 +1,4 @@
-"""The L2-partition probe (composer/bench/l2_sides.py): its analysis on latency matrices built the way a
+"""The L2-partition probe (composer/runtime/l2_sides.py): its analysis on latency matrices built the way a
 two-partition L2 would produce them, its kernels compiled for sm_90, and on a GPU the probe itself."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from composer.bench import l2_sides as l2
+from composer.runtime import l2_sides as l2
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -14,6 +14,8 @@
 # Each part writes $OUT/logs/gpu_suite_PART.log (verbose, with the 15 slowest tests).
 set -o pipefail
 part=${1:?usage: gpu_suite.sh build|A|B|C|D}
+if [ "$part" = -h ] || [ "$part" = --help ]; then sed -n "2,/^set -o/p" "$0" | sed "s/^# \{0,1\}//; /^set -o/d"; exit 0; fi
+case $part in build|A|B|C|D) ;; *) echo "gpu_suite.sh: unknown part $part (build, A, B, C or D; --help)" >&2; exit 2 ;; esac
 B=.cache/build_suite
 if [ "$part" = build ]; then
   export COMPOSER_SCHEDULE_MACHINE=generic  # the schedules the tests force (tests/conftest.py)

@@ -4,8 +4,8 @@
 
 Issue 16's p = 7 and 15 kernels are bound by the link between the L2 partitions (results.md section 7).
 This tool answers, on the GPU it runs on, what a design that crosses the link less can count on
-(composer/bench/l2_sides.py says why each step):
-1. the SMs' sides by the reference design (composer.bench.l2_sides.sides_from_reference: one SM first-loads a
+(composer/runtime/l2_sides.py says why each step):
+1. the SMs' sides by the reference design (composer.runtime.l2_sides.sides_from_reference: one SM first-loads a
    pool of lines, every other SM its own part of it); near/far cycles, and whether a side keeps copies of the
    other's lines (``copy_fraction``); beside it the matrix form (every SM times the same lines in turn);
 2. the lowest SM of each side first-loads every line of a ``--read-mib`` buffer: each line's home side, and
@@ -25,7 +25,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from composer.bench.l2_sides import (  # noqa: E402
+from composer.runtime.l2_sides import (  # noqa: E402
     LINE_BYTES,
     L2Probe,
     coarse_offsets,

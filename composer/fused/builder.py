@@ -44,7 +44,7 @@ ORDERED_VOLUME_SIGNATURE: tuple[Param, ...] = VOLUME_SIGNATURE + params("order:p
 #: A table with ``exterior_maps = false``: the face links its fluxes take the exterior nodes from (an int2 per
 #: element face; composer.fused.links), after the permutation when there is one.
 LINKS_PARAMS: tuple[Param, ...] = params("links:ptr")
-#: A table with ``side_queues``: the L2 side of each SM (a byte per %smid, composer.bench.l2_sides) and the
+#: A table with ``side_queues``: the L2 side of each SM (a byte per %smid, composer.runtime.l2_sides) and the
 #: three counters of the queues (side 0's, side 1's, and the blocks served: the last block resets them).
 SIDE_QUEUE_PARAMS: tuple[Param, ...] = params("sm_side:ptr work_queue:ptr")
 FACE_SIGNATURE: tuple[Param, ...] = params(

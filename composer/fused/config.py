@@ -357,7 +357,7 @@ class FusedConfig:
     #: kernels' sources do not change; the path refuses, in one line, a carveout that holds no block.
     carveout: int | None = None
     #: True (box kernels, one grid per kernel): each block takes its work from the queue of the L2 partition
-    #: its SM sits on (``composer.bench.l2_sides``: which SMs are near which partition, probed once per
+    #: its SM sits on (``composer.runtime.l2_sides``: which SMs are near which partition, probed once per
     #: process): blocks on side 0 take the work numbers upwards from the first, blocks on side 1 downwards
     #: from the last, so that at any moment each side works on its own end of the grid and the two meet
     #: at the end. Why: the p = 7 and 15 kernels are bound by the link between the two L2 partitions

@@ -147,8 +147,8 @@ def carveout_option(value: int | str) -> int:
 
 
 def sm_sides_option(value: str) -> str:
-    """The side map a side-queued table reads (composer.bench.l2_sides.SIDE_MAP_KINDS)."""
-    from composer.bench.l2_sides import SIDE_MAP_KINDS
+    """The side map a side-queued table reads (composer.runtime.l2_sides.SIDE_MAP_KINDS)."""
+    from composer.runtime.l2_sides import SIDE_MAP_KINDS
 
     if value not in SIDE_MAP_KINDS:
         raise ValueError(f"expected one of {', '.join(SIDE_MAP_KINDS)}, got {value!r}")
@@ -393,7 +393,7 @@ class FusedPathBase(Path):
             problem.stream.synchronize()  # the host copy is a temporary
         self.side_queue: tuple | None = None  # side_queues: the SMs' L2 sides and the queues' three counters
         if config.side_queues:
-            from composer.bench.l2_sides import sm_side_map
+            from composer.runtime.l2_sides import sm_side_map
             from composer.runtime.smid import active_sm_ids
 
             kind = self.options.get("sm_sides") or "probe"
