@@ -203,13 +203,14 @@ def test_the_dfma_ablation_of_a_clustered_table_has_no_dmma() -> None:
 # --- trace clusters: exterior face traces from the neighbours' tiles (p = 7, 15) ------------------
 
 def _trace_cluster(variant: str, order: int, size: int):
-    import dataclasses
-
-    from composer.fused.config import one_element_form
+    """The shipped table as a trace cluster of ``size`` (``trace_cluster_form``), required to exist and to
+    fit: a shipped table that can no longer form one is a failure here, not a silently skipped case."""
+    from composer.fused.candidates import _fits, trace_cluster_form
     from composer.fused.config import fused_config
 
-    # the shipped table in its one-element form (p = 7's FUSED_TC16 pairs x neighbours since session 26)
-    return dataclasses.replace(one_element_form(fused_config(variant, order)), traces="tiles", trace_cluster=size)
+    config = trace_cluster_form(fused_config(variant, order), size)
+    assert config is not None and _fits(config), (variant, order, size, config)
+    return config
 
 
 def test_trace_cluster_keys_and_their_errors() -> None:

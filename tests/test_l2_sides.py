@@ -160,6 +160,9 @@ def test_probe_on_the_gpu(tmp_path):
     assert report["probing_sms"] == report["sm_count"]
     sides = report["sides"]["sides"]
     assert len(sides["0"]) + len(sides["1"]) == report["sm_count"]
+    raw = report["reference_raw"]  # every block's first loads: its own part, block 0 the whole pool
+    assert [len(f) for f in raw["first"]] == [raw["per_block"] * report["sm_count"]] + [raw["per_block"]] * (
+        report["sm_count"] - 1)
     if report["sides"]["partitioned"]:
         near, far = report["sides"]["near_cycles"], report["sides"]["far_cycles"]
         assert 50 < near < far < 5000

@@ -85,6 +85,11 @@ def _run() -> int:
         smids, first, _ = probe.slices(buffer, [pool[q] for q in parts], repeats=0)
         sides = sides_from_reference(first[0], first, parts, smids)
         report["sides"] = sides.as_dict()
+        # the raw first loads (cycles; -1 where a block saw no slot), so that a split the analysis refuses
+        # can be examined offline: block b's values belong to pool lines reference_lines[b]
+        report["reference_raw"] = {"smids": [int(s) for s in smids],
+                                   "first": [np.asarray(f, dtype=np.int64).tolist() for f in first],
+                                   "per_block": args.probe_lines}
         report["probing_sms"] = len(set(smids))
         print(f"sides: {len(sides.members(0))} + {len(sides.members(1))} SMs (separation {sides.separation:.1f}), "
               f"near {sides.near_cycles:.0f} far {sides.far_cycles:.0f} cycles, far lines the reference's side had "

@@ -1302,6 +1302,25 @@ def xyz_cluster_refine_candidates(variant: str, order: int) -> list[tuple[str, F
     return [(label(c), c) for c in dict.fromkeys(out)]
 
 
+def trace_cluster_form(config: FusedConfig, size: int) -> FusedConfig | None:
+    """``config`` as a trace cluster of ``size`` consecutive elements (None where it cannot be one): one
+    element per block without bricks (``_grouping_base``), every kernel a whole unclustered element box,
+    the face traces from the staged tiles, the index maps read again, no restaged flux tiles (they read the
+    interior traces from a tile the cluster's peers also read). Why the maps: a cluster
+    takes its neighbours' traces from their tiles through distributed shared memory, and the keys that
+    drop vmapM/vmapP (``interior_maps``/``exterior_maps = false``, the shipped p = 7 tables since
+    sessions 31-36) need traces read from global memory; a split-axis table (p = 15's clusters of
+    ``box = [8, 16, 16]``) is taken as its whole-element form. Streamed and separate-flux tables have no
+    such form."""
+    if config.volume != "box" or config.flux != "inline" or any(len(k.dirs) != 3 for k in config.kernels):
+        return None
+    whole = (config.nq,) * 3
+    base = _grouping_base(config)
+    kernels = tuple(dataclasses.replace(k, box=whole, cluster=1) for k in base.kernels)
+    return dataclasses.replace(base, kernels=kernels, traces="tiles", trace_cluster=size, elements_per_block=1,
+                               interior_maps=True, exterior_maps=True, flux_tiles=0)
+
+
 def trace_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The order's whole-element schedule (p = 7, 15) with its exterior face traces taken from the
     neighbours' staged tiles in thread-block clusters of 2, 4 or 8 consecutive elements (issue 16's
@@ -1309,15 +1328,8 @@ def trace_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedC
     if order not in SUPPORTED_ORDERS[variant]:
         return []
     base = fused_config(variant, order)
-    if base.volume != "box" or base.flux != "inline" or any(k.box != (base.nq,) * 3 for k in base.kernels):
-        return []
-    base = _grouping_base(base)
-    out = []
-    for size in (2, 4, 8):
-        config = dataclasses.replace(base, traces="tiles", trace_cluster=size, elements_per_block=1)
-        if _fits(config):
-            out.append(config)
-    return [(label(c), c) for c in out]
+    found = [trace_cluster_form(base, size) for size in (2, 4, 8)]
+    return [(label(c), c) for c in found if c is not None and _fits(c)]
 
 
 #: The candidate families `composer sweep-fused check --subset` runs (each with the schedule's own
