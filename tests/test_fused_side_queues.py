@@ -95,14 +95,43 @@ def test_side_maps_and_the_option() -> None:
     from composer.runtime.l2_sides import SMID_SLOTS, sm_side_map
     from composer.paths.fused import sm_sides_option
 
-    zero, alternate = sm_side_map(None, "zero"), sm_side_map(None, "alternate")
+    (zero, zsrc), (alternate, asrc) = sm_side_map(None, "zero"), sm_side_map(None, "alternate")
     assert zero.shape == alternate.shape == (SMID_SLOTS,) and zero.dtype == np.uint8
-    assert not zero.any() and list(alternate[:4]) == [0, 1, 0, 1]
+    assert not zero.any() and list(alternate[:4]) == [0, 1, 0, 1] and (zsrc, asrc) == ("zero", "alternate")
     with pytest.raises(ValueError, match="probe"):
         sm_side_map(None, "half")
-    assert sm_sides_option("alternate") == "alternate"
-    with pytest.raises(ValueError, match="expected one of probe, alternate, zero"):
+    assert sm_sides_option("alternate") == "alternate" and sm_sides_option("lines") == "lines"
+    with pytest.raises(ValueError, match="expected one of probe, lines, alternate, zero"):
         sm_sides_option("random")
+
+
+class _FakeDevice:
+    name, ordinal, active_sms, sm_count = "fake", 0, None, 4
+
+
+@pytest.mark.parametrize("reference,matrix,kind,expected", [
+    (([0, 1, 2, 3], [0, 1, 1, 0]), ([0, 1, 2, 3], [1, 1, 0, 0]), "probe", ([0, 1, 1, 0], "reference")),
+    (None, ([0, 1, 2, 3], [1, 1, 0, 0]), "probe", ([1, 1, 0, 0], "lines")),
+    (None, None, "probe", ([0, 0, 0, 0], "none")),
+    (([0, 1, 2, 3], [0, 1, 1, 0]), ([0, 1, 2, 3], [1, 1, 0, 0]), "lines", ([1, 1, 0, 0], "lines")),
+])
+def test_the_probed_map_falls_back_to_the_matrix_form(monkeypatch, reference, matrix, kind, expected) -> None:
+    """``probe`` takes the reference design's split, the matrix form's where the reference finds one side
+    (an H100 in session 40), else none; ``lines`` never asks the reference. Measured once per process."""
+    from composer.runtime import l2_sides
+
+    calls = []
+    monkeypatch.setattr(l2_sides, "_SIDE_MAPS", {})
+    monkeypatch.setattr(l2_sides, "L2Probe", lambda device: type("P", (), {"close": lambda self: None})())
+    monkeypatch.setattr(l2_sides, "_reference_split", lambda probe, device: calls.append("reference") or reference)
+    monkeypatch.setattr(l2_sides, "_matrix_split", lambda probe, device: calls.append("lines") or matrix)
+    table, source = l2_sides.sm_side_map(_FakeDevice(), kind)
+    assert (list(table[:4]), source) == (expected[0], expected[1]) and not table[4:].any()
+    assert calls == (["reference"] if kind == "probe" and reference else
+                     ["reference", "lines"] if kind == "probe" else ["lines"])
+    measured = len(calls)
+    again, _ = l2_sides.sm_side_map(_FakeDevice(), kind)
+    assert list(again[:4]) == expected[0] and len(calls) == measured  # cached: no second measurement
 
 
 @needs_nvrtc
@@ -117,7 +146,7 @@ def test_queued_kernels_compile_with_their_registers(variant: str) -> None:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("grid", [(4, 3, 2), "s29"])
-@pytest.mark.parametrize("sides", ["probe", "alternate", "zero"])
+@pytest.mark.parametrize("sides", ["probe", "lines", "alternate", "zero"])
 def test_queued_tables_match_the_reference_twice(grid, sides: str) -> None:
     """Each side map, two calls in a row on one path (the counters the first call leaves are the second's):
     both validate, and the counters are zero after each."""

@@ -233,8 +233,10 @@ class FusedPathBase(Path):
                                                 "L1/shared store, at the blocks per SM that its shared memory "
                                                 "holds (composer.arch.limits; a hint the driver may overrule)"),
         "sm_sides": PathOption(sm_sides_option, "with a table's side_queues: the SMs' L2 sides the queues read: "
-                                                "probe (measured once per process, the default), alternate (the "
-                                                "SM id's parity) or zero (one queue in launch order)"),
+                                                "probe (measured once per process, the default: the reference "
+                                                "design, else the matrix form), lines (the matrix form), "
+                                                "alternate (the SM id's parity) or zero (one queue in launch "
+                                                "order)"),
         "resident": PathOption(positive_int_option, "at most this many blocks of each volume kernel per SM "
                                                     "(dynamic shared memory padded; the occupancy axis of the "
                                                     "model's calibration, composer.model: the same binary at "
@@ -397,9 +399,9 @@ class FusedPathBase(Path):
             from composer.runtime.smid import active_sm_ids
 
             kind = self.options.get("sm_sides") or "probe"
-            sides = sm_side_map(problem.device, kind)
+            sides, source = sm_side_map(problem.device, kind)
             ids = active_sm_ids(problem.stream.handle, problem.device)
-            self.side_counts = {"sm_sides": kind, "side0": int(sum(sides[i] == 0 for i in ids)),
+            self.side_counts = {"sm_sides": kind, "source": source, "side0": int(sum(sides[i] == 0 for i in ids)),
                                 "side1": int(sum(sides[i] == 1 for i in ids))}
             sm_side = problem.allocate(f"{self.name}.sm_side", sides.nbytes)
             sm_side.copy_from(sides, problem.stream)

@@ -526,39 +526,82 @@ class L2Probe:
 
 # --- the map the fused kernels' side queues read (FusedConfig.side_queues) -------------------------
 
-SIDE_MAP_KINDS = ("probe", "alternate", "zero")
+SIDE_MAP_KINDS = ("probe", "lines", "alternate", "zero")
 SIDE_MAP_LINES = 64  # per SM in the reference design: about 10 ms of first loads, 32 lines each side
-_SIDE_MAPS: dict[tuple[str, int], np.ndarray] = {}
+MATRIX_LINES = 64  # of each set (line-grain and 8-KiB strided) in the matrix form: about 25 ms
+MATRIX_STRIDE = 8192
+_SIDE_MAPS: dict[tuple, tuple[np.ndarray, str]] = {}
 
 
-def sm_side_map(device, kind: str = "probe") -> np.ndarray:  # noqa: ANN001 - a composer.runtime.Device
+def side_table(smids: list[int], side: list[int]) -> np.ndarray:
+    """The byte-per-%smid table (SMID_SLOTS) of a measured split; SMs not measured on side 0."""
+    table = np.zeros(SMID_SLOTS, dtype=np.uint8)
+    table[np.asarray(smids, dtype=np.int64)] = np.asarray(side, dtype=np.uint8)
+    return table
+
+
+def _reference_split(probe: "L2Probe", device) -> tuple[list[int], list[int]] | None:  # noqa: ANN001
+    """The reference design's split (``sides_from_reference``), None where it finds one side."""
+    from composer.runtime import DeviceBuffer
+
+    pool, parts = reference_pool(device.sm_count, SIDE_MAP_LINES)
+    buffer = DeviceBuffer(int(pool[-1]) * 8 + LINE_BYTES, device)
+    try:
+        buffer.zero()
+        smids, first, _ = probe.slices(buffer, [pool[p] for p in parts], repeats=0)
+    finally:
+        buffer.free()
+    sides = sides_from_reference(first[0], first, parts, smids)
+    return (sides.smids, sides.side) if sides.partitioned else None
+
+
+def _matrix_split(probe: "L2Probe", device) -> tuple[list[int], list[int]] | None:  # noqa: ANN001
+    """The matrix form's split (every SM times the same lines in turn; ``sides_from_latency`` on the first
+    loads, else the repeats), None where neither shows two levels. Why a fallback: on an H100 (session 40)
+    the reference design put fewer than 15 % of the SMs apart, while the lines that kept two levels in the
+    matrix form split the SMs 62 / 70 in runs of 8 SM ids with agreement 1.0."""
+    from composer.runtime import DeviceBuffer
+
+    offsets = np.concatenate([fine_offsets(MATRIX_LINES),
+                              coarse_offsets(MATRIX_LINES, MATRIX_STRIDE, MATRIX_LINES * LINE_BYTES)])
+    buffer = DeviceBuffer(MATRIX_LINES * (LINE_BYTES + MATRIX_STRIDE), device)
+    try:
+        buffer.zero()
+        ids, first, repeat = probe.latency(buffer, offsets).measured()
+    finally:
+        buffer.free()
+    if len(ids) < 2:
+        return None
+    for matrix in (first, repeat):
+        sides = sides_from_latency(matrix, ids)
+        if sides.partitioned:
+            return sides.smids, sides.side
+    return None
+
+
+def sm_side_map(device, kind: str = "probe") -> tuple[np.ndarray, str]:  # noqa: ANN001 - a composer.runtime.Device
     """A byte per %smid (SMID_SLOTS of them): the L2 side each SM is near, for the fused kernels' side
-    queues. ``probe``: measured on ``device`` once per process (the reference design,
-    ``sides_from_reference``); all zero when its L2 shows one level. ``alternate``: the SM id's
-    parity, an arbitrary split of the same size (what the measured map is worth beside it); ``zero``:
-    every SM on side 0, so that the blocks take their work in launch order through one queue (the
-    queue's own cost)."""
+    queues, and where the split came from (``reference``, ``lines``, ``none``, or the kind itself).
+    ``probe``: measured on ``device`` once per process, by the reference design
+    (``sides_from_reference``), else the matrix form; all zero (``none``) when neither shows two levels.
+    ``lines``: the matrix form alone. ``alternate``: the SM id's parity, an arbitrary split of about the
+    same size (what the measured map is worth beside it); ``zero``: every SM on side 0, so that the blocks
+    take their work in launch order through one queue (the queue's own cost)."""
     if kind not in SIDE_MAP_KINDS:
         raise ValueError(f"expected one of {SIDE_MAP_KINDS}, got {kind!r}")
     if kind == "zero":
-        return np.zeros(SMID_SLOTS, dtype=np.uint8)
+        return np.zeros(SMID_SLOTS, dtype=np.uint8), kind
     if kind == "alternate":
-        return (np.arange(SMID_SLOTS) % 2).astype(np.uint8)
-    key = (device.name, int(getattr(device, "ordinal", 0)), getattr(device, "active_sms", None))
+        return (np.arange(SMID_SLOTS) % 2).astype(np.uint8), kind
+    key = (kind, device.name, int(getattr(device, "ordinal", 0)), getattr(device, "active_sms", None))
     if key not in _SIDE_MAPS:
-        from composer.runtime import DeviceBuffer
-
         probe = L2Probe(device)
-        pool, parts = reference_pool(device.sm_count, SIDE_MAP_LINES)
-        buffer = DeviceBuffer(int(pool[-1]) * 8 + LINE_BYTES, device)
         try:
-            buffer.zero()
-            smids, first, _ = probe.slices(buffer, [pool[p] for p in parts], repeats=0)
+            split, source = (_reference_split(probe, device), "reference") if kind == "probe" else (None, "")
+            if split is None:
+                split, source = _matrix_split(probe, device), "lines"
         finally:
-            buffer.free()
             probe.close()
-        sides = sides_from_reference(first[0], first, parts, smids)
-        table = np.zeros(SMID_SLOTS, dtype=np.uint8)
-        table[np.asarray(sides.smids, dtype=np.int64)] = np.asarray(sides.side, dtype=np.uint8)
-        _SIDE_MAPS[key] = table
-    return _SIDE_MAPS[key].copy()
+        _SIDE_MAPS[key] = (side_table(*split), source) if split else (np.zeros(SMID_SLOTS, dtype=np.uint8), "none")
+    table, source = _SIDE_MAPS[key]
+    return table.copy(), source
