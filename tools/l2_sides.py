@@ -7,7 +7,8 @@ This tool answers, on the GPU it runs on, what a design that crosses the link le
 (composer/runtime/l2_sides.py says why each step):
 1. the SMs' sides by the reference design (composer.runtime.l2_sides.sides_from_reference: one SM first-loads a
    pool of lines, every other SM its own part of it); near/far cycles, and whether a side keeps copies of the
-   other's lines (``copy_fraction``); beside it the matrix form (every SM times the same lines in turn);
+   other's lines (``copy_fraction``); beside it the matrix form (every SM times the same lines in turn), whose
+   split steps 2 and 3 use where it finds one (``split_source``; the reference design's otherwise);
 2. the lowest SM of each side first-loads every line of a ``--read-mib`` buffer: each line's home side, and
    how finely homes interleave (runs, and the share of a 4-KiB element, p = 7's q, on its minority side);
 3. every SM reads, from L2, only lines homed on its side, only the other side's, or all: the bandwidth
@@ -102,6 +103,14 @@ def _run() -> int:
         report["common_lines"] = {"repeat": sides_from_latency(repeat_m, ids).as_dict(),
                                   "first": sides_from_latency(first_m, ids).as_dict()}
         report["probe_seconds"] = time.perf_counter() - t0
+        # the split the homes and reads below use: the matrix form's, else the reference design's, as the side
+        # queues' map (composer.runtime.l2_sides.sm_side_map says why the matrix form comes first)
+        report["split_source"] = "reference" if sides.partitioned else "none"
+        for matrix in (first_m, repeat_m):
+            alt = sides_from_latency(matrix, ids)
+            if alt.partitioned:
+                sides, report["split_source"] = alt, "lines"
+                break
         if sides.partitioned:
             # 3. homes of the read buffer: the lowest SM of each side first-loads every line, in block order;
             # the later one's loads split into its side's homes and the other's

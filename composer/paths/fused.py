@@ -233,8 +233,8 @@ class FusedPathBase(Path):
                                                 "L1/shared store, at the blocks per SM that its shared memory "
                                                 "holds (composer.arch.limits; a hint the driver may overrule)"),
         "sm_sides": PathOption(sm_sides_option, "with a table's side_queues: the SMs' L2 sides the queues read: "
-                                                "probe (measured once per process, the default: the reference "
-                                                "design, else the matrix form), lines (the matrix form), "
+                                                "probe (measured once per process, the default: the matrix "
+                                                "form, else the reference design), lines (the matrix form), "
                                                 "alternate (the SM id's parity) or zero (one queue in launch "
                                                 "order)"),
         "resident": PathOption(positive_int_option, "at most this many blocks of each volume kernel per SM "

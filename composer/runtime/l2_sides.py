@@ -557,9 +557,11 @@ def _reference_split(probe: "L2Probe", device) -> tuple[list[int], list[int]] | 
 
 def _matrix_split(probe: "L2Probe", device) -> tuple[list[int], list[int]] | None:  # noqa: ANN001
     """The matrix form's split (every SM times the same lines in turn; ``sides_from_latency`` on the first
-    loads, else the repeats), None where neither shows two levels. Why a fallback: on an H100 (session 40)
-    the reference design put fewer than 15 % of the SMs apart, while the lines that kept two levels in the
-    matrix form split the SMs 62 / 70 in runs of 8 SM ids with agreement 1.0."""
+    loads, else the repeats), None where neither shows two levels. Why it comes first: on two H100s
+    (session 40) the lines that kept two levels in the matrix form split the SMs with agreement 0.997-1.0
+    (62 / 70 and 66 / 66, near 272-300 against far 307-335 cycles), while the reference design put fewer than
+    15 % of the SMs apart on one and split the other 99 / 33 with a 9-cycle gap, reading its own side's
+    lines slower than the other's (own/other 0.66): a split no partition explains."""
     from composer.runtime import DeviceBuffer
 
     offsets = np.concatenate([fine_offsets(MATRIX_LINES),
@@ -582,8 +584,8 @@ def _matrix_split(probe: "L2Probe", device) -> tuple[list[int], list[int]] | Non
 def sm_side_map(device, kind: str = "probe") -> tuple[np.ndarray, str]:  # noqa: ANN001 - a composer.runtime.Device
     """A byte per %smid (SMID_SLOTS of them): the L2 side each SM is near, for the fused kernels' side
     queues, and where the split came from (``reference``, ``lines``, ``none``, or the kind itself).
-    ``probe``: measured on ``device`` once per process, by the reference design
-    (``sides_from_reference``), else the matrix form; all zero (``none``) when neither shows two levels.
+    ``probe``: measured on ``device`` once per process, by the matrix form (``_matrix_split``), else the
+    reference design (``sides_from_reference``); all zero (``none``) when neither shows two levels.
     ``lines``: the matrix form alone. ``alternate``: the SM id's parity, an arbitrary split of about the
     same size (what the measured map is worth beside it); ``zero``: every SM on side 0, so that the blocks
     take their work in launch order through one queue (the queue's own cost)."""
@@ -597,9 +599,9 @@ def sm_side_map(device, kind: str = "probe") -> tuple[np.ndarray, str]:  # noqa:
     if key not in _SIDE_MAPS:
         probe = L2Probe(device)
         try:
-            split, source = (_reference_split(probe, device), "reference") if kind == "probe" else (None, "")
-            if split is None:
-                split, source = _matrix_split(probe, device), "lines"
+            split, source = _matrix_split(probe, device), "lines"
+            if split is None and kind == "probe":
+                split, source = _reference_split(probe, device), "reference"
         finally:
             probe.close()
         _SIDE_MAPS[key] = (side_table(*split), source) if split else (np.zeros(SMID_SLOTS, dtype=np.uint8), "none")

@@ -31,7 +31,7 @@ cat "$OUT/logs/sq_AP.log"; grep -ho '"side_queues":{[^}]*}' "$OUT"/sq/P1/runs.js
 COMPOSER_SCHEDULES=$S timeout 60 python3 -m composer.cli.main profile --paths FUSED_TC,FUSED_TC16 --orders 7 \
   --out "$OUT/prof/sq" > "$OUT/logs/prof_sq.log" 2>&1; t prof_sq $?
 unset COMPOSER_SCHEDULE_MACHINE COMPOSER_CACHE_DIR
-bash tools/gpu_suite.sh C; t suite_C $?
+timeout $(( LIMIT - $(elapsed) )) bash tools/gpu_suite.sh C; t suite_C $?
 tail -2 "$OUT/logs/gpu_suite_C.log"
 if [ $(( LIMIT - $(elapsed) )) -gt 200 ]; then
   timeout $(( LIMIT - $(elapsed) )) bash tools/gpu_suite.sh D; t suite_D $?
