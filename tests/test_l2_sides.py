@@ -186,10 +186,12 @@ def test_link_table_reads_saved_ncu_exports():
 
 
 def simulated_reference_probe(copies: bool, n_sm: int = 132, per_block: int = 64, seed: int = 4,
-                              dram_first: bool = True):
+                              dram_first: bool = True, near_far: tuple[float, float] = (260.0, 420.0),
+                              miss_runs: float = 0.0):
     """First-load cycles of the reference design on a two-partition L2, simulated: block 0 reads the whole
     pool (from DRAM when ``dram_first``: the far side's DRAM lines cross the link), then each block its part;
-    a line is near to a side that is its home or (``copies``) that read it before."""
+    a line is near to a side that is its home or (``copies``) that read it before. ``miss_runs``: the share of
+    the pool's 4-KiB runs (32 lines) that miss for the reference (about 460 cycles), as an H100 showed."""
     rng = np.random.default_rng(seed)
     smids = list(rng.permutation(144)[:n_sm])
     side = np.array([(s // 2) % 2 for s in smids])
@@ -200,9 +202,12 @@ def simulated_reference_probe(copies: bool, n_sm: int = 132, per_block: int = 64
     for b in range(n_sm):
         idx = parts[b]
         near = (home[idx] == side[b]) | (seen[side[b]][idx] if copies else False)
-        lat = np.where(near, 260.0, 420.0) + rng.normal(0, 8, idx.size)
+        lat = np.where(near, *near_far) + rng.normal(0, 8, idx.size)
         if b == 0 and dram_first:
             lat = lat + 500 + rng.normal(0, 30, idx.size)
+        if b == 0 and miss_runs:
+            missed = np.repeat(rng.random(idx.size // 32 + 1) < miss_runs, 32)[:idx.size]
+            lat = np.where(missed, 460.0 + rng.normal(0, 20, idx.size), lat)
         seen[side[b]][idx] = True
         first.append(lat)
     return smids, side, first, parts
@@ -218,6 +223,41 @@ def test_reference_design_recovers_the_sides_with_and_without_copies(copies: boo
     # the reference's side finds the lines it read on the other side's home near only when copies are kept
     assert got.copy_fraction == pytest.approx(1.0 if copies else 0.0, abs=0.05)
     assert got.members(0)[0] == min(got.members(0))
+
+
+@pytest.mark.parametrize("copies", [True, False])
+def test_reference_design_sets_the_references_misses_aside(copies: bool):
+    """The H100's levels (near 267, far 308 cycles, a quarter of the reference's lines missing at about 460 in
+    4-KiB runs): the first split of the reference's loads is hits against misses; the sides come from the
+    hits' own two levels (``reference_levels``)."""
+    smids, side, first, parts = simulated_reference_probe(copies, dram_first=False, near_far=(267.0, 308.0),
+                                                          miss_runs=0.26)
+    near, far, groups = l2.reference_levels(first[0])
+    assert groups.low_mean == pytest.approx(267, abs=5) and groups.high_mean == pytest.approx(308, abs=5)
+    assert 0.6 < (near | far).mean() < 0.85  # the misses in neither
+    got = l2.sides_from_reference(first[0], first, parts, smids)
+    truth = side if side[0] == 0 else 1 - side
+    measured = [i for i, s in enumerate(smids) if s not in got.unmeasured]
+    assert got.partitioned and np.array_equal(np.array(got.side)[measured], truth[measured])
+    assert len(got.unmeasured) < 0.15 * len(smids)  # blocks whose whole part the reference missed
+
+
+def test_reference_design_on_the_saved_h100_probe_agrees_with_the_matrix_form():
+    """Session 40's H100 probe (docs/data/h100_s40/call2/l2/sides.json, with the raw first loads): the run's
+    own analysis, before ``reference_levels``, split the SMs 99 / 33 on the reference's hit/miss levels;
+    re-analysed, the reference design puts every SM on the side the matrix form gave it (agreement 1.0)."""
+    report = json.loads((ROOT / "docs/data/h100_s40/call2/l2/sides.json").read_text())
+    raw = report["reference_raw"]
+    first = [np.asarray(f, dtype=float) for f in raw["first"]]
+    _, parts = l2.reference_pool(len(raw["smids"]), raw["per_block"])
+    got = l2.sides_from_reference(first[0], first, parts, raw["smids"])
+    assert got.partitioned and report["sides"]["sides"]["1"] != []  # the saved, wrong split had two sides too
+    matrix = report["common_lines"]["repeat"]["sides"]
+    side_of = {s: 0 for s in matrix["0"]} | {s: 1 for s in matrix["1"]}
+    ref_side = side_of[raw["smids"][0]]
+    assert all((d == 0) == (side_of[s] == ref_side) for s, d in zip(got.smids, got.side)) and not got.unmeasured
+    assert 20 < got.far_cycles - got.near_cycles < 60
+    assert sorted(len(report["sides"]["sides"][k]) for k in "01") == [33, 99]
 
 
 def test_one_set_of_lines_for_every_sm_hides_the_sides_when_copies_are_kept():
