@@ -154,7 +154,8 @@ def test_probe_on_the_gpu(tmp_path):
     in an L2 hit's range, and if the L2 shows two partitions the read bandwidths come back."""
     out = tmp_path / "l2.json"
     proc = subprocess.run([sys.executable, str(ROOT / "tools" / "l2_sides.py"), "--probe-lines", "64",
-                           "--read-mib", "1", "--out", str(out)], capture_output=True, text=True, timeout=300)
+                           "--read-mib", "1", "--problem-elements", "64", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     assert report["probing_sms"] == report["sm_count"]
@@ -168,6 +169,9 @@ def test_probe_on_the_gpu(tmp_path):
         assert 50 < near < far < 5000
         if "read_bandwidth" in report:
             assert all(v["median_Bps"] > 1e11 for v in report["read_bandwidth"].values())
+        if "problem_homes" in report:  # the p = 7 bench problem's arrays, 64 elements each
+            homes = report["problem_homes"]
+            assert homes["elements"] == 64 and set(homes["arrays"]) == {"q", "u", "v", "w", "Ex", "Ey", "Ez", "dqdt"}
 
 
 def test_link_table_reads_saved_ncu_exports():
@@ -288,3 +292,40 @@ def test_homes_from_the_later_of_two_sms():
     lat = np.array([262.0, 418, 259, 421, 265])
     assert l2.homes_from_later(lat, 1) == [1, 0, 1, 0, 1]
     assert l2.homes_from_later(np.full(5, 300.0) + np.arange(5), 1) == [None] * 5
+
+
+def test_homes_from_the_later_sm_leave_its_misses_unknown():
+    rng = np.random.default_rng(11)
+    home = rng.integers(0, 2, 512)
+    lat = np.where(home == 1, 267.0, 308.0) + rng.normal(0, 5, home.size)  # the later SM is on side 1
+    missed = rng.random(home.size) < 0.2
+    lat[missed] = 460 + rng.normal(0, 15, missed.sum())
+    got = l2.homes_from_later(lat, 1)
+    assert all(g is None for g, m in zip(got, missed) if m)
+    assert all(g == h for g, h, m in zip(got, home, missed) if not m)
+
+
+def _element_homes(kind: str, n_arrays: int = 8, n_elem: int = 400, per: int = 32, seed: int = 12) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if kind == "shared":  # every array of an element on the element's side
+        side = rng.integers(0, 2, n_elem)
+        return np.broadcast_to(side[None, :, None], (n_arrays, n_elem, per)).copy()
+    if kind == "independent":  # each array's part of an element on one side, drawn per array
+        return np.broadcast_to(rng.integers(0, 2, (n_arrays, n_elem))[:, :, None], (n_arrays, n_elem, per)).copy()
+    return rng.integers(0, 2, (n_arrays, n_elem, per))  # "lines": homes interleaved line by line
+
+
+def test_element_array_homes_tells_shared_independent_and_interleaved_homes_apart():
+    names = ["q", "u", "v", "w", "Ex", "Ey", "Ez", "dqdt"]
+    shared = l2.element_array_homes(_element_homes("shared"), names)
+    assert shared["all_agree"] == 1.0 and shared["all_agree_if_independent"] < 0.05
+    assert all(a["pure"] == 1.0 and a["minority_share"] == 0.0 for a in shared["arrays"].values())
+    independent = l2.element_array_homes(_element_homes("independent"), names)
+    assert independent["all_agree"] == pytest.approx(independent["all_agree_if_independent"], abs=0.03)
+    assert all(0.35 < v < 0.65 for v in independent["pairs"].values())
+    lines = l2.element_array_homes(_element_homes("lines"), names)
+    assert all(a["pure"] == 0.0 and a["minority_share"] > 0.35 for a in lines["arrays"].values())
+    unknown = _element_homes("shared")
+    unknown[0, :10] = -1  # q's lines of ten elements unmeasured: those elements leave the cross-array figures
+    partial = l2.element_array_homes(unknown, names)
+    assert partial["elements_all_known"] == 390 and partial["arrays"]["q"]["elements"] == 390

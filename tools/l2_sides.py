@@ -12,7 +12,9 @@ This tool answers, on the GPU it runs on, what a design that crosses the link le
 2. the lowest SM of each side first-loads every line of a ``--read-mib`` buffer: each line's home side, and
    how finely homes interleave (runs, and the share of a 4-KiB element, p = 7's q, on its minority side);
 3. every SM reads, from L2, only lines homed on its side, only the other side's, or all: the bandwidth
-   of each (own/other is the price of a crossing at full load).
+   of each (own/other is the price of a crossing at full load);
+4. the homes of the volume arrays of ``--problem-order``'s benchmark problem, element by element: whether an
+   element's arrays share a home (what a side-aware element assignment against the far misses needs).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from composer.runtime.l2_sides import (  # noqa: E402
     element_home_split,
     fine_offsets,
     home_runs,
-    homes_from_later,
+    element_array_homes,
     reference_pool,
     sides_from_latency,
     sides_from_reference,
@@ -56,6 +58,40 @@ def main() -> int:
         return 2
 
 
+def problem_homes(device, probe: L2Probe, refs: tuple[int, int], order: int, n_elements: int) -> dict:  # noqa: ANN001
+    """The L2 homes of the volume arrays of ``order``'s benchmark problem (uploaded as `composer bench` does,
+    so the allocations are the bench's), for ``n_elements`` elements spread evenly over the grid: every line of
+    each element's part of each array; then whether an element's arrays share a home
+    (composer.runtime.l2_sides.element_array_homes)."""
+    from composer import dg
+    from composer.config.schedules import load_schedule
+    from composer.paths.problem import DeviceProblem
+
+    grid = load_schedule(order).benchmark.grid
+    mesh = dg.Mesh(order, grid)
+    fields = {k: np.zeros((mesh.num_elements, 6, order + 1, order + 1) if k in ("nx", "ny", "nz", "F")
+                          else mesh.volume_shape) for k in dg.FIELD_KEYS}
+    problem = DeviceProblem.upload(fields, order, grid, device)
+    del fields
+    try:
+        arrays = {name: problem.ptr(name) for name in ("q", "u", "v", "w", "Ex", "Ey", "Ez")}
+        arrays["dqdt"] = problem.dqdt.ptr
+        element_bytes = 8 * (order + 1) ** 3
+        per = max(1, element_bytes // LINE_BYTES)
+        elements = np.linspace(0, mesh.num_elements - 1, min(n_elements, mesh.num_elements)).astype(np.int64)
+        base = min(arrays.values())
+        offsets = np.concatenate([(ptr - base + elements[:, None] * element_bytes
+                                   + np.arange(per)[None, :] * LINE_BYTES).ravel() // 8
+                                  for ptr in arrays.values()])
+        homes, _ = probe.homes(base, offsets, refs)
+        table = np.array([-1 if h is None else h for h in homes]).reshape(len(arrays), len(elements), per)
+        out = element_array_homes(table, list(arrays))
+        out.update({"order": order, "grid": list(grid), "element_bytes": element_bytes})
+        return out
+    finally:
+        problem.close()
+
+
 def _run() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="also write the JSON here")
@@ -64,6 +100,11 @@ def _run() -> int:
     parser.add_argument("--read-mib", type=positive_int, default=4,
                         help="MiB of the L2-resident buffer whose homes are mapped and read (default 4)")
     parser.add_argument("--repeats", type=positive_int, default=8, help="dependent loads timed per line (default 8)")
+    parser.add_argument("--problem-order", type=positive_int, default=7,
+                        help="the order whose benchmark problem's arrays are mapped (default 7)")
+    parser.add_argument("--problem-elements", type=int, default=256,
+                        help="elements of that problem whose lines are mapped, spread over the grid (default 256; "
+                             "0: none)")
     args = parser.parse_args()
     device = Device()
     n_sm = device.sm_count
@@ -116,12 +157,8 @@ def _run() -> int:
             # the later one's loads split into its side's homes and the other's
             refs = (sides.members(0)[0], sides.members(1)[0])
             lines = fine_offsets(read_lines) + read_base // 8
-            ids2, first2, _ = probe.slices(buffer, [lines] * n_sm, repeats=0, active_smids=list(refs))
-            order = [b for b, s in enumerate(ids2) if s in refs and np.all(first2[b] >= 0)]
-            if len(order) >= 2:
-                later = order[1] if order[0] < order[1] else order[0]
-                later_side = 0 if ids2[later] == refs[0] else 1
-                homes = homes_from_later(first2[later], later_side)
+            homes, readers = probe.homes(buffer, lines, refs)
+            if readers:
                 report["reference_sms"] = list(refs)
                 report["read_homes"] = {"0": homes.count(0), "1": homes.count(1), "unknown": homes.count(None)}
                 report["read_runs"] = home_runs(homes, LINE_BYTES)
@@ -143,6 +180,11 @@ def _run() -> int:
                     print("L2 reads, TB/s: " + ", ".join(f"{k} {v['median_Bps'] / 1e12:.2f}" for k, v in bw.items())
                           + f"; own/other {report['own_over_other']:.3f}", file=sys.stderr)
                 print(f"homes: {report['read_homes']}, runs {report['read_runs']}", file=sys.stderr)
+            if args.problem_elements and "reference_sms" in report:
+                report["problem_homes"] = problem_homes(device, probe, refs, args.problem_order,
+                                                        args.problem_elements)
+                print(f"problem arrays: all agree on {report['problem_homes']['all_agree']}, independent "
+                      f"{report['problem_homes']['all_agree_if_independent']}", file=sys.stderr)
     finally:
         probe.close()
         buffer.free()

@@ -255,11 +255,47 @@ def reference_pool(n_sm: int, per_block: int, base_bytes: int = 0) -> tuple[np.n
 def homes_from_later(later_first: np.ndarray, later_side: int) -> list[int | None]:
     """The lines' homes from the first loads of the second of two SMs of different sides to read them
     (the first one's reads made every line L2-resident at its home, and left copies on the first one's
-    side only): near (homed on ``later_side``) or far; None for every line when they do not split."""
-    groups = split_two(later_first)
-    if not is_two_level(groups, len(later_first)):
+    side only): near (homed on ``later_side``) or far; None for a line that missed (``reference_levels``:
+    a third, slower level) and for every line when they do not split."""
+    near, far, groups = reference_levels(later_first)
+    if not is_two_level(groups, int((near | far).sum())):
         return [None] * len(later_first)
-    return [later_side if x < groups.threshold else 1 - later_side for x in later_first]
+    return [later_side if n else (1 - later_side if f else None) for n, f in zip(near, far)]
+
+
+def element_array_homes(home: np.ndarray, names: list[str]) -> dict:
+    """Whether an element's arrays share an L2 home: what an assignment of elements to the side their data
+    is homed on (against the far misses, 70 % of p = 7's link sectors) needs.
+
+    ``home[a, e, l]``: the side line ``l`` of element ``e``'s part of array ``names[a]`` is homed on, -1
+    unknown. Per array: the share of elements whose known lines sit at least 90 % on one side (``pure``), the
+    mean share of an element's lines on its minority side, and the share of its lines on side 1. Across
+    arrays: the share of elements whose arrays' majority sides all agree, beside what independent arrays
+    would give (the product of each array's side shares, summed over the sides), and each pair's agreement."""
+    home = np.asarray(home)
+    n_arrays, n_elem, _ = home.shape
+    known = home >= 0
+    ones = np.where(known, home == 1, False).sum(axis=2)
+    counts = known.sum(axis=2)
+    valid = counts > 0
+    share1 = np.divide(ones, counts, out=np.full(ones.shape, np.nan), where=valid)
+    majority = np.where(valid, (share1 > 0.5).astype(int), -1)
+    minority = np.minimum(share1, 1 - share1)
+    per_array = {}
+    for a, name in enumerate(names):
+        v = valid[a]
+        per_array[name] = {"elements": int(v.sum()), "pure": float(np.mean(minority[a][v] <= 0.1)) if v.any() else None,
+                           "minority_share": float(np.mean(minority[a][v])) if v.any() else None,
+                           "side1_share": float(np.mean(share1[a][v])) if v.any() else None}
+    every = valid.all(axis=0)
+    agree = (majority[:, every] == majority[:1, every]).all(axis=0) if every.any() else np.zeros(0, bool)
+    p1 = np.array([np.mean(majority[a][every] == 1) if every.any() else np.nan for a in range(n_arrays)])
+    independent = float(np.prod(p1) + np.prod(1 - p1)) if every.any() else None
+    pairs = {f"{names[a]}/{names[b]}": float(np.mean(majority[a][every] == majority[b][every]))
+             for a in range(n_arrays) for b in range(a + 1, n_arrays)} if every.any() else {}
+    return {"arrays": per_array, "elements": int(n_elem), "elements_all_known": int(every.sum()),
+            "all_agree": float(np.mean(agree)) if agree.size else None, "all_agree_if_independent": independent,
+            "pairs": pairs}
 
 
 def home_runs(home: list[int | None], stride_bytes: int) -> dict[str, float | None]:
@@ -505,6 +541,20 @@ class L2Probe:
         """Every SM in turn (or only ``active_smids``) times the same lines ``offsets``: the matrix form."""
         ids, first, rep = self.slices(buffer, [offsets] * self.device.sm_count, repeats, active_smids)
         return LatencyProbe(ids, np.vstack(first), np.vstack(rep))
+
+    def homes(self, buffer, offsets: np.ndarray, refs: tuple[int, int],  # noqa: ANN001
+              refs_sides: tuple[int, int] = (0, 1)) -> tuple[list[int | None], list[int]]:
+        """The homes of the lines at ``offsets`` (word offsets into ``buffer``, a DeviceBuffer or a device
+        address): the SMs ``refs`` (on sides ``refs_sides``) first-load every line in block order, and the
+        later one's loads split near/far (``homes_from_later``). Returns the homes and the SMs in the order
+        they read; all None when the two did not both measure."""
+        ids, first, _ = self.slices(buffer, [offsets] * self.device.sm_count, repeats=0, active_smids=list(refs))
+        order = [b for b, s in enumerate(ids) if s in refs and np.all(first[b] >= 0)]
+        if len(order) < 2:
+            return [None] * len(offsets), []
+        later = max(order[:2])
+        later_side = refs_sides[list(refs).index(ids[later])]
+        return homes_from_later(first[later], later_side), [ids[b] for b in sorted(order[:2])]
 
     def read_bandwidth(self, buffer, lines_by_side: tuple[list[int], list[int]],  # noqa: ANN001
                        side_of_smid: dict[int, int], repeats: int = 7) -> dict[str, dict[str, float]]:
