@@ -213,6 +213,24 @@ def _trace_cluster(variant: str, order: int, size: int):
     return config
 
 
+@pytest.mark.parametrize("variant", ["FUSED", "FUSED_TC", "FUSED_TC16"])
+def test_trace_cluster_form_drops_the_keys_that_hand_out_elements(variant: str) -> None:
+    """A table with side queues, chunks or descending kernels still forms a trace cluster that fits: those
+    keys decide which elements a block takes, which a cluster of consecutive elements fixes itself
+    (session 39's queued p = 7 tables, docs/data/h200_s39/sched_sideq, would otherwise give no candidate)."""
+    import dataclasses
+
+    from composer.fused.candidates import _fits, trace_cluster_form
+    from composer.fused.config import fused_config
+
+    base = fused_config(variant, 7)
+    for change in ({"side_queues": True},
+                   {"kernels": tuple(dataclasses.replace(k, descending=True) for k in base.kernels)}):
+        config = trace_cluster_form(dataclasses.replace(base, **change), 2)
+        assert config is not None and _fits(config) and not config.side_queues
+        assert not any(k.descending for k in config.kernels) and config.chunk_elements == 0
+
+
 def test_trace_cluster_keys_and_their_errors() -> None:
     import tomllib
 
@@ -288,6 +306,7 @@ def test_the_trace_cluster_family_at_p7_and_15() -> None:
 
     for variant in ("FUSED", "FUSED_TC", "FUSED_TC16"):
         assert [c.trace_cluster for _, c in trace_cluster_candidates(variant, 7)] == [2, 4, 8]
+        assert [c.trace_cluster for _, c in trace_cluster_candidates(variant, 15)] == [2, 4, 8]
         assert trace_cluster_candidates(variant, 31) == []  # no whole-element boxes there
         assert candidate_list(variant, 7, "trace_cluster")[0][0] == "base"
 

@@ -169,9 +169,10 @@ def test_probe_on_the_gpu(tmp_path):
         assert 50 < near < far < 5000
         if "read_bandwidth" in report:
             assert all(v["median_Bps"] > 1e11 for v in report["read_bandwidth"].values())
-        if "problem_homes" in report:  # the p = 7 bench problem's arrays, 64 elements each
-            homes = report["problem_homes"]
-            assert homes["elements"] == 64 and set(homes["arrays"]) == {"q", "u", "v", "w", "Ex", "Ey", "Ez", "dqdt"}
+    if report.get("split_source", "none") != "none" and "reference_sms" in report:  # p = 7's arrays, 64 elements each
+        homes = report["problem_homes"]
+        assert homes["elements"] == 64 and set(homes["arrays"]) == {"q", "u", "v", "w", "Ex", "Ey", "Ez", "dqdt"}
+        assert homes["elements_all_known"] > 0
 
 
 def test_link_table_reads_saved_ncu_exports():
@@ -294,6 +295,32 @@ def test_homes_from_the_later_of_two_sms():
     assert l2.homes_from_later(np.full(5, 300.0) + np.arange(5), 1) == [None] * 5
 
 
+def test_a_near_level_of_two_slice_distances_is_not_taken_for_near_and_far():
+    """No misses, near lines at two slice distances 12 cycles apart, far lines 150 above: the three-level
+    reading must not fire (it would drop the far lines as misses and split the near ones)."""
+    rng = np.random.default_rng(21)
+    home = rng.integers(0, 2, 2000)
+    slice_ = rng.integers(0, 2, 2000)
+    lat = np.where(home == 0, 258.0, 420.0) + 12.0 * slice_ + rng.normal(0, 2, 2000)
+    near, far, _ = l2.reference_levels(lat)
+    assert np.array_equal(near, home == 0) and np.array_equal(far, home == 1)
+    got = l2.homes_from_later(lat, 0)
+    assert got == [0 if h == 0 else 1 for h in home]
+    empty_near, empty_far, groups = l2.reference_levels(np.array([-1.0, -1.0, 300.0]))
+    assert not empty_near.any() and not empty_far.any() and not l2.is_two_level(groups, 1)
+
+
+def test_one_two_level_line_is_no_matrix_split():
+    rng = np.random.default_rng(22)
+    side = rng.integers(0, 2, 132)
+    rows = 280 + rng.normal(0, 3, (132, 128))
+    rows[:, 0] += np.where(side == 1, 40.0, 0.0)  # one line tells the sides apart, the rest are one level
+    sides = l2.sides_from_latency(rows, list(range(132)))
+    assert sides.partitioned and sides.two_level_lines == 1 and not l2.credible_matrix_split(sides)
+    rows[:, :8] += np.where(side == 1, 40.0, 0.0)[:, None]
+    assert l2.credible_matrix_split(l2.sides_from_latency(rows, list(range(132))))
+
+
 def test_homes_from_the_later_sm_leave_its_misses_unknown():
     rng = np.random.default_rng(11)
     home = rng.integers(0, 2, 512)
@@ -320,9 +347,16 @@ def test_element_array_homes_tells_shared_independent_and_interleaved_homes_apar
     shared = l2.element_array_homes(_element_homes("shared"), names)
     assert shared["all_agree"] == 1.0 and shared["all_agree_if_independent"] < 0.05
     assert all(a["pure"] == 1.0 and a["minority_share"] == 0.0 for a in shared["arrays"].values())
-    independent = l2.element_array_homes(_element_homes("independent"), names)
+    independent = l2.element_array_homes(_element_homes("independent", n_arrays=3, n_elem=4000)[:, :, :], names[:3])
+    # three arrays: a quarter of the elements agree by chance (0.5^3 + 0.5^3)
+    assert independent["all_agree_if_independent"] == pytest.approx(0.25, abs=0.03)
     assert independent["all_agree"] == pytest.approx(independent["all_agree_if_independent"], abs=0.03)
-    assert all(0.35 < v < 0.65 for v in independent["pairs"].values())
+    assert all(0.45 < v < 0.55 for v in independent["pairs"].values())
+    skewed = _element_homes("independent", n_arrays=2, n_elem=4000)
+    skewed[0, :3000] = 1  # q 7/8 on side 1, u half and half: 7/8 * 1/2 + 1/8 * 1/2 = 0.5 agree by chance
+    got = l2.element_array_homes(skewed, names[:2])
+    assert got["arrays"]["q"]["side1_share"] == pytest.approx(0.875, abs=0.02)
+    assert got["all_agree_if_independent"] == pytest.approx(0.5, abs=0.02)
     lines = l2.element_array_homes(_element_homes("lines"), names)
     assert all(a["pure"] == 0.0 and a["minority_share"] > 0.35 for a in lines["arrays"].values())
     unknown = _element_homes("shared")

@@ -35,18 +35,20 @@ from composer.runtime.l2_sides import (  # noqa: E402
     element_home_split,
     fine_offsets,
     home_runs,
+    credible_matrix_split,
     element_array_homes,
     reference_pool,
     sides_from_latency,
     sides_from_reference,
 )
-from composer.cli.arguments import positive_int  # noqa: E402
+from composer.cli.arguments import non_negative_int, positive_int  # noqa: E402
 from composer.errors import ComposerError  # noqa: E402
 from composer.fileio import emit_json  # noqa: E402
 from composer.runtime import Device, DeviceBuffer  # noqa: E402
 
 COARSE_STRIDE = 8192
 ELEMENT_BYTES = (4096, 32768)  # q of one element at p = 7 and at p = 15
+MAX_LINES_PER_ELEMENT = 64  # of each array's part of an element in step 4 (p = 7: all 32; p = 15: the first 8 KiB)
 MIN_LINES_PER_SIDE = 256  # 32 KiB: enough lines that a read pass is not a handful of L2 slices
 
 
@@ -59,9 +61,10 @@ def main() -> int:
 
 
 def problem_homes(device, probe: L2Probe, refs: tuple[int, int], order: int, n_elements: int) -> dict:  # noqa: ANN001
-    """The L2 homes of the volume arrays of ``order``'s benchmark problem (uploaded as `composer bench` does,
-    so the allocations are the bench's), for ``n_elements`` elements spread evenly over the grid: every line of
-    each element's part of each array; then whether an element's arrays share a home
+    """The L2 homes of the volume arrays of ``order``'s benchmark problem (uploaded as `composer bench` does: the
+    same sizes and order of allocation, not the bench's own pages, so a statistical estimate), for ``n_elements``
+    elements spread evenly over the grid: the first MAX_LINES_PER_ELEMENT lines of each element's part of each
+    array; then whether an element's arrays share a home
     (composer.runtime.l2_sides.element_array_homes)."""
     from composer import dg
     from composer.config.schedules import load_schedule
@@ -77,7 +80,7 @@ def problem_homes(device, probe: L2Probe, refs: tuple[int, int], order: int, n_e
         arrays = {name: problem.ptr(name) for name in ("q", "u", "v", "w", "Ex", "Ey", "Ez")}
         arrays["dqdt"] = problem.dqdt.ptr
         element_bytes = 8 * (order + 1) ** 3
-        per = max(1, element_bytes // LINE_BYTES)
+        per = max(1, min(element_bytes // LINE_BYTES, MAX_LINES_PER_ELEMENT))  # an element's first lines
         elements = np.linspace(0, mesh.num_elements - 1, min(n_elements, mesh.num_elements)).astype(np.int64)
         base = min(arrays.values())
         offsets = np.concatenate([(ptr - base + elements[:, None] * element_bytes
@@ -102,7 +105,7 @@ def _run() -> int:
     parser.add_argument("--repeats", type=positive_int, default=8, help="dependent loads timed per line (default 8)")
     parser.add_argument("--problem-order", type=positive_int, default=7,
                         help="the order whose benchmark problem's arrays are mapped (default 7)")
-    parser.add_argument("--problem-elements", type=int, default=256,
+    parser.add_argument("--problem-elements", type=non_negative_int, default=256,
                         help="elements of that problem whose lines are mapped, spread over the grid (default 256; "
                              "0: none)")
     args = parser.parse_args()
@@ -149,13 +152,15 @@ def _run() -> int:
         report["split_source"] = "reference" if sides.partitioned else "none"
         for matrix in (first_m, repeat_m):
             alt = sides_from_latency(matrix, ids)
-            if alt.partitioned:
+            if credible_matrix_split(alt):
                 sides, report["split_source"] = alt, "lines"
                 break
         if sides.partitioned:
             # 3. homes of the read buffer: the lowest SM of each side first-loads every line, in block order;
             # the later one's loads split into its side's homes and the other's
-            refs = (sides.members(0)[0], sides.members(1)[0])
+            # the lowest measured SM of each side (the reference design leaves SMs without a verdict on side 0)
+            unmeasured = set(getattr(sides, "unmeasured", []))
+            refs = tuple(next(s for s in sides.members(d) if s not in unmeasured) for d in (0, 1))
             lines = fine_offsets(read_lines) + read_base // 8
             homes, readers = probe.homes(buffer, lines, refs)
             if readers:
@@ -181,10 +186,14 @@ def _run() -> int:
                           + f"; own/other {report['own_over_other']:.3f}", file=sys.stderr)
                 print(f"homes: {report['read_homes']}, runs {report['read_runs']}", file=sys.stderr)
             if args.problem_elements and "reference_sms" in report:
-                report["problem_homes"] = problem_homes(device, probe, refs, args.problem_order,
-                                                        args.problem_elements)
-                print(f"problem arrays: all agree on {report['problem_homes']['all_agree']}, independent "
-                      f"{report['problem_homes']['all_agree_if_independent']}", file=sys.stderr)
+                try:  # steps 1-3 are written whatever step 4 meets (an order without a schedule, no memory)
+                    report["problem_homes"] = problem_homes(device, probe, refs, args.problem_order,
+                                                            args.problem_elements)
+                    print(f"problem arrays: all agree on {report['problem_homes']['all_agree']}, independent "
+                          f"{report['problem_homes']['all_agree_if_independent']}", file=sys.stderr)
+                except (ComposerError, MemoryError, ValueError) as exc:
+                    report["problem_homes_error"] = f"{type(exc).__name__}: {exc}"
+                    print(f"problem arrays: {report['problem_homes_error']}", file=sys.stderr)
     finally:
         probe.close()
         buffer.free()

@@ -1316,9 +1316,11 @@ def trace_cluster_form(config: FusedConfig, size: int) -> FusedConfig | None:
         return None
     whole = (config.nq,) * 3
     base = _grouping_base(config)
-    kernels = tuple(dataclasses.replace(k, box=whole, cluster=1) for k in base.kernels)
+    kernels = tuple(dataclasses.replace(k, box=whole, cluster=1, descending=False) for k in base.kernels)
+    # and the keys that order or hand out a block's elements otherwise (chunks, side queues) off
     return dataclasses.replace(base, kernels=kernels, traces="tiles", trace_cluster=size, elements_per_block=1,
-                               interior_maps=True, exterior_maps=True, flux_tiles=0)
+                               interior_maps=True, exterior_maps=True, flux_tiles=0, chunk_elements=0,
+                               side_queues=False)
 
 
 def trace_cluster_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:

@@ -168,22 +168,36 @@ class ReferenceSides:
                 "sides": {str(d): self.members(d) for d in (0, 1)}, "unmeasured": sorted(self.unmeasured)}
 
 
+#: The smallest near/far gap (cycles) the three-level reading accepts, and how many times that gap the miss level
+#: must stand above the far one. Why: the partition link adds 35-41 cycles on the H100 (near 267-273, far
+#: 306-308, misses about 460: session 40), while the slices of one partition differ by about 13 (a near group's
+#: own sub-levels, 260 against 273), which must not pass for near and far.
+MIN_NEAR_FAR_GAP = 20.0
+MISS_GAP_RATIO = 2.0
+
+
 def reference_levels(ref_first: np.ndarray) -> tuple[np.ndarray, np.ndarray, TwoGroups]:
     """The reference's lines near it and far from it (two masks over the pool) and the split that made them.
 
     The reference's first loads can show three levels, not two: near and far L2 hits, and misses. On an H100
     (session 40, ``docs/data/h100_s40/call2``) a quarter of the pool's lines, in 4-KiB runs, took about 460
     cycles against 267 near and 308 far, though the buffer had just been zeroed; the first split then
-    separates misses from hits. So where the low group of that split is itself two-level (``is_two_level``),
-    the high group is taken for misses and left out of both masks. Once only: a near group's own spread
-    (slices at different distances) is not a level."""
+    separates misses from hits. So where the low group of that split is itself two-level (``is_two_level``)
+    with a near/far gap of at least MIN_NEAR_FAR_GAP cycles, and the high group stands MISS_GAP_RATIO times
+    that gap above it, the high group is taken for misses and left out of both masks. Once only. Fewer than
+    two measured values: empty masks (no split)."""
     values = np.asarray(ref_first, dtype=float)
     measured = values >= 0
+    if measured.sum() < 2:
+        empty = np.zeros(values.shape, dtype=bool)
+        return empty, empty.copy(), TwoGroups(0.0, float("nan"), float("nan"), int(measured.sum()), 0, 0.0)
     groups = split_two(values[measured])
     low = measured & (values < groups.threshold)
     if low.sum() >= 4:
         inner = split_two(values[low])
-        if is_two_level(inner, int(low.sum())):
+        gap = inner.high_mean - inner.low_mean
+        if (is_two_level(inner, int(low.sum())) and gap >= MIN_NEAR_FAR_GAP
+                and groups.high_mean - inner.high_mean >= MISS_GAP_RATIO * gap):
             near = low & (values < inner.threshold)
             return near, low & ~near, inner
     near = measured & (values < groups.threshold)
@@ -270,7 +284,8 @@ def element_array_homes(home: np.ndarray, names: list[str]) -> dict:
     ``home[a, e, l]``: the side line ``l`` of element ``e``'s part of array ``names[a]`` is homed on, -1
     unknown. Per array: the share of elements whose known lines sit at least 90 % on one side (``pure``), the
     mean share of an element's lines on its minority side, and the share of its lines on side 1. Across
-    arrays: the share of elements whose arrays' majority sides all agree, beside what independent arrays
+    arrays (over the elements where every array has a majority side, ``elements_all_known``; a tie has none):
+    the share of elements whose arrays' majority sides all agree, beside what independent arrays
     would give (the product of each array's side shares, summed over the sides), and each pair's agreement."""
     home = np.asarray(home)
     n_arrays, n_elem, _ = home.shape
@@ -279,7 +294,7 @@ def element_array_homes(home: np.ndarray, names: list[str]) -> dict:
     counts = known.sum(axis=2)
     valid = counts > 0
     share1 = np.divide(ones, counts, out=np.full(ones.shape, np.nan), where=valid)
-    majority = np.where(valid, (share1 > 0.5).astype(int), -1)
+    majority = np.where(valid & (share1 != 0.5), (share1 > 0.5).astype(int), -1)  # a tie has no majority
     minority = np.minimum(share1, 1 - share1)
     per_array = {}
     for a, name in enumerate(names):
@@ -287,7 +302,7 @@ def element_array_homes(home: np.ndarray, names: list[str]) -> dict:
         per_array[name] = {"elements": int(v.sum()), "pure": float(np.mean(minority[a][v] <= 0.1)) if v.any() else None,
                            "minority_share": float(np.mean(minority[a][v])) if v.any() else None,
                            "side1_share": float(np.mean(share1[a][v])) if v.any() else None}
-    every = valid.all(axis=0)
+    every = (majority >= 0).all(axis=0)
     agree = (majority[:, every] == majority[:1, every]).all(axis=0) if every.any() else np.zeros(0, bool)
     p1 = np.array([np.mean(majority[a][every] == 1) if every.any() else np.nan for a in range(n_arrays)])
     independent = float(np.prod(p1) + np.prod(1 - p1)) if every.any() else None
@@ -652,9 +667,20 @@ def _matrix_split(probe: "L2Probe", device) -> tuple[list[int], list[int]] | Non
         return None
     for matrix in (first, repeat):
         sides = sides_from_latency(matrix, ids)
-        if sides.partitioned:
+        if credible_matrix_split(sides):
             return sides.smids, sides.side
     return None
+
+
+#: The matrix form's split counts only on this many two-level lines agreeing this well: one noisy line is a
+#: complete map with agreement 1.0 (the H100s of session 40 showed 10-27 two-level lines of 128, 0.997-1.0).
+MIN_TWO_LEVEL_LINES = 4
+MIN_AGREEMENT = 0.95
+
+
+def credible_matrix_split(sides: SideMap) -> bool:
+    """Whether a matrix-form split rests on enough lines that agree (MIN_TWO_LEVEL_LINES, MIN_AGREEMENT)."""
+    return sides.partitioned and sides.two_level_lines >= MIN_TWO_LEVEL_LINES and sides.agreement >= MIN_AGREEMENT
 
 
 def sm_side_map(device, kind: str = "probe") -> tuple[np.ndarray, str]:  # noqa: ANN001 - a composer.runtime.Device
