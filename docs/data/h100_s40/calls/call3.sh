@@ -8,7 +8,8 @@
 # 2. Side queues on the matrix form's split (`sm_sides=lines`): A P P A benches of FUSED_TC and FUSED_TC16 at p = 7,
 #    2 rounds, and ncu of P (tools/l2_link.py: the far hits). Calls 1-2 measured one queue, the parity split and
 #    the uncorrected reference split: all slower.
-# 3. The GPU suite's remainder: part C's GEMM_FUSED emulation command, then part D, as far as LIMIT allows.
+# 3. The GPU suite's remainder: part E (C's GEMM_FUSED emulation command until session 40), then part D, as far as
+#    LIMIT allows.
 # Carry: .whl .cache (nvrtc_pin9 with the queued p = 7 kernels, build_suite, commit).
 source tools/device_prelude.sh
 LIMIT=${LIMIT:-450}
@@ -33,11 +34,8 @@ python3 tools/l2_link.py "$OUT"/prof/sq/*.csv 2>&1 | tee "$OUT/logs/l2_link.log"
 unset COMPOSER_SCHEDULE_MACHINE COMPOSER_CACHE_DIR
 left=$(( LIMIT - $(elapsed) ))
 if [ $left -gt 120 ]; then
-  # part C's second command alone (its first passed in call 2)
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl > /dev/null 2>&1
-  COMPOSER_BUILD_DIR=$PWD/.cache/build_suite timeout $(( left < 170 ? left - 10 : 160 )) python3 -m pytest -v -m gpu \
-    -p no:cacheprovider tests/test_gemm_fused_gpu.py -k numpy_emulation > "$OUT/logs/suite_C2.log" 2>&1; t suite_C2 $?
-  tail -2 "$OUT/logs/suite_C2.log"
+  timeout $(( left < 170 ? left - 10 : 160 )) bash tools/gpu_suite.sh E; t suite_E $?  # C's emulation command
+  tail -2 "$OUT/logs/gpu_suite_E.log"
 fi
 left=$(( LIMIT - $(elapsed) ))
 if [ $left -gt 150 ]; then
