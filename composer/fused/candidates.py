@@ -510,8 +510,8 @@ def descending_candidates(variant: str, order: int) -> list[tuple[str, FusedConf
 def side_queue_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
     """The schedule's table with its blocks taking their work from their L2 side's queue (``side_queues``),
     where the table allows it (box kernels without clusters or chunks). Why: at p = 7 and 15 the kernels
-    are bound by the link between the L2 partitions, and a far-homed line crosses it unless a block on the
-    requesting side read it a moment before; with the queues a block's neighbours run on its own side."""
+    are bound by the link between the L2 partitions; with the queues a block's neighbours run on its own side.
+    Measured on H100s in session 40 (x1.02-1.12, results.md section 7): kept as a family for other GPUs."""
     base = fused_config(variant, order)
     if base is None or base.side_queues:
         return []

@@ -361,11 +361,11 @@ class FusedConfig:
     #: process): blocks on side 0 take the work numbers upwards from the first, blocks on side 1 downwards
     #: from the last, so that at any moment each side works on its own end of the grid and the two meet
     #: at the end. Why: the p = 7 and 15 kernels are bound by the link between the two L2 partitions
-    #: (ncu: ``lts__ltcfabric2ltc_cycles_active`` 95-96 %); a sector homed on the far partition crosses it
-    #: unless a block on the requesting side read it a moment before (the near partition keeps a copy:
-    #: FUSED_TC p = 7 moves 30.4 M sectors over the link, 8.9 M of them hits at the far side, for 80.2 M
-    #: requested; ``h200_s36/call1/prof/applied``). Neighbour gathers between blocks of one side then find
-    #: the neighbour's lines on their own side. Results do not depend on it: each work number is taken once.
+    #: (ncu: ``lts__ltcfabric2ltc_cycles_active`` 95-96 %); session 39 assumed a far-homed sector crosses it
+    #: unless a block on the requesting side read it a moment before (a copy kept near). Measured on H100s
+    #: (session 40, results.md section 7): copies are kept for about 11 % of lines, the link sectors fell 2 %,
+    #: and the ticket each block waits for costs 2-10 %: the key loses at p = 7 and is applied nowhere.
+    #: Results do not depend on it: each work number is taken once.
     side_queues: bool = False
 
     @property

@@ -1,24 +1,23 @@
-"""Which L2 partition an SM is near, and what a read across the partitions costs.
+"""Which L2 partition an SM is near, where lines are homed, and what a read across the partitions costs.
 
-Why: the fused kernels at p = 7 and 15 are bound by the link between the H200's two L2 partitions
-(ncu `lts__ltcfabric2ltc_cycles_active` 95-96 %, results.md section 7), not by DRAM (75 %). Whether a
-kernel can cross that link less depends on facts no datasheet gives: which SMs sit on which side, how
-finely the addresses' home partitions interleave (an element's 4 KB of q on one side, or spread over
-both), and whether an SM that reads a line homed on the other side keeps a copy on its own side (then
-only lines read by both sides cross more than once, and giving each side a region of the grid would
-cut the traffic; if not, every such read crosses and only fewer L2 requests help). This module
-measures them in one process:
+Why: the fused kernels at p = 7 and 15 are bound by the link between the two L2 partitions (ncu
+`lts__ltcfabric2ltc_cycles_active` 95-96 %, results.md section 7), not by DRAM (75 %). Whether a kernel can
+cross that link less depends on facts no datasheet gives: which SMs sit on which side, how finely the
+addresses' home partitions interleave, whether an element's arrays share a home, and whether a side keeps
+copies of the other's lines (on an H100, session 40: for about 11 % of them). ``L2Probe`` measures them with
+one block per SM taking turns (a ticket in global memory), timing L2-only loads (``ld.global.cg``):
 
-1. ``probe_latency``: one block per SM, in turn (a ticket in global memory), times dependent
-   L2-only loads (``ld.global.cg``) of a set of lines: the first load of each line, then the mean of
-   ``repeats`` more. A two-partition L2 shows as two latency levels per line, the SMs splitting the
-   same way on every line (``sides_from_latency``); the lines' homes follow from which side is near.
-2. ``read_bandwidth``: every SM reads lines homed on its own side, only the other side's, or all of
-   them, from an L2-resident buffer, many passes per launch (``ld.global.cg``, 16 bytes per thread).
-   The ratio near/far is what a crossing costs at full load.
+1. the matrix form (``latency``, ``sides_from_latency``): every SM times the same lines; the SMs split the
+   same way on every two-level line (``credible_matrix_split``);
+2. the reference design (``slices``, ``sides_from_reference``): one SM first-loads a pool, every other SM its
+   own part; the reference's misses are set aside first (``reference_levels``);
+3. homes (``homes``, ``homes_from_later``, ``home_runs``, ``element_array_homes``): two SMs of different
+   sides read the same lines in turn, the later one's latencies say where each line lives;
+4. ``read_bandwidth``: every SM reads lines homed on its own side, only the other side's, or all of them.
 
-The analysis functions (``split_two``, ``sides_from_latency``, ``home_runs``) are NumPy only and
-tested on the CPU (tests/test_l2_sides.py); the kernels run through ``tools/l2_sides.py``.
+``sm_side_map`` gives the fused kernels' side queues their map. The analysis functions are NumPy only and
+tested on the CPU (tests/test_l2_sides.py, including a saved H100 run); the kernels run through
+``tools/l2_sides.py`` and the fused path.
 """
 
 from __future__ import annotations
