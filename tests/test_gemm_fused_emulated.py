@@ -22,29 +22,11 @@ from composer.gemm.roles import emulate, gemm_spec  # noqa: E402
 from composer.kernels.support import PRODUCT_ARGS, PRODUCT_WORK_BYTES, PRODUCTS_SIGNATURE, SIGNATURES  # noqa: E402
 from composer.paths.problem import DeviceProblem  # noqa: E402
 from composer.paths.registry import path_class  # noqa: E402
+from tests.emulated_runtime import Memory, fake_runtime  # noqa: E402
 
 ORDERS = {7: (2, 1, 3), 63: (2, 1, 1)}
 VARIANTS = [(c, f, flux) for flux in ("array", "mainloop", "staged") for c, f in (("x", False), ("y", False), ("z", False),
                                                                         ("z", True))]
-
-
-class Memory:
-    """Device memory as NumPy arrays at fake addresses far enough apart for any offset."""
-
-    def __init__(self) -> None:
-        self.arrays: dict[int, np.ndarray] = {}
-        self.next = 1 << 36
-
-    def new(self, values: np.ndarray) -> int:
-        ptr, self.next = self.next, self.next + (1 << 36)
-        self.arrays[ptr] = values
-        return ptr
-
-    def at(self, ptr: int, count: int) -> np.ndarray:
-        """``count`` elements from address ``ptr`` (inside some array)."""
-        base = max(p for p in self.arrays if p <= ptr)
-        offset = (ptr - base) // self.arrays[base].itemsize
-        return self.arrays[base][offset:offset + count]
 
 
 @pytest.fixture
@@ -57,53 +39,8 @@ def runtime(monkeypatch):
     import composer.paths.problem as problem
 
     memory, log = Memory(), []
-
-    class Buffer:
-        def __init__(self, nbytes: int, device=None, values: np.ndarray | None = None) -> None:
-            self.nbytes = int(nbytes)
-            self.ptr = memory.new(np.full(nbytes // 8, np.nan) if values is None else
-                                  np.ascontiguousarray(values).reshape(-1).copy())
-
-        @classmethod
-        def from_numpy(cls, values, stream=None, device=None):
-            return cls(values.nbytes, values=values)
-
-        def to_numpy(self, shape, dtype, stream=None):
-            return memory.arrays[self.ptr].reshape(shape).copy()
-
-        def poison(self, stream) -> None:
-            memory.arrays[self.ptr][:] = np.nan
-
-        def zero(self, stream=None) -> None:
-            memory.arrays[self.ptr][:] = 0.0
-
-        def free(self) -> None:
-            pass
-
-    class Device:
-        arch, sm_count = "sm_90", 132
-
-    class Stream:
-        handle = 0
-
-        def __init__(self, device=None, priority: int = 0) -> None:
-            self.priority = priority
-
-        def wait(self, event) -> None:
-            pass
-
-        def synchronize(self) -> None:
-            pass
-
-        def close(self) -> None:
-            pass
-
-    class Event(Stream):
-        def __init__(self, device=None, timing: bool = True) -> None:
-            pass
-
-        def record(self, stream) -> None:
-            pass
+    fake = fake_runtime(memory)
+    Buffer, Device, Stream, Event = fake.Buffer, fake.Device, fake.Stream, fake.Event
 
     class SupportKernel:
         """volume_flux and surface_flux by their NumPy definitions (GEMM_FUSED runs no lift)."""

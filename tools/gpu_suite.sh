@@ -37,7 +37,7 @@ case $part in
   A) timeout 560 $P tests/test_runtime_gpu.py tests/test_sched_gpu.py tests/test_paths_gpu.py tests/test_green_gpu.py \
        tests/test_cluster.py tests/test_dmma_pipe.py tests/test_campaign_gpu.py tests/test_build_fused.py \
        tests/test_profile_cpu.py tests/test_machine_schedules.py tests/test_shape_twin.py tests/test_l2_sides.py \
-       tests/test_flux_overlap_gpu.py tests/test_cute_gpu.py tests/test_sweep_carrier.py > "$log" 2>&1 ;;
+       tests/test_flux_overlap_gpu.py tests/test_cute_gpu.py tests/test_sweep_carrier.py tests/test_parity_gpu.py > "$log" 2>&1 ;;
   B) timeout 560 $P tests/test_fused_gpu.py tests/test_fused_xyz_cluster.py tests/test_fused_stream.py \
        tests/test_fused_copies.py > "$log" 2>&1 ;;
   C) timeout 400 $P tests/test_fused_carveout.py tests/test_fused_chunks.py tests/test_fused_descending.py \

@@ -40,14 +40,16 @@ class CublasGemm:
 
     def run(self, spec: GemmSpec, operands: dict[str, int], out_ptr: int, stream_handle: int | None = None) -> None:
         """Enqueue ``spec`` on ``stream_handle`` (default: the handle's stream); ``operands`` maps
-        "D"/"flux" to device pointers. A launch plan hands each GEMM the stream it chose, and a
+        each operand name ("D", "flux", "parity") to a device pointer. A launch plan hands each GEMM the stream it chose, and a
         second plan (the serial one of ``composer graph --measure``) may choose another."""
         cb = self._cublas
         if stream_handle is not None and int(stream_handle) != self.stream_handle:
             self.stream_handle = int(stream_handle)
             cb.set_stream(self.handle, self.stream_handle)
         op = {False: cb.Operation.N, True: cb.Operation.T}
-        a, b = operands[spec.a_operand], operands[spec.b_operand]
+        a = operands[spec.a_operand] + 8 * spec.a_offset
+        b = operands[spec.b_operand] + 8 * spec.b_offset
+        out_ptr = int(out_ptr) + 8 * spec.c_offset
         if spec.batch == 1:
             cb.dgemm(self.handle, op[spec.transa], op[spec.transb], spec.m, spec.n, spec.k,
                      _ONE.ctypes.data, a, spec.lda, b, spec.ldb, _ZERO.ctypes.data, out_ptr, spec.ldc)

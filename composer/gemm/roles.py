@@ -37,8 +37,11 @@ class GemmSpec:
     stride_b: int
     stride_c: int
     batch: int
-    a_operand: str  # "D" or "flux"
+    a_operand: str  # "D", "parity" (composer.parity.gemm) or "flux"
     b_operand: str
+    a_offset: int = 0  # elements from the operand's or output's start (the parity GEMMs' halves)
+    b_offset: int = 0
+    c_offset: int = 0
 
     @property
     def flop(self) -> int:
@@ -59,17 +62,25 @@ def gemm_spec(role: str, nq: int, num_elements: int) -> GemmSpec:
 
 def emulate(spec: GemmSpec, diff: np.ndarray, flux: np.ndarray) -> np.ndarray:
     """Execute ``spec`` with NumPy exactly as column-major BLAS would (CPU check of the mapping)."""
-    buffers = {"D": np.ascontiguousarray(diff).reshape(-1), "flux": np.ascontiguousarray(flux).reshape(-1)}
     out = np.zeros(flux.size)
+    emulate_into(spec, {"D": diff, "flux": flux}, out)
+    return out.reshape(flux.shape)
+
+
+def emulate_into(spec: GemmSpec, operands: dict[str, np.ndarray], out: np.ndarray) -> None:
+    """Execute ``spec`` on flat copies of ``operands`` (by operand name), writing its C blocks into the
+    flat ``out`` at the spec's offsets; what the call does not write keeps its value."""
+    buffers = {name: np.ascontiguousarray(array).reshape(-1) for name, array in operands.items()}
 
     def column_major(buf: np.ndarray, offset: int, rows: int, cols: int, ld: int) -> np.ndarray:
+        if offset + (cols - 1) * ld + rows > buf.size:
+            raise ValueError(f"GEMM {spec.role}: a {rows}x{cols} block at {offset} (ld {ld}) leaves its buffer")
         return np.lib.stride_tricks.as_strided(buf[offset:], (rows, cols), (8, 8 * ld))
 
     a_rows, a_cols = (spec.k, spec.m) if spec.transa else (spec.m, spec.k)
     b_rows, b_cols = (spec.n, spec.k) if spec.transb else (spec.k, spec.n)
     for batch in range(spec.batch):
-        a = column_major(buffers[spec.a_operand], batch * spec.stride_a, a_rows, a_cols, spec.lda)
-        b = column_major(buffers[spec.b_operand], batch * spec.stride_b, b_rows, b_cols, spec.ldb)
+        a = column_major(buffers[spec.a_operand], spec.a_offset + batch * spec.stride_a, a_rows, a_cols, spec.lda)
+        b = column_major(buffers[spec.b_operand], spec.b_offset + batch * spec.stride_b, b_rows, b_cols, spec.ldb)
         c = (a.T if spec.transa else a) @ (b.T if spec.transb else b)
-        column_major(out, batch * spec.stride_c, spec.m, spec.n, spec.ldc)[...] = c
-    return out.reshape(flux.shape)
+        column_major(out, spec.c_offset + batch * spec.stride_c, spec.m, spec.n, spec.ldc)[...] = c

@@ -32,7 +32,13 @@ SIGNATURES: dict[str, tuple[Param, ...]] = {
     "separable_lift": params("dx:ptr dy:ptr dz:ptr Ex:ptr Ey:ptr Ez:ptr fstar:ptr dqdt:ptr ne:i64"),
     "rk3_stage": params("q0:ptr q_stage:ptr dqdt:ptr q_out:ptr a:f64 b:f64 dt:f64 ne:i64"),
 }
-FAMILIES = tuple(SIGNATURES)
+#: The parity decomposition's forms of volume_flux and separable_lift (composer.parity): same
+#: arguments, the fluxes written split and the derivatives read split. Odd orders only; loaded by
+#: the paths that run it (``load_parity_kernels``), not by ``SupportKernels``.
+PARITY_FAMILIES = ("volume_flux_parity", "separable_lift_parity")
+SIGNATURES.update({f"{family}_parity": SIGNATURES[family] for family in ("volume_flux", "separable_lift")})
+#: The four kernels of every library path (``SupportKernels``, ``composer build``).
+FAMILIES = tuple(f for f in SIGNATURES if f not in PARITY_FAMILIES)
 _PAIRED = {"volume_flux", "rk3_stage"}  # kernels whose main loop moves two doubles per iteration
 
 
@@ -52,6 +58,8 @@ def source(family: str, nq: int, block: int = DEFAULT_BLOCK) -> str:
     _check_family(family)
     if nq < 2:
         raise ValueError(f"nq must be >= 2, got {nq}")
+    if family in PARITY_FAMILIES and nq % 2:
+        raise ValueError(f"{family} needs an even nq (odd order), got {nq}")
     if not 1 <= block <= 1024:
         raise ValueError(f"block must be in [1, 1024], got {block}")
     return render(f"{family}.cu.j2", family=family, nq=int(nq), block=int(block))
@@ -100,9 +108,10 @@ def grid_size(work_items: int, block: int, sm_count: int | None, blocks_per_sm: 
 
 
 def launch_shape(family: str, nq: int, ne: int, block: int, sm_count: int | None) -> tuple[int, int]:
-    """(grid, block) used by the launch helpers: one thread per node (per pair for paired kernels)."""
+    """(grid, block) used by the launch helpers: one thread per node (per pair for paired kernels, per
+    octet of mirrored nodes for the parity kernels)."""
     _check_family(family)
-    per_elem = 6 * nq * nq if family == "surface_flux" else nq**3
+    per_elem = 6 * nq * nq if family == "surface_flux" else (nq // 2) ** 3 if family in PARITY_FAMILIES else nq**3
     work = ne * per_elem
     if family in _PAIRED:
         work = (work + 1) // 2
@@ -139,6 +148,24 @@ def launch_separable_lift(kernel: Kernel, dx: Any, dy: Any, dz: Any, Ex: Any, Ey
                           dqdt: Any, ne: int, stream: Any = None) -> None:
     """dqdt = -(Ex*dx + Ey*dy + Ez*dz + LIFT(fstar))."""
     _launch(kernel, "separable_lift", (dx, dy, dz, Ex, Ey, Ez, fstar, dqdt, ne), ne, stream)
+
+
+def launch_volume_flux_parity(kernel: Kernel, q: Any, u: Any, v: Any, w: Any, qu: Any, qv: Any, qw: Any,
+                              ne: int, stream: Any = None) -> None:
+    """qu, qv, qw split along i, j, k (composer.parity.reference.split_fluxes)."""
+    _launch(kernel, "volume_flux_parity", (q, u, v, w, qu, qv, qw, ne), ne, stream)
+
+
+def launch_separable_lift_parity(kernel: Kernel, dx: Any, dy: Any, dz: Any, Ex: Any, Ey: Any, Ez: Any,
+                                 fstar: Any, dqdt: Any, ne: int, stream: Any = None) -> None:
+    """dqdt from the split derivatives (composer.parity.reference.lift_from_split)."""
+    _launch(kernel, "separable_lift_parity", (dx, dy, dz, Ex, Ey, Ez, fstar, dqdt, ne), ne, stream)
+
+
+def load_parity_kernels(nq: int, device: Device | None = None, block: int = DEFAULT_BLOCK,
+                        cache_dir: Path | None = None) -> dict[str, Kernel]:
+    """The two parity kernels for ``nq`` (even) by family."""
+    return {f: load_support_kernel(f, nq, device, block, cache_dir) for f in PARITY_FAMILIES}
 
 
 def launch_rk3_stage(kernel: Kernel, q0: Any, q_stage: Any, dqdt: Any, q_out: Any, a: float, b: float,

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from composer import counts
 from composer.arch.machines import Machine
 from composer.gemm.roles import ROLES, GemmSpec, gemm_spec
-from composer.kernels.support import (DEFAULT_BLOCK, SupportKernels, launch_separable_lift, launch_shape,
-                                      launch_surface_flux, launch_volume_flux, products_grid)
+from composer.kernels.support import (DEFAULT_BLOCK, SupportKernels, launch_separable_lift,
+                                      launch_separable_lift_parity, launch_shape, launch_surface_flux,
+                                      launch_volume_flux, launch_volume_flux_parity, products_grid)
 from composer.config.schedules import load_schedule
 from composer.errors import ComposerError
 from composer.paths.base import Launcher, Path, PathOption
@@ -29,6 +30,11 @@ from composer.paths.problem import DeviceProblem
 from composer.paths.program import FACE_FLUX_READS, OUTPUT, face_bytes, face_flux_cost, roof_seconds, volume_bytes
 from composer.runtime import Stream
 from composer.sched import MAIN, KernelNode
+
+
+#: The launch helper of each volume-flux and lift family (same arguments in each pair).
+SUPPORT_LAUNCHERS = {"volume_flux": launch_volume_flux, "volume_flux_parity": launch_volume_flux_parity,
+                     "separable_lift": launch_separable_lift, "separable_lift_parity": launch_separable_lift_parity}
 
 
 def unfused_workspace(order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
@@ -106,6 +112,12 @@ class LibraryPath(Path):
         return unfused_workspace(order, grid)
 
     @classmethod
+    def gemm_flop(cls, order: int, num_elements: int, options: Mapping[str, Any]) -> int:
+        """FLOP one volume GEMM executes (the plan's cost hint): the full contraction's count."""
+        nq = order + 1
+        return 2 * nq**4 * num_elements
+
+    @classmethod
     def flux_nodes(cls, nq: int, ne: int, machine: Machine) -> tuple[KernelNode, KernelNode]:
         """The volume flux (the three GEMM operands) and the face flux (fstar) kernels."""
         vol = volume_bytes(nq, ne)
@@ -126,7 +138,7 @@ class LibraryPath(Path):
         _, surface_flux = cls.flux_nodes(nq, ne, machine)
         fluxes = cls.volume_flux_nodes(nq, ne, machine, options)
         grid, block = launch_shape("separable_lift", nq, ne, DEFAULT_BLOCK, machine.sm_count)
-        gemm_flop = 2 * nq * ne * nq**3
+        gemm_flop = cls.gemm_flop(order, ne, options)
         # The face flux first: it shares no array with the volume flux, so the order changes no
         # edge, only the plan's tie-break, which then issues it first, as the hand-written launches
         # did (H200 session 6 call 5: that order 44 us faster at p = 7 than the plan issuing the
@@ -181,22 +193,26 @@ class LibraryPath(Path):
     def run_gemm(self, role: str, stream: Stream) -> None:
         """Enqueue the ``role`` GEMM: ``derivative[role] = D-contraction of flux[role]``."""
 
+    def support_nodes(self) -> dict[str, tuple[str, Any]]:
+        """The support kernels this path launches: node name -> (kernel family, loaded kernel). The
+        single volume_flux node is left out under the overlap (its product kernels run instead)."""
+        s = self.support
+        nodes = {"volume_flux": ("volume_flux", s.volume_flux), "surface_flux": ("surface_flux", s.surface_flux),
+                 "lift": ("separable_lift", s.separable_lift)}
+        if self.overlap_kernels is not None:
+            del nodes["volume_flux"]
+        return nodes
+
     def launch_blocks(self) -> dict[str, int]:
         pb = self.problem
         return {node: launch_shape(family, pb.nq, pb.num_elements, kernel.block[0] if kernel.block else DEFAULT_BLOCK,
                                    pb.device.sm_count)[0]
-                for node, family, kernel in (("volume_flux", "volume_flux", self.support.volume_flux),
-                                             ("surface_flux", "surface_flux", self.support.surface_flux),
-                                             ("lift", "separable_lift", self.support.separable_lift))
-                if node != "volume_flux" or self.overlap_kernels is None} | self.overlap_kernel_map(
+                for node, (family, kernel) in self.support_nodes().items()} | self.overlap_kernel_map(
             lambda k, sms: products_grid(pb.nq, pb.num_elements, k.block[0], pb.device.sm_count, sms))
 
     def resident_blocks(self) -> dict[str, int]:
         resident = {node: kernel.resident_blocks(kernel.block[0] if kernel.block else DEFAULT_BLOCK, 0)
-                    for node, kernel in (("volume_flux", self.support.volume_flux),
-                                         ("surface_flux", self.support.surface_flux),
-                                         ("lift", self.support.separable_lift))
-                    if node != "volume_flux" or self.overlap_kernels is None}
+                    for node, (_, kernel) in self.support_nodes().items()}
         return {**resident, **self.overlap_kernel_map(lambda k, _: k.resident_blocks(k.block[0], 0))}
 
     def diagnostics(self) -> dict[str, Any]:
@@ -227,9 +243,10 @@ class LibraryPath(Path):
                                                    {r: array.ptr for r, array in self.flux.items()}, ne,
                                                    confine=self.overlap_confined)
         else:
-            volume = {"volume_flux": lambda s: launch_volume_flux(
-                self.support.volume_flux, q_ptr, u, v, w, self.flux["x"].ptr, self.flux["y"].ptr,
-                self.flux["z"].ptr, ne, s)}
+            family, kernel = self.support_nodes()["volume_flux"]
+            launch = SUPPORT_LAUNCHERS[family]
+            volume = {"volume_flux": lambda s: launch(kernel, q_ptr, u, v, w, self.flux["x"].ptr, self.flux["y"].ptr,
+                                                      self.flux["z"].ptr, ne, s)}
         return {
             **volume,
             "surface_flux": lambda s: launch_surface_flux(
@@ -239,12 +256,12 @@ class LibraryPath(Path):
 
     def bind(self, q_ptr: int, dqdt_ptr: int) -> Mapping[str, Launcher]:
         pb, ne = self.problem, self.problem.num_elements
+        family, kernel = self.support_nodes()["lift"]
+        lift = SUPPORT_LAUNCHERS[family]
         launches: dict[str, Launcher] = {
             **self.flux_launches(q_ptr),
-            "lift": lambda s: launch_separable_lift(
-                self.support.separable_lift, self.derivative["x"].ptr, self.derivative["y"].ptr,
-                self.derivative["z"].ptr, pb.ptr("Ex"), pb.ptr("Ey"), pb.ptr("Ez"), self.fstar.ptr, dqdt_ptr,
-                ne, s),
+            "lift": lambda s: lift(kernel, self.derivative["x"].ptr, self.derivative["y"].ptr, self.derivative["z"].ptr,
+                                   pb.ptr("Ex"), pb.ptr("Ey"), pb.ptr("Ez"), self.fstar.ptr, dqdt_ptr, ne, s),
         }
         for role in ROLES:
             launches[f"gemm_{role}"] = lambda s, role=role: self.run_gemm(role, s)
