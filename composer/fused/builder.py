@@ -118,6 +118,12 @@ class KernelPlan(BoxGeometry):
     x_chain: int = 0  # > 0: the chain's length, the block walking that many x neighbours (config.x_chain)
     x_prefetch: bool = False  # the chain's next element copied into shared memory ahead (config.x_prefetch)
     swizzle: bool = False  # unpadded tiles, i XOR-swizzled (config.tile_swizzle; composer.fused.banks)
+    parity: bool = False  # contractions through even and odd parts; D is the parity rows (config.parity)
+
+    @property
+    def d_rows(self) -> int:
+        """Rows of the staged D: all of D's, or the parity rows (half of them)."""
+        return self.nq // 2 if self.parity else self.nq
 
     @property
     def element_threads(self) -> int:
@@ -130,7 +136,7 @@ class KernelPlan(BoxGeometry):
         base = self.ntiles * self.tile_doubles + sum(2 * self.lines(d) for d in self.kernel.dirs)
         if not self.d_panel:
             return base
-        return self.d_offset + self.d_bufs * self.nq * self.d_panel
+        return self.d_offset + self.d_bufs * self.d_rows * self.d_panel
 
     @property
     def flux_tile_count(self) -> int:
@@ -261,8 +267,8 @@ def _d_panel(config: FusedConfig, plan: KernelPlan, limits: ArchLimits) -> int:
     double-buffered panel of 64, 32, 16 or 8 k-values that fits (within ``min_blocks`` blocks/SM)."""
     if config.d_stage != "smem":
         return 0
-    if config.d_panel:
-        return config.d_panel
+    if config.d_panel or config.parity:  # the parity rows are staged whole (config.parity_problem)
+        return config.d_panel or config.nq
     limit = limits.smem_per_block(config.min_blocks)
     split = plan.kernel.split
     chunk = plan.kernel.box[2 - split] if split is not None else config.nq
@@ -345,7 +351,7 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
         plan = KernelPlan(name, index, k, config.nq, rs, ps, first=index == 0, q_tile=config.traces == "tiles",
                           flux_tiles=config.flux_tiles, x_traces=config.traces == "xfaces" and 0 in k.dirs,
                           x_pairs=config.x_pairs, x_chain=config.elements_per_block if config.x_chain else 0, x_prefetch=config.x_prefetch,
-                          swizzle=config.tile_swizzle)
+                          swizzle=config.tile_swizzle, parity=config.parity)
         plans.append(dataclasses.replace(plan, d_panel=_d_panel(config, plan, limits)))
     return plans
 
@@ -441,7 +447,7 @@ def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:
         element_doubles=plan.element_doubles, swizzle=plan.swizzle,
         chunked=config.chunk_elements > 0, element_order=config.element_bricks is not None, local_interior=not config.interior_maps,
         exterior_links=not config.exterior_maps, block_number=block_number(plan.kernel, config.side_queues),
-        side_queues=config.side_queues, **mma)
+        side_queues=config.side_queues, parity=config.parity, **mma)
 
 
 def render_face(nq: int) -> str:

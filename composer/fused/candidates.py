@@ -34,7 +34,8 @@ from composer.errors import ComposerError
 from composer.fused.builder import StreamPlan, kernel_plans, late_weights
 from composer.fused.config import (ALLOWED_MMA, D_LAYOUTS, L2_FETCH, STREAM_SWITCHES, SUPPORTED_ORDERS, FusedConfig, KernelConfig,
                                    box_lines, descending_problem, element_bricks_problem, fused_config,
-                                   interior_maps_key_problem, one_element_form, parse_table, side_queues_problem)
+                                   interior_maps_key_problem, one_element_form, parity_problem, parse_table,
+                                   side_queues_problem)
 from composer.fused.order import l2_handoffs
 from composer.arch.mma import mma_shape
 
@@ -91,6 +92,8 @@ def _fits(config: FusedConfig, arch: str = DEFAULT_ARCH) -> bool:
         threads = getattr(plan, "element_threads", k.threads)  # x_pairs: half the block per element
         for d in k.dirs:
             nl, nq = plan.lines(d), plan.positions(d)
+            if config.parity:  # a work unit covers positions a < h and their mirrors (Contract's TILES_A)
+                nq //= 2
             if config.engine == "simt":
                 tl, ta = k.tile
                 if nl % tl or nq % ta or (nl // tl * (nq // ta)) % threads:
@@ -517,6 +520,33 @@ def side_queue_candidates(variant: str, order: int) -> list[tuple[str, FusedConf
         return []
     option = dataclasses.replace(base, side_queues=True)
     return [(label(option), option)] if side_queues_problem(option) is None and _fits(option) else []
+
+
+#: Warp tiles (WM, WN) the parity family tries: the contraction's work units halve with the positions,
+#: so the shipped tile may no longer give every warp whole units.
+PARITY_TILES = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1))
+
+
+def parity_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
+    """The schedule's box table contracting through even and odd parts (``parity``, composer.parity):
+    every warp tile of PARITY_TILES that divides the halved work, with D through the cache and staged
+    whole (the parity rows are half of D). Why: the xy kernels at p = 31 and 63 are bound by L1/shared
+    (76 %) or by latency at 128 registers (session 19 ncu): parity halves their MMAs, their tile and D
+    loads and their k-loop; a clustered table is taken without its cluster (its split axis holds part
+    of each line)."""
+    base = fused_config(variant, order)
+    if base is None or base.volume != "box" or base.mma is None or base.nq % 2:
+        return []
+    base = dataclasses.replace(base, kernels=tuple(dataclasses.replace(k, cluster=1, box=(base.nq,) * 3)
+                                                   if k.cluster > 1 else k for k in base.kernels))
+    found = []
+    for stage in ("global", "smem"):
+        for tile in PARITY_TILES:
+            option = dataclasses.replace(base, parity=True, d_stage=stage, d_panel=0, x_chain=False,
+                                         kernels=tuple(dataclasses.replace(k, tile=tile) for k in base.kernels))
+            if parity_problem(option) is None and _fits(option) and option not in found:
+                found.append(option)
+    return [(label(c), c) for c in found]
 
 
 def local_interior_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]:
@@ -1354,7 +1384,7 @@ FAMILIES = {"staged": staged_candidates, "traces": trace_candidates, "wide": wid
             "xyz_cluster": xyz_cluster_candidates, "element_order": element_order_candidates,
             "local_interior": local_interior_candidates, "face_links": face_links_candidates, "carveout": carveout_candidates, "brick_refine": brick_refine_candidates, "pair_bricks": pair_bricks_candidates,
             "descending": descending_candidates, "xyz_cluster_refine": xyz_cluster_refine_candidates,
-            "side_queues": side_queue_candidates}
+            "side_queues": side_queue_candidates, "parity": parity_candidates}
 SUBSETS = ("all", *FAMILIES)
 
 
@@ -1449,6 +1479,8 @@ def label(config: FusedConfig) -> str:
         extra += " down:" + ",".join(k.dir_names for k in config.kernels if k.descending)
     if config.side_queues:
         extra += " sideq"
+    if config.parity:
+        extra += " parity"
     if config.volume == "stream":
         extra += f" stream kp{config.k_panel} s{config.stages}"
     for key, value in _set_switches(config):  # tagged by the key's initial: " Aproduct", " Cunrolled", ...
@@ -1516,6 +1548,8 @@ def to_table(config: FusedConfig) -> str:
         lines.append(f"carveout = {config.carveout}")
     if config.side_queues:
         lines.append("side_queues = true")
+    if config.parity:
+        lines.append("parity = true")
     if config.nvrtc:
         lines.append(f'nvrtc = "{config.nvrtc}"')
     if config.volume != "box":

@@ -367,6 +367,9 @@ class FusedConfig:
     #: and the ticket each block waits for costs 2-10 %: the key loses at p = 7 and is applied nowhere.
     #: Results do not depend on it: each work number is taken once.
     side_queues: bool = False
+    #: Contract through the even and odd parts of each line (composer.parity): half the k-steps of
+    #: every tensor-core contraction, D passed as the parity rows. Box kernels, odd orders.
+    parity: bool = False
 
     @property
     def nq(self) -> int:
@@ -549,7 +552,7 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     _reject_unknown(table, ("flux", "mma", "kernels", "d_stage", "d_panel", "min_blocks", "traces",
                             "elements_per_block", "volume", "k_panel", "stages", "trace_cluster", "nvrtc", "flux_tiles", "pair_io", "l2_keep", "weights", "x_pairs", "x_chain", "x_prefetch",
                             "tile_swizzle", "chunk_elements", "element_bricks", "interior_maps", "exterior_maps",
-                            "carveout", "side_queues", *STREAM_SWITCHES),
+                            "carveout", "side_queues", "parity", *STREAM_SWITCHES),
                     file, prefix)
     flux = table.get("flux")
     if flux not in FLUX_MODES:
@@ -681,12 +684,14 @@ def parse_table(variant: str, order: int, table: Mapping[str, Any], file: str = 
     if carveout is not None and volume != "box":
         raise _error(file, f"{prefix}.carveout", "applies to the box kernel (the streamed kernels size their own split)")
     side_queues = _flag(table, "side_queues", prefix, file)
+    parity = _flag(table, "parity", prefix, file)
     config = FusedConfig(variant, order, str(flux), kernels, mma, dfma, str(d_stage), d_panel, min_blocks,
                          str(traces), epb, str(volume), k_panel, stages, **switches, trace_cluster=trace_cluster,
                          nvrtc=nvrtc, flux_tiles=flux_tiles, pair_io=pair_io, l2_keep=l2_keep, weights=str(weights),
                          x_pairs=x_pairs, x_chain=x_chain, x_prefetch=x_prefetch, tile_swizzle=tile_swizzle, chunk_elements=chunk_elements,
                          element_bricks=element_bricks, interior_maps=interior_maps,
-                         exterior_maps=exterior_maps, carveout=carveout, side_queues=side_queues)
+                         exterior_maps=exterior_maps, carveout=carveout, side_queues=side_queues,
+                         parity=parity)
     problem = first_table_problem(config)
     if problem:
         raise _error(file, f"{prefix}.{problem[0]}", problem[1])
@@ -701,7 +706,7 @@ def first_table_problem(config: FusedConfig) -> tuple[str, str] | None:
               ("x_prefetch", x_prefetch_problem), ("tile_swizzle", tile_swizzle_problem),
               ("trace_cluster", trace_cluster_problem), ("element_bricks", element_bricks_problem),
               ("interior_maps", interior_maps_key_problem), ("exterior_maps", exterior_maps_key_problem),
-              ("descending", descending_problem), ("side_queues", side_queues_problem))
+              ("descending", descending_problem), ("side_queues", side_queues_problem), ("parity", parity_problem))
     for key, check in checks:
         problem = check(config)
         if problem:
@@ -887,6 +892,32 @@ def side_queues_problem(config: FusedConfig) -> str | None:
         return "cannot be combined with chunk_elements (the chunks hand their elements on in ascending order)"
     if any(k.descending for k in config.kernels):
         return "cannot be combined with descending kernels (the queues set the order)"
+    return None
+
+
+def parity_problem(config: FusedConfig) -> str | None:
+    """What is wrong with a table's ``parity`` (None if nothing): tensor-core box kernels (FUSED_DFMA
+    runs them with DFMA) at an odd order, each contracting whole axes whose half-axis its warp tiles
+    and k-steps divide, with D read through the cache or staged whole (the parity rows: half of D)."""
+    if not config.parity:
+        return None
+    if config.mma is None:
+        return "needs the tensor-core engine (an MMA shape; FUSED_DFMA takes FUSED_TC's)"
+    if config.volume != "box":
+        return "applies to the box kernels (the streamed kernels' D panels hold full rows)"
+    if config.nq % 2:
+        return f"needs an odd order p (an even number of nodes); got p = {config.order}"
+    if config.d_panel not in (0, config.nq):
+        return "stages all of D's parity rows (half of D): drop d_panel"
+    if config.x_chain:
+        return "cannot be combined with x_chain"
+    shape, half = config.mma_shape, config.nq // 2
+    for k in config.kernels:
+        if k.cluster > 1:
+            return "cannot be combined with a kernel's cluster (the split direction holds part of each line)"
+        if half % shape.k or half % (8 * k.tile[1]):
+            return (f"the half axis ({half} positions) must hold whole k-steps of {shape.k} and warp tiles of "
+                    f"{8 * k.tile[1]} positions")
     return None
 
 

@@ -83,13 +83,14 @@ def d_off(dp: int, a, m):
 
 def stage_panels(plan: KernelPlan, dmat: np.ndarray, nq: int) -> list[np.ndarray]:
     """The staged D panels as the cooperative copy (stage_d) writes them: thread tid, trip r copies
-    the 16-byte pair n = tid + r*THREADS of row n // (DP/2). Unwritten slots stay NaN."""
-    dp, pairs = plan.d_panel, plan.d_panel // 2
-    n = np.arange(nq * pairs)
+    the 16-byte pair n = tid + r*THREADS of row n // (DP/2) (D's rows, or with parity the parity rows
+    ``dmat`` then holds). Unwritten slots stay NaN."""
+    dp, pairs, rows = plan.d_panel, plan.d_panel // 2, plan.d_rows
+    n = np.arange(rows * pairs)
     a, m = n // pairs, 2 * (n % pairs)
     panels = []
     for p in range(nq // dp):
-        buf = np.full(nq * dp, np.nan)
+        buf = np.full(rows * dp, np.nan)
         for h in range(2):
             off = d_off(dp, a, m) + h
             assert len(np.unique(off)) == len(off)
@@ -120,6 +121,9 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
     splits, Contract::run_cluster): the flux tiles of the cluster's ranks, rank h holding the axis's
     k-values [h * ext, (h + 1) * ext); the block's positions are its chunk's, from ``aorg``, and the
     staged D is addressed from row aorg (``aorg * DP + d_off(a, m)``)."""
+    if plan.parity:
+        assert peers is None, "parity kernels are not clustered (config.parity_problem)"
+        return _contract_parity(plan, d, tile, dmat, nq, shape)
     panels = stage_panels(plan, dmat, nq) if plan.d_panel else None
     mm, mk = mma_shape(shape).m, mma_shape(shape).k
     mi = mm // 8
@@ -187,6 +191,65 @@ def _contract_mma(plan: KernelPlan, d: int, tile: np.ndarray, dmat: np.ndarray, 
                         l = l0 + wm * mm + dl
                         pts.append(box_point(d, a, l, plan))
                         vals.append(acc[wm, wn, r])
+    return pts, vals
+
+
+def _contract_parity(plan: KernelPlan, d: int, tile: np.ndarray, rows: np.ndarray, nq: int, shape: str):
+    """(points, values) of every lane's outputs in a ``parity`` kernel (Contract::parity_step and
+    parity_out): per k-step m0 < h, the A fragments of the even and odd parts formed from the tile's
+    values at m and p - m, the B fragments of A and B from the parity ``rows`` (staged through d_off
+    when D is staged), two mma.sync per fragment pair; then a + b at each position a < h and b - a at
+    p - a, the mirrored slots taking register r ^ 1 as the template's point() places them."""
+    panels = stage_panels(plan, rows, nq) if plan.d_panel else None
+    mm, mk = mma_shape(shape).m, mma_shape(shape).k
+    mi, c_regs, half = mm // 8, mm // 4, nq // 2
+    wm_n, wn_n = plan.kernel.tile
+    warps = plan.element_threads // 32
+    tiles_l, tiles_a = plan.lines(d) // (mm * wm_n), half // (8 * wn_n)
+    assert plan.lines(d) % (mm * wm_n) == 0 and half % (8 * wn_n) == 0 and tiles_l * tiles_a % warps == 0, \
+        f"{plan.name}: {wm_n}x{wn_n} warp tiles of {shape} do not divide {plan.lines(d)} lines x {half} positions"
+    lane = np.arange(32)
+    g, t = lane // 4, lane % 4
+    pts, vals = [], []
+
+    def b_value(a, m):
+        if panels is None:
+            return rows[a, m]
+        return panels[0][d_off(plan.d_panel, a, m)]
+
+    for it in range(tiles_l * tiles_a // warps):
+        for warp in range(warps):
+            tid = warp + it * warps
+            l0, a0 = tid % tiles_l * (mm * wm_n), tid // tiles_l * (8 * wn_n)
+            acc = np.zeros((2, wm_n, wn_n, c_regs, 32))
+            for m0 in range(0, half, mk):
+                for wm in range(wm_n):
+                    even, odd = np.full((mm, mk), np.nan), np.full((mm, mk), np.nan)
+                    for i in range(mm * mk // 32):
+                        m = m0 + t + 4 * (i // mi)
+                        l = l0 + wm * mm + g + 8 * (i % mi)
+                        lo = tile[tile_offset(plan, *box_point(d, m, l, plan))]
+                        hi = tile[tile_offset(plan, *box_point(d, nq - 1 - m, l, plan))]
+                        even[g + 8 * (i % mi), t + 4 * (i // mi)] = lo + hi
+                        odd[g + 8 * (i % mi), t + 4 * (i // mi)] = lo - hi
+                    for wn in range(wn_n):
+                        bmat = np.full((2, mk, 8), np.nan)
+                        for i in range(mk // 4):
+                            a, m = a0 + wn * 8 + g, m0 + t + 4 * i
+                            bmat[0, t + 4 * i, g] = b_value(a, m)
+                            bmat[1, t + 4 * i, g] = b_value(a, half + m)
+                        _mma(acc[0, wm, wn], even, bmat[0], g, t)
+                        _mma(acc[1, wm, wn], odd, bmat[1], g, t)
+            for wm in range(wm_n):
+                for wn in range(wn_n):
+                    for r in range(c_regs):
+                        dl, da = _c_fragment(r, g, t)
+                        a, l = a0 + wn * 8 + da, l0 + wm * mm + dl
+                        pts.append(box_point(d, a, l, plan))
+                        vals.append(acc[0, wm, wn, r] + acc[1, wm, wn, r])
+                        mirror = acc[1, wm, wn, r ^ 1] - acc[0, wm, wn, r ^ 1]
+                        pts.append(box_point(d, nq - 1 - (a0 + wn * 8 + 2 * t + 1 - r % 2), l, plan))
+                        vals.append(mirror)
     return pts, vals
 
 
@@ -640,6 +703,10 @@ def emulate(config: FusedConfig, fields: Mapping[str, np.ndarray], grid: object,
 
         assert interior_maps_problem(mesh.face_maps[0], nq) is None, "the path refuses interior_maps = false on this mesh"
     dmat = dg.diff_matrix(config.order)
+    if config.parity:  # the kernels read the parity rows where they read D (composer.parity)
+        from composer.parity.reference import parity_rows
+
+        dmat = parity_rows(dmat)
     dqdt = np.full(mesh.num_points, np.nan)
     vel, metric = (flat["u"], flat["v"], flat["w"]), (flat["Ex"], flat["Ey"], flat["Ez"])
     plans = kernel_plans(config)

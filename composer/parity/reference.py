@@ -36,6 +36,13 @@ def parity_matrices(diff: np.ndarray) -> np.ndarray:
     return np.stack([0.5 * (left + mirrored), 0.5 * (left - mirrored)])
 
 
+def parity_rows(diff: np.ndarray) -> np.ndarray:
+    """``[A | B]`` as ``h`` rows of ``Nq`` values: the D operand of the fused kernels with ``parity``
+    (row a: A's row a, then B's; the same row stride as D, so that their B-fragment loads keep D's form)."""
+    mats = parity_matrices(diff)
+    return np.ascontiguousarray(np.concatenate([mats[0], mats[1]], axis=1))
+
+
 def split(f: np.ndarray, axis: int) -> np.ndarray:
     """``f`` split along ``axis``: even parts in the first half, odd parts in the second."""
     f = np.moveaxis(f, axis, 0)

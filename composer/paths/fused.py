@@ -418,6 +418,14 @@ class FusedPathBase(Path):
         self.fstar = (problem.allocate(f"{self.name}.fstar", face_bytes(problem.nq, problem.num_elements))
                       if config.flux == "array" else None)
         self.diff = problem.diff  # d_layout = "panels": the k-panel copy of D the kernels read instead
+        if config.parity:  # the parity rows [A | B] (composer.parity), half of D
+            from composer import dg
+            from composer.parity.reference import parity_rows
+
+            rows = parity_rows(dg.diff_matrix(problem.order))
+            self.diff = problem.allocate(f"{self.name}.parity_rows", rows.nbytes)
+            self.diff.copy_from(rows, problem.stream)
+            problem.stream.synchronize()  # the host copy is a temporary
         if config.d_layout == "panels":
             from composer import dg
 
