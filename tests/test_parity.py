@@ -149,3 +149,13 @@ def test_gemm_path_option_contract():
     for other in ("GEMM_CUTE", "GEMM_FUSED"):
         with pytest.raises(ComposerError, match="no option 'parity'"):
             path_class(other).parse_options({"parity": True})
+
+
+def test_info_reports_the_parity_roof():
+    from composer.arch.machines import get_machine
+    from composer.cli.info import build_report
+
+    roof = build_report(511, (1, 1, 1), get_machine("h200"), 0.05)["roofline"]
+    assert roof["t_compute_parity_s"] == pytest.approx(roof["t_compute_s"] / 2)
+    assert roof["roof_parity_s"] == pytest.approx(max(roof["t_compute_s"] / 2, roof["t_memory_s"]))
+    assert build_report(6, (1, 1, 1), get_machine("h200"), 0.05)["roofline"]["roof_parity_s"] is None
