@@ -146,6 +146,11 @@ def test_gemm_path_option_contract():
     for role in ROLES:
         assert split[f"gemm_{role}"].cost < plain[f"gemm_{role}"].cost
     assert gemm.plan_settings(511, parity=True).endswith(" parity") and "parity" not in gemm.plan_settings(511)
+    # the plan's launch shapes are the parity kernels' (one thread per octet of mirrored nodes)
+    for node, family in (("volume_flux", "volume_flux_parity"), ("lift", "separable_lift_parity")):
+        assert (split[node].grid, split[node].block) == support.launch_shape(family, 512, 1, 256, machine.sm_count)
+        assert (plain[node].grid, plain[node].block) == support.launch_shape(
+            family.removesuffix("_parity"), 512, 1, 256, machine.sm_count)
     for other in ("GEMM_CUTE", "GEMM_FUSED"):
         with pytest.raises(ComposerError, match="no option 'parity'"):
             path_class(other).parse_options({"parity": True})

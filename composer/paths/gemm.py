@@ -51,6 +51,13 @@ class GemmPath(LibraryPath):
         return full // 2 if cls.parity(order, options) else full
 
     @classmethod
+    def support_families(cls, order: int, options: Mapping[str, Any]) -> dict[str, str]:
+        if cls.parity(order, options):
+            volume, lift = PARITY_FAMILIES
+            return {"volume_flux": volume, "lift": lift}
+        return super().support_families(order, options)
+
+    @classmethod
     def plan_settings(cls, order: int, **options: Any) -> str:
         return super().plan_settings(order, **options) + (" parity" if cls.parity(order, options) else "")
 

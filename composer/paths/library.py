@@ -9,6 +9,8 @@ streams. Subclasses choose who runs each GEMM.
 
 from __future__ import annotations
 
+import dataclasses
+
 from abc import abstractmethod
 from types import MappingProxyType
 from typing import Any
@@ -87,8 +89,17 @@ class LibraryPath(Path):
         then the other two confined beside that GEMM."""
         overlap = cls.overlap_settings(nq - 1, machine.sm_count, options)
         if overlap is None:
-            return [cls.flux_nodes(nq, ne, machine)[0]]
+            node = cls.flux_nodes(nq, ne, machine)[0]
+            family = cls.support_families(nq - 1, options)["volume_flux"]
+            grid, block = launch_shape(family, nq, ne, DEFAULT_BLOCK, machine.sm_count)
+            return [dataclasses.replace(node, grid=grid, block=block)]
         return list(overlap_flux_nodes(overlap, nq, ne, machine))
+
+    @classmethod
+    def support_families(cls, order: int, options: Mapping[str, Any]) -> dict[str, str]:
+        """The kernel family of the volume_flux and lift nodes (the plan's launch shapes); a path
+        with another form of them (GEMM's parity) says so."""
+        return {"volume_flux": "volume_flux", "lift": "separable_lift"}
 
     @classmethod
     def plan_settings(cls, order: int, **options: Any) -> str:
@@ -137,7 +148,7 @@ class LibraryPath(Path):
         vol, face = volume_bytes(nq, ne), face_bytes(nq, ne)
         _, surface_flux = cls.flux_nodes(nq, ne, machine)
         fluxes = cls.volume_flux_nodes(nq, ne, machine, options)
-        grid, block = launch_shape("separable_lift", nq, ne, DEFAULT_BLOCK, machine.sm_count)
+        grid, block = launch_shape(cls.support_families(order, options)["lift"], nq, ne, DEFAULT_BLOCK, machine.sm_count)
         gemm_flop = cls.gemm_flop(order, ne, options)
         # The face flux first: it shares no array with the volume flux, so the order changes no
         # edge, only the plan's tie-break, which then issues it first, as the hand-written launches
