@@ -85,7 +85,7 @@ def test_unknown_option_key_is_refused_naming_the_known_keys() -> None:
     with pytest.raises(ComposerError, match=f"path GEMM_CUTE has no option 'mmma'; {known}") as err:
         validate_options("GEMM_CUTE", {"mmma": "8x8x4"})
     assert "\n" not in str(err.value)
-    with pytest.raises(ComposerError, match="path GEMM has no option 'mma'; its options: max_streams, node_us, overlap_face, overlap_first, overlap_formed, overlap_sms$"):
+    with pytest.raises(ComposerError, match="path GEMM has no option 'mma'; its options: max_streams, node_us, overlap_face, overlap_first, overlap_formed, overlap_sms, parity$"):
         validate_options("gemm", {"mma": "8x8x4"})
     with pytest.raises(ComposerError, match="its options: build_dir, cache_dir, carveout, config, max_streams"):
         validate_options("FUSED_TC16", {"tile": "2"})

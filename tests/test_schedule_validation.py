@@ -68,7 +68,7 @@ BAD_TABLES = {
         _edited(P511, '[paths.FUSED_TC]\n', '[paths.FUSED_TC]\ncarrier = "x"\n'),
         "paths.FUSED_TC.carrier: unknown key (allowed here: a_operand, block_order, carveout, chunk_elements, copies, copy_issue, d_layout, "
         "d_panel, d_stage, element_bricks, elements_per_block, exterior_maps, flux, flux_tiles, fragments, interior_maps, k_panel, kernels, l2_fetch, l2_keep, min_blocks, "
-        "mma, nvrtc, pair_io, side_queues, stages, tile_swizzle, trace_cluster, traces, volume, weights, x_chain, x_pairs, x_prefetch)"),
+        "mma, nvrtc, pair_io, parity, side_queues, stages, tile_swizzle, trace_cluster, traces, volume, weights, x_chain, x_pairs, x_prefetch)"),
     "unknown key of a fused kernel": (
         _edited(P511, '{ dirs = "x", box = [1, 64, 128], threads = 256, tile = [4, 4] }',
                 '{ dirs = "x", box = [1, 64, 128], threads = 256, tile = [4, 4], warps = 2 }'),
