@@ -1,12 +1,10 @@
 """CPU tests of the parity decomposition (composer.parity): the premise (D centro-antisymmetric at
 every order), the split/contract/merge algebra against the reference's contractions, the parity
 GEMMs' column-major calls emulated against them, the whole tendency through the split arrays
-against ``reference_tendency`` on point-varying non-cubic grids, the kernels' compilation, and the
-GEMM path's option contract."""
+against ``reference_tendency`` on point-varying non-cubic grids, the two kernels' index math, and the
+GEMM path's option contract (their compilation: tests/test_support_kernels_cpu.py)."""
 
 from __future__ import annotations
-
-import subprocess
 
 import numpy as np
 import pytest
@@ -18,7 +16,6 @@ from composer.kernels import support
 from composer.parity import reference as par
 from composer.parity.gemm import parity_specs
 from composer.validation import relative_max_difference
-from tests.test_support_kernels_cpu import _cuobjdump
 
 AXES = {"x": 3, "y": 2, "z": 1}
 
@@ -100,28 +97,6 @@ def test_tendency_through_split_arrays(order, grid):
     assert relative_max_difference(got, dg.reference_tendency(fields, order, grid)) <= 1e-13
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90", "sm_100"])
-@pytest.mark.parametrize("nq", [2, 8, 64, 768])
-@pytest.mark.parametrize("family", support.PARITY_FAMILIES)
-def test_parity_kernels_compile(family, nq, arch, tmp_path):
-    built = support.compile_support(family, nq, arch, cache_dir=tmp_path)
-    name = f"{family}_nq{nq}"
-    assert built.symbol(name) == name
-    assert built.log.strip() == ""
-
-
-@pytest.mark.parametrize("family", support.PARITY_FAMILIES)
-def test_parity_kernels_use_no_local_memory(family, tmp_path):
-    tool = _cuobjdump()
-    if tool is None:
-        pytest.skip("cuobjdump not available")
-    for nq in (8, 512):
-        path = tmp_path / f"{family}_{nq}.cubin"
-        path.write_bytes(support.compile_support(family, nq, "sm_90", cache_dir=tmp_path).cubin)
-        usage = subprocess.run([tool, "-res-usage", str(path)], capture_output=True, text=True, check=True).stdout
-        assert "STACK:0" in usage and "LOCAL:0" in usage, usage
-
-
 def test_launch_shape_counts_octets():
     assert support.launch_shape("volume_flux_parity", 8, 3, 64, 132) == (3, 64)  # 3 x 4^3 octets
     assert support.launch_shape("separable_lift_parity", 512, 1, 256, 132) == (132 * 16, 256)
@@ -164,3 +139,97 @@ def test_info_reports_the_parity_roof():
     assert roof["t_compute_parity_s"] == pytest.approx(roof["t_compute_s"] / 2)
     assert roof["roof_parity_s"] == pytest.approx(max(roof["t_compute_s"] / 2, roof["t_memory_s"]))
     assert build_report(6, (1, 1, 1), get_machine("h200"), 0.05)["roofline"]["roof_parity_s"] is None
+
+
+def _octets(ne: int, nq: int):
+    """The threads of the parity kernels' grid-stride loop, t = e * H^3 + (kk * H + jj) * H + ii, with the
+    template's index expressions (``_parity.cuh.j2``): element base and the octet's low indices."""
+    h = nq // 2
+    t = np.arange(ne * h**3)
+    e = t // h**3
+    r = t - e * h**3
+    return e * nq**3, r // (h * h), (r // h) % h, r % h
+
+
+def _octet_node(base, kk, jj, ii, sk, sj, si, nq):
+    """``octet_node`` of the template: index of octet node (sk, sj, si), s = 1 the mirrored index."""
+    p = nq - 1
+    k, j, i = (p - kk if sk else kk), (p - jj if sj else jj), (p - ii if si else ii)
+    return base + k * nq * nq + j * nq + i
+
+
+@pytest.mark.parametrize(("order", "ne"), [(1, 3), (7, 2), (15, 1)])
+def test_volume_flux_parity_index_math(order, ne):
+    """The parity volume flux kernel's reads and writes, executed with NumPy on the template's index
+    expressions: every output written exactly once, equal to ``split_fluxes`` (the GPU test runs the CUDA)."""
+    rng = np.random.default_rng(order)
+    nq, h = order + 1, (order + 1) // 2
+    fields = {k: rng.standard_normal((ne, nq, nq, nq)) for k in "quvw"}
+    flat = {k: v.reshape(-1) for k, v in fields.items()}
+    out = {name: np.full(ne * nq**3, np.nan) for name in ("qu", "qv", "qw")}
+    writes = {name: np.zeros(ne * nq**3, int) for name in out}
+    base, kk, jj, ii = _octets(ne, nq)
+    f = {}
+    for s in np.ndindex(2, 2, 2):
+        x = _octet_node(base, kk, jj, ii, *s, nq)
+        f[s] = {vel: flat["q"][x] * flat[vel][x] for vel in "uvw"}
+
+    def store(name, index, value):
+        out[name][index] = value
+        np.add.at(writes[name], index, 1)
+
+    for s1, s2 in np.ndindex(2, 2):
+        row = _octet_node(base, kk, jj, 0 * ii, s1, s2, 0, nq)
+        store("qu", row + ii, f[s1, s2, 0]["u"] + f[s1, s2, 1]["u"])
+        store("qu", row + h + ii, f[s1, s2, 0]["u"] - f[s1, s2, 1]["u"])
+        col = _octet_node(base, kk, 0 * jj, ii, s1, 0, s2, nq)
+        store("qv", col + jj * nq, f[s1, 0, s2]["v"] + f[s1, 1, s2]["v"])
+        store("qv", col + (h + jj) * nq, f[s1, 0, s2]["v"] - f[s1, 1, s2]["v"])
+        pillar = _octet_node(base, 0 * kk, jj, ii, 0, s1, s2, nq)
+        store("qw", pillar + kk * nq * nq, f[0, s1, s2]["w"] + f[1, s1, s2]["w"])
+        store("qw", pillar + (h + kk) * nq * nq, f[0, s1, s2]["w"] - f[1, s1, s2]["w"])
+    expected = par.split_fluxes(fields)
+    for name, role in (("qu", "x"), ("qv", "y"), ("qw", "z")):
+        assert (writes[name] == 1).all()
+        assert np.array_equal(out[name].reshape(fields["q"].shape), expected[role])
+
+
+@pytest.mark.parametrize(("order", "grid"), [(1, (3, 2, 1)), (7, (1, 2, 2))])
+def test_separable_lift_parity_index_math(order, grid):
+    """The parity lift kernel's reads, merges, face terms and writes on the template's index expressions:
+    each node written once, equal to ``lift_from_split``."""
+    rng = np.random.default_rng(order)
+    mesh = dg.Mesh(order, grid)
+    nq, h, p, ne = mesh.nq, mesh.nq // 2, mesh.nq - 1, mesh.num_elements
+    fields = dg.make_fields(order, grid, varying=True)
+    split = {r: rng.standard_normal(mesh.volume_shape) for r in "xyz"}
+    fstar = rng.standard_normal(mesh.face_shape)
+    d = {r: split[r].reshape(-1) for r in "xyz"}
+    metric = {r: fields[f"E{r}"].reshape(-1) for r in "xyz"}
+    fe = fstar.reshape(ne, -1)
+    out, writes = np.full(mesh.num_points, np.nan), np.zeros(mesh.num_points, int)
+    base, kk, jj, ii = _octets(ne, nq)
+    e = base // nq**3
+    g = {r: {} for r in "xyz"}
+    for s1, s2 in np.ndindex(2, 2):
+        row = _octet_node(base, kk, jj, 0 * ii, s1, s2, 0, nq)
+        a, b = d["x"][row + ii], d["x"][row + h + ii]
+        g["x"][s1, s2, 0], g["x"][s1, s2, 1] = a + b, b - a
+        col = _octet_node(base, kk, 0 * jj, ii, s1, 0, s2, nq)
+        a, b = d["y"][col + jj * nq], d["y"][col + (h + jj) * nq]
+        g["y"][s1, 0, s2], g["y"][s1, 1, s2] = a + b, b - a
+        pillar = _octet_node(base, 0 * kk, jj, ii, 0, s1, s2, nq)
+        a, b = d["z"][pillar + kk * nq * nq], d["z"][pillar + (h + kk) * nq * nq]
+        g["z"][0, s1, s2], g["z"][1, s1, s2] = a + b, b - a
+    for s in np.ndindex(2, 2, 2):
+        k, j, i = (p - kk if s[0] else kk), (p - jj if s[1] else jj), (p - ii if s[2] else ii)
+        x = _octet_node(base, kk, jj, ii, *s, nq)
+        acc = metric["x"][x] * g["x"][s] + metric["y"][x] * g["y"][s] + metric["z"][x] * g["z"][s]
+        for face, on, a_idx in ((0, i == 0, k * nq + j), (1, i == p, k * nq + j), (2, j == 0, k * nq + i),
+                                (3, j == p, k * nq + i), (4, k == 0, j * nq + i), (5, k == p, j * nq + i)):
+            acc = acc + np.where(on, fe[e, face * nq * nq + a_idx], 0.0)
+        out[x] = -acc
+        np.add.at(writes, x, 1)
+    assert (writes == 1).all()
+    expected = par.lift_from_split(split, fields, fstar, mesh)
+    assert relative_max_difference(out.reshape(mesh.volume_shape), expected) <= 1e-15

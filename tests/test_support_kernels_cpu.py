@@ -41,7 +41,7 @@ def _cuobjdump() -> str | None:
 
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("nq", NQS)
-@pytest.mark.parametrize("family", support.FAMILIES)
+@pytest.mark.parametrize("family", (*support.FAMILIES, *support.PARITY_FAMILIES))  # NQS are even: parity's too
 def test_compiles_with_entry_symbol(family, nq, arch, cache_dir):
     built = support.compile_support(family, nq, arch, cache_dir=cache_dir)
     name = f"{family}_nq{nq}"
@@ -50,7 +50,7 @@ def test_compiles_with_entry_symbol(family, nq, arch, cache_dir):
     assert built.log.strip() == ""  # no warnings either
 
 
-@pytest.mark.parametrize("family", support.FAMILIES)
+@pytest.mark.parametrize("family", (*support.FAMILIES, *support.PARITY_FAMILIES))
 def test_cuobjdump_sees_entry_and_no_local_memory(family, cache_dir, tmp_path):
     tool = _cuobjdump()
     if tool is None:

@@ -33,6 +33,17 @@ sweep_apply() {
     export COMPOSER_SCHEDULES=$OUT/sched
   fi
 }
+# `applied_orders DIR`: the orders whose schedule in DIR differs from the shipped one (comma-separated, "" if none),
+# after a `sweep_apply`; with any, the other shipped schedules are copied beside them so that DIR is complete.
+applied_orders() {
+  local dir=$1 f changed
+  changed=$(for f in "$dir"/p0*.toml; do [ -f "$f" ] || continue; cmp -s "$f" "schedules/$(basename "$f")" || basename "$f" .toml; done \
+    | sed 's/^p0*//' | paste -sd, -)
+  if [ -n "$changed" ]; then
+    for f in schedules/p0*.toml; do [ -f "$dir/$(basename "$f")" ] || cp "$f" "$dir/"; done
+  fi
+  echo "$changed"
+}
 # `finish_call DIR...`: the SM clock and throttle reasons into times.txt, then logs and the DIRs under $OUT packed into
 # $OUT/results.tgz (the DIRs removed: one file comes back), and the call's timings, the applied tables and the
 # sweep's one-line records printed.

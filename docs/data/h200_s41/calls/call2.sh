@@ -28,11 +28,9 @@ if [ $left -gt 40 ]; then
 fi
 unset COMPOSER_SCHEDULES
 B=$OUT/sched
-CHANGED=$(for f in "$B"/p0*.toml; do [ -f "$f" ] || continue; cmp -s "$f" "schedules/$(basename "$f")" || basename "$f" .toml; done \
-  | sed 's/^p0*//' | paste -sd, -)
+CHANGED=$(applied_orders "$B")
 echo "applied at: ${CHANGED:-none}" | tee -a "$OUT/logs/times.txt"
 if [ -n "$CHANGED" ]; then
-  for f in schedules/p0*.toml; do [ -f "$B/$(basename "$f")" ] || cp "$f" "$B/"; done
   ab_benches "$B" GEMM,FUSED_TC,FUSED_TC16 "$CHANGED" 55 ab
   left=$(( LIMIT - $(elapsed) ))
   if [ $left -gt 40 ]; then

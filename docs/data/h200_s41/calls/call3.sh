@@ -28,12 +28,10 @@ sweep_apply docs/data/h200_s41/plans/sweep_plan_parity.json 31,63 $(( left < 200
 grep -E '^\{' "$OUT/logs/sweep.log" | cut -c1-200
 unset COMPOSER_SCHEDULES
 B=$OUT/sched
-CHANGED=$(for f in "$B"/p0*.toml; do [ -f "$f" ] || continue; cmp -s "$f" "schedules/$(basename "$f")" || basename "$f" .toml; done \
-  | sed 's/^p0*//' | paste -sd, -)
+CHANGED=$(applied_orders "$B")
 echo "applied at: ${CHANGED:-none}" | tee -a "$OUT/logs/times.txt"
 left=$(( LIMIT - $(elapsed) ))
 if [ -n "$CHANGED" ] && [ $left -gt 100 ]; then
-  for f in schedules/p0*.toml; do [ -f "$B/$(basename "$f")" ] || cp "$f" "$B/"; done
   ab_benches "$B" GEMM,FUSED_TC,FUSED_TC16 "$CHANGED" $(( (left - 20) / 4 )) ab
 fi
 finish_call v ab prof sw sched
