@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,7 +23,10 @@ from composer.parity.reference import check_order, parity_matrices
 from composer.paths.base import PathOption
 from composer.paths.library import LibraryPath
 from composer.paths.overlap import flag_option
-from composer.runtime import DeviceBuffer, Stream  # noqa: F401 (DeviceBuffer: the type of parity_mats)
+from composer.runtime import Stream
+
+if TYPE_CHECKING:
+    from composer.runtime import DeviceBuffer
 
 PARITY_DOC = ("contract through the even and odd parts of each line (D is centro-antisymmetric on LGL nodes): "
               "two half-size GEMMs per direction, half the multiply-adds, the flux written split and the lift "
@@ -77,13 +80,8 @@ class GemmPath(LibraryPath):
             {r: parity_specs(r, problem.nq, problem.num_elements) for r in ROLES} if self.parity_on
             else {r: (spec,) for r, spec in self.specs.items()})
 
-    def support_nodes(self) -> dict[str, tuple[str, Any]]:
-        nodes = super().support_nodes()
-        if self.parity_on:
-            volume, lift = PARITY_FAMILIES
-            nodes["volume_flux"] = (volume, self.parity_kernels[volume])
-            nodes["lift"] = (lift, self.parity_kernels[lift])
-        return nodes
+    def support_kernels(self) -> dict[str, Any]:
+        return {**super().support_kernels(), **self.parity_kernels}
 
     def setup_gemms(self) -> None:
         self.blas = {role: CublasGemm(int(stream.handle)) for role, stream in self.gemm_streams.items()}

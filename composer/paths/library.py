@@ -204,12 +204,18 @@ class LibraryPath(Path):
     def run_gemm(self, role: str, stream: Stream) -> None:
         """Enqueue the ``role`` GEMM: ``derivative[role] = D-contraction of flux[role]``."""
 
-    def support_nodes(self) -> dict[str, tuple[str, Any]]:
-        """The support kernels this path launches: node name -> (kernel family, loaded kernel). The
-        single volume_flux node is left out under the overlap (its product kernels run instead)."""
+    def support_kernels(self) -> dict[str, Any]:
+        """The loaded support kernels by family (a path loading other forms adds them)."""
         s = self.support
-        nodes = {"volume_flux": ("volume_flux", s.volume_flux), "surface_flux": ("surface_flux", s.surface_flux),
-                 "lift": ("separable_lift", s.separable_lift)}
+        return {"volume_flux": s.volume_flux, "surface_flux": s.surface_flux, "separable_lift": s.separable_lift}
+
+    def support_nodes(self) -> dict[str, tuple[str, Any]]:
+        """The support kernels this path launches: node name -> (kernel family, loaded kernel), the
+        families as ``support_families`` (the plan's) names them. The single volume_flux node is left
+        out under the overlap (its product kernels run instead)."""
+        families = {**self.support_families(self.problem.order, self.options), "surface_flux": "surface_flux"}
+        kernels = self.support_kernels()
+        nodes = {node: (families[node], kernels[families[node]]) for node in ("volume_flux", "surface_flux", "lift")}
         if self.overlap_kernels is not None:
             del nodes["volume_flux"]
         return nodes
