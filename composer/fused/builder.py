@@ -20,7 +20,7 @@ from composer.arch.limits import DEFAULT_ARCH, ArchLimits, arch_limits
 from composer.errors import ComposerError
 from composer.fused.config import (DIR_NAMES, FusedConfig, KernelConfig, box_lines, cluster_problem,
                                    first_table_problem)
-from composer.fused.copies import d_trips, f_trips, panel_strides
+from composer.fused.copies import d_trips, f_trips, mirror_trips, panel_strides
 from composer.kernels.render import render
 from composer.runtime.nvrtc import CompiledKernel, compile_cuda
 from composer.runtime.params import Param, params
@@ -227,10 +227,39 @@ class StreamPlan(BoxGeometry):
     pointers: bool = False  # copies = "pointers": the copies from per-thread base pointers (composer.fused.copies)
     mma_issue: bool = False  # copy_issue = "mma": the next panel's copies after the first MMA k-step
     l2_fetch: str = ""  # l2_fetch: the copies' L2 fetch-size qualifier ("128B", "256B"; "" none)
+    parity: bool = False  # config.parity: the box's positions in the axis's first half, their mirrors with them
 
     @property
     def dir(self) -> int:
         return self.kernel.dirs[0]
+
+    @property
+    def blocks_per_element(self) -> int:
+        """Output tiles per element: with parity the boxes tile the carried axis's first half only (each
+        block also writes the mirrors of its positions)."""
+        whole = BoxGeometry.blocks_per_element.fget(self)
+        return whole // 2 if self.parity else whole
+
+    @property
+    def contraction(self) -> int:
+        """Contraction values per output: Nq, or with parity the half axis (m < h)."""
+        return self.nq // 2 if self.parity else self.nq
+
+    @property
+    def panels(self) -> int:
+        """Panels one output tile streams (the template's NPANEL)."""
+        return self.contraction // self.k_panel
+
+    @property
+    def virtual_positions(self) -> int:
+        """The D rows (and accumulator positions) a block contracts: its positions, or with parity u's
+        and w's of each (the template's NV)."""
+        return 2 * self.positions(self.dir) if self.parity else self.positions(self.dir)
+
+    @property
+    def f_panels(self) -> int:
+        """F panels per stage: q*vel (product), q and vel (factors), or the e and o parts (parity)."""
+        return 1 if self.product and not self.parity else 2
 
     def positions(self, d: int) -> int:
         """Output positions per line: the box's extent along the carried axis."""
@@ -255,7 +284,7 @@ class StreamPlan(BoxGeometry):
 
     @property
     def smem_doubles(self) -> int:
-        return self.stages * ((1 if self.product else 2) * self.f_panel + self.positions(self.dir) * self.ds)
+        return self.stages * (self.f_panels * self.f_panel + self.virtual_positions * self.ds)
 
     @property
     def smem_bytes(self) -> int:
@@ -285,9 +314,28 @@ def _d_panel(config: FusedConfig, plan: KernelPlan, limits: ArchLimits) -> int:
 def d_panel_layout(dmat: np.ndarray, k_panel: int) -> np.ndarray:
     """D regrouped by k-panel, ``[p][a][m] = D[a][p * k_panel + m]``: the copy of D that streamed
     kernels with ``d_layout = "panels"`` read, so that the ``k_panel`` values of consecutive
-    positions of one panel lie in one contiguous run (whole 128-byte lines)."""
-    nq = dmat.shape[0]
-    return np.ascontiguousarray(dmat.reshape(nq, nq // k_panel, k_panel).transpose(1, 0, 2))
+    positions of one panel lie in one contiguous run (whole 128-byte lines). Also of the parity rows
+    (``h`` rows of ``[A | B]``: A's panels, then B's)."""
+    rows, cols = dmat.shape
+    return np.ascontiguousarray(dmat.reshape(rows, cols // k_panel, k_panel).transpose(1, 0, 2))
+
+
+def kernel_d_operand(config: FusedConfig, order: int) -> tuple[str, np.ndarray] | None:
+    """What a table's volume kernels read where they read D, when it is not D itself: (allocation name,
+    matrix) of the parity rows (``parity``, composer.parity), D's k-panel copy (``d_layout = "panels"``),
+    or the parity rows' k-panel copy (both). One definition for the path and the emulator."""
+    if not config.parity and config.d_layout != "panels":
+        return None
+    from composer import dg
+
+    matrix, name = dg.diff_matrix(order), "d"
+    if config.parity:
+        from composer.parity.reference import parity_rows
+
+        matrix, name = parity_rows(matrix), "parity_rows"
+    if config.d_layout == "panels":
+        matrix, name = d_panel_layout(matrix, config.k_panel), f"{name}_panels"
+    return name, matrix
 
 
 def kernel_plans(config: FusedConfig, arch: str = DEFAULT_ARCH) -> list[KernelPlan] | list[StreamPlan]:
@@ -337,7 +385,7 @@ def _layout(config: FusedConfig, limits: ArchLimits) -> list[KernelPlan] | list[
                            config.d_layout == "panels", config.fragments == "paired",
                            (k.block_order or config.block_order) == "axis", k.prefetch or 0, k.persistent,
                            config.copies == "pointers", config.copy_issue == "mma",
-                           "" if config.l2_fetch == "none" else config.l2_fetch)
+                           "" if config.l2_fetch == "none" else config.l2_fetch, config.parity)
                 for index, k in enumerate(config.kernels)]
     plans = []
     for index, k in enumerate(config.kernels):
@@ -389,8 +437,9 @@ def _copy_program(plan: StreamPlan) -> dict[str, object]:
     if not plan.pointers:
         return {"pointers": False}
     f_stride, d_stride = panel_strides(plan)
+    mirrors = {"mirror_deltas": [g for g, _ in mirror_trips(plan).deltas]} if plan.parity else {}
     return {"pointers": True, "f_trips": f_trips(plan), "d_trips": d_trips(plan), "f_stride": f_stride,
-            "d_stride": d_stride}
+            "d_stride": d_stride, **mirrors}
 
 
 def block_number(kernel: KernelConfig, side_queues: bool = False) -> str:
@@ -415,7 +464,8 @@ def render_stream(config: FusedConfig, plan: StreamPlan) -> str:
         product=plan.product, unrolled=plan.unrolled, d_panels=plan.d_panels, paired=plan.paired,
         axis_order=plan.axis_order, prefetch=plan.prefetch, persistent=plan.persistent,
         mma_issue=plan.mma_issue, l2_fetch=plan.l2_fetch, min_blocks=config.min_blocks,
-        block_number=block_number(plan.kernel), **_copy_program(plan), **_mma_params(config))
+        block_number=block_number(plan.kernel), **_copy_program(plan), **_mma_params(config),
+        parity=plan.parity)
 
 
 def render_volume(config: FusedConfig, plan: KernelPlan | StreamPlan) -> str:

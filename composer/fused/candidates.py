@@ -92,8 +92,10 @@ def _fits(config: FusedConfig, arch: str = DEFAULT_ARCH) -> bool:
         threads = getattr(plan, "element_threads", k.threads)  # x_pairs: half the block per element
         for d in k.dirs:
             nl, nq = plan.lines(d), plan.positions(d)
-            if config.parity:  # a work unit covers positions a < h and their mirrors (Contract's TILES_A)
-                nq //= 2
+            if config.parity and not isinstance(plan, StreamPlan):
+                nq //= 2  # a box kernel's work unit covers positions a < h and their mirrors (Contract's TILES_A)
+            # (a streamed parity kernel's warp tiles cover u and w of its positions, twice the tiles: whole
+            # tiles per warp for its positions give each thread u and w of the same nodes)
             if config.engine == "simt":
                 tl, ta = k.tile
                 if nl % tl or nq % ta or (nl // tl * (nq // ta)) % threads:
@@ -535,7 +537,11 @@ def parity_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
     loads and their k-loop; a clustered table is taken without its cluster (its split axis holds part
     of each line)."""
     base = fused_config(variant, order)
-    if base is None or base.volume != "box" or base.mma is None or base.nq % 2:
+    if base is None or base.mma is None or base.nq % 2:
+        return []
+    if base.volume == "stream":
+        return _stream_parity_candidates(base)
+    if base.volume != "box":
         return []
     base = dataclasses.replace(base, kernels=tuple(dataclasses.replace(k, cluster=1, box=(base.nq,) * 3)
                                                    if k.cluster > 1 else k for k in base.kernels))
@@ -545,6 +551,91 @@ def parity_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
             option = dataclasses.replace(base, parity=True, d_stage=stage, d_panel=0, x_chain=False,
                                          kernels=tuple(dataclasses.replace(k, tile=tile) for k in base.kernels))
             if parity_problem(option) is None and _fits(option) and option not in found:
+                found.append(option)
+    return [(label(c), c) for c in found]
+
+
+#: How the streamed parity family keeps a kernel's accumulators: its block takes half the base's positions
+#: (with their mirrors, the same outputs), and the u and w tiles of each position double the warp tiles,
+#: so the warp tile halves its positions ("wn") or its lines ("wm"), or the block keeps the tile with half
+#: the warps (twice the accumulators per thread: "warps", kept only within STREAM_PARITY_MAX_ACC).
+STREAM_PARITY_SPLITS = ("wn", "wm", "warps")
+#: Accumulator doubles per thread the family allows: the shipped streamed tables' largest (16x8x8 [2, 8]);
+#: the p = 255 candidates with twice that spilled 624-632 B (ptxas, sm_90).
+STREAM_PARITY_MAX_ACC = 64
+
+
+def _stream_parity_kernel(k: KernelConfig, split: str) -> KernelConfig | None:
+    """``k`` with half its positions (the block writes their mirrors too) and ``split`` applied."""
+    d, (wm, wn) = k.dirs[0], k.tile
+    box = list(k.box)
+    if box[2 - d] % 2:
+        return None
+    box[2 - d] //= 2
+    if split == "wn":
+        tile, threads = (wm, wn // 2), k.threads
+    elif split == "wm":
+        tile, threads = (wm // 2, wn), k.threads
+    else:
+        tile, threads = (wm, wn), k.threads // 2
+    if 0 in tile or threads < 32:
+        return None
+    return dataclasses.replace(k, box=tuple(box), tile=tile, threads=threads, a_operand=None, persistent=False)
+
+
+def _accumulators(config: FusedConfig) -> int:
+    """The largest accumulator count per thread (doubles) of a streamed table's kernels (the template's
+    ITER x WM x WN x C_REGS; a parity kernel's iterations cover u and w)."""
+    most = 0
+    for plan in kernel_plans(config):
+        wm, wn = plan.kernel.tile
+        mm = config.mma_shape.m
+        tiles = plan.lines(plan.dir) // (mm * wm) * (plan.virtual_positions // (8 * wn))
+        most = max(most, tiles // (plan.kernel.threads // 32) * wm * wn * mm // 4)
+    return most
+
+
+def _pointer_program_holds(config: FusedConfig) -> bool:
+    """Whether every streamed kernel's copies tile as a pointer program (composer.fused.copies: each
+    thread's copies at the same offsets from its first one)."""
+    from composer.fused.builder import _copy_program
+
+    try:
+        for plan in kernel_plans(config):
+            _copy_program(plan)
+    except ComposerError:
+        return False
+    return True
+
+
+def _stream_parity_candidates(base: FusedConfig) -> list[tuple[str, FusedConfig]]:
+    """The streamed schedule contracting through even and odd parts (``parity``): every kernel on the
+    product operand (the parts are formed while staging), its copies (pointers where the halved tiles
+    still give a pointer program, else unrolled), each split of
+    STREAM_PARITY_SPLITS that the kernels take, at the table's panels and at half-width panels twice as
+    deep (a thread holds q and vel of its pairs and their mirrors in registers while a panel contracts:
+    at p = 511's 16-value panels the x kernel spilled 152 B); the table's other keys stay. Why: at p = 255
+    the streamed kernels run at about half the FP64 tensor peak and at p = 511 at 1.7x the compute roof
+    (results.md section 4): parity halves their MMAs and D's bytes and leaves F's the same."""
+    half = base.nq // 2
+    panels = [(base.k_panel, base.stages)]
+    narrow = base.k_panel // 2
+    if narrow >= max(base.mma_shape.k, 8 if base.fragments == "paired" else 4) and half % narrow == 0:
+        panels.append((narrow, min(8, 2 * base.stages, half // narrow)))
+    found = []
+    for k_panel, stages in panels:
+        for split in STREAM_PARITY_SPLITS:
+            kernels = tuple(_stream_parity_kernel(k, split) for k in base.kernels)
+            if None in kernels:
+                continue
+            kernels = tuple(dataclasses.replace(k, stages=None) if k.stages and k.stages > half // k_panel else k
+                            for k in kernels)
+            option = dataclasses.replace(base, parity=True, a_operand="product", kernels=kernels,
+                                         k_panel=k_panel, stages=stages)
+            if option.copies == "pointers" and not _pointer_program_holds(option):
+                option = dataclasses.replace(option, copies="unrolled")
+            if (parity_problem(option) is None and _fits(option) and option not in found
+                    and _accumulators(option) <= STREAM_PARITY_MAX_ACC):
                 found.append(option)
     return [(label(c), c) for c in found]
 

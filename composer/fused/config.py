@@ -368,7 +368,8 @@ class FusedConfig:
     #: Results do not depend on it: each work number is taken once.
     side_queues: bool = False
     #: Contract through the even and odd parts of each line (composer.parity): half the k-steps of
-    #: every tensor-core contraction, D passed as the parity rows. Box kernels, odd orders.
+    #: every tensor-core contraction, D passed as the parity rows. Box kernels, and streamed kernels on the
+    #: product operand (the parts formed while staging); odd orders.
     parity: bool = False
 
     @property
@@ -896,17 +897,18 @@ def side_queues_problem(config: FusedConfig) -> str | None:
 
 
 def parity_problem(config: FusedConfig) -> str | None:
-    """What is wrong with a table's ``parity`` (None if nothing): tensor-core box kernels (FUSED_DFMA
-    runs them with DFMA) at an odd order, each contracting whole axes whose half-axis its warp tiles
-    and k-steps divide, with D read through the cache or staged whole (the parity rows: half of D)."""
+    """What is wrong with a table's ``parity`` (None if nothing): tensor-core kernels (FUSED_DFMA runs
+    them with DFMA) at an odd order. Box kernels contract whole axes whose half-axis their warp tiles and
+    k-steps divide, with D read through the cache or staged whole (the parity rows: half of D); streamed
+    kernels: :func:`_stream_parity_problem`."""
     if not config.parity:
         return None
     if config.mma is None:
         return "needs the tensor-core engine (an MMA shape; FUSED_DFMA takes FUSED_TC's)"
-    if config.volume != "box":
-        return "applies to the box kernels (the streamed kernels' D panels hold full rows)"
     if config.nq % 2:
         return f"needs an odd order p (an even number of nodes); got p = {config.order}"
+    if config.volume == "stream":
+        return _stream_parity_problem(config)
     if config.d_panel not in (0, config.nq):
         return "stages all of D's parity rows (half of D): drop d_panel"
     if config.x_chain:
@@ -918,6 +920,26 @@ def parity_problem(config: FusedConfig) -> str | None:
         if half % shape.k or half % (8 * k.tile[1]):
             return (f"the half axis ({half} positions) must hold whole k-steps of {shape.k} and warp tiles of "
                     f"{8 * k.tile[1]} positions")
+    return None
+
+
+def _stream_parity_problem(config: FusedConfig) -> str | None:
+    """The streamed kernels' side of :func:`parity_problem`: each forms the even and odd parts while it
+    stages its panels (the product operand), and its box's positions, panels, pipeline and prefetch fit
+    the half axis."""
+    half = config.nq // 2
+    if half % config.k_panel:
+        return f"the half axis ({half} values) must hold whole panels of k_panel = {config.k_panel}"
+    for k in config.kernels:
+        d, name = k.dirs[0], k.dir_names
+        if (k.a_operand or config.a_operand) != "product":
+            return f'kernel {name}: forms the even and odd parts while staging: a_operand = "product"'
+        if half % k.box[2 - d]:
+            return (f"kernel {name}: its box's {k.box[2 - d]} positions along {DIR_NAMES[d]} must tile the half "
+                    f"axis ({half}; the block writes their mirrors too)")
+        if (k.stages or config.stages) > half // config.k_panel or (k.prefetch or 0) > half // config.k_panel:
+            return (f"kernel {name}: stages and prefetch count panels of the half axis: at most "
+                    f"{half // config.k_panel} of k_panel = {config.k_panel}")
     return None
 
 

@@ -54,11 +54,34 @@ def f_pair_offsets(plan, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return g, m * fs + l
 
 
+def f_mirror_offsets(plan, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(in-element node offset of the pair mirroring F pair n at panel 0, at the box origin; the F pair's
+    shared-memory offset) with parity (the template's ``f_mirror``: x's pair m, m + 1 mirrors to the pair
+    at Nq - 2 - m, y's and z's lines stay paired). The mirrors move down the axis from panel to panel."""
+    kp, nl, nq = plan.k_panel, plan.lines(plan.dir), plan.nq
+    _, bj, bi = plan.kernel.box
+    l2 = bj if plan.dir == 0 else bi
+    _, s = f_pair_offsets(plan, n)
+    if plan.dir == 0:
+        m, l = 2 * (n % (kp // 2)) + 1, n // (kp // 2)
+        return (l // l2 * nq + l % l2) * nq + nq - 1 - m, s
+    m, l = n // (nl // 2), 2 * (n % (nl // 2))
+    mirror = nq - 1 - m
+    g = (l // l2 * nq + mirror) * nq + l % l2 if plan.dir == 1 else (mirror * nq + l // l2) * nq + l % l2
+    return g, s
+
+
 def d_pair_offsets(plan, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(offset in D from its row a_org, or from panel 0's row a_org in the k-panel copy; shared-memory
-    offset in the D panel) of D pair n (the template's ``stage_d``)."""
+    offset in the D panel) of D pair n (the template's ``stage_d``). With parity pair n is of virtual row
+    a: the parity rows' row a_org + a (A's half) for a < NA, else row a_org + a - NA's B half."""
     kp = plan.k_panel
     a, m = n // (kp // 2), 2 * (n % (kp // 2))
+    if plan.parity:
+        na, half = plan.positions(plan.dir), plan.nq // 2
+        row, part = a % na, a // na
+        return (((part * plan.panels * half + row) * kp + m) if plan.d_panels
+                else row * plan.nq + part * half + m), a * plan.ds + m
     return (a * kp + m if plan.d_panels else a * plan.nq + m), a * plan.ds + m
 
 
@@ -85,22 +108,31 @@ def f_trips(plan) -> CopyTrips:
     return _trips(plan, plan.lines(plan.dir) * plan.k_panel // 2, f_pair_offsets, "F panel")
 
 
+def mirror_trips(plan) -> CopyTrips:
+    """The mirrored F pairs' program of a parity ``plan`` (the same shared-memory offsets as f_trips')."""
+    trips = _trips(plan, plan.lines(plan.dir) * plan.k_panel // 2, f_mirror_offsets, "mirrored F panel")
+    assert [s for _, s in trips.deltas] == [s for _, s in f_trips(plan).deltas]
+    return trips
+
+
 def d_trips(plan) -> CopyTrips:
-    """The D panel's copy program of ``plan``."""
-    return _trips(plan, plan.positions(plan.dir) * plan.k_panel // 2, d_pair_offsets, "D panel")
+    """The D panel's copy program of ``plan`` (with parity, of its virtual rows: twice the positions)."""
+    return _trips(plan, plan.virtual_positions * plan.k_panel // 2, d_pair_offsets, "D panel")
 
 
 def panel_strides(plan) -> tuple[int, int]:
-    """Doubles from one panel's copies to the next: (F: k_panel nodes along the carried axis,
-    D: k_panel columns of its rows, or one k-panel copy of Nq rows)."""
+    """Doubles from one panel's copies to the next: (F: k_panel nodes along the carried axis (with parity
+    the mirrors move as far the other way), D: k_panel columns of its rows, or one k-panel copy of its Nq
+    rows, with parity h parity rows)."""
     kp, nq = plan.k_panel, plan.nq
-    return kp * (1, nq, nq * nq)[plan.dir], (nq * kp if plan.d_panels else kp)
+    rows = nq // 2 if plan.parity else nq
+    return kp * (1, nq, nq * nq)[plan.dir], (rows * kp if plan.d_panels else kp)
 
 
 def program(plan, tid: np.ndarray, p: int, a_org: int, k0: int, j0: int, i0: int):
-    """What the pointer program copies at panel p: per operand (F, D) the (global offset, shared
-    offset, thread mask) of each trip for the threads ``tid``, global offsets in-element (F) or
-    into D's flat layout (D). The emulator stages through this."""
+    """What the pointer program copies at panel p: per operand (F, D, and with parity F's mirrors) the
+    (global offset, shared offset, thread mask) of each trip for the threads ``tid``, global offsets
+    in-element (F) or into D's flat layout (D). The emulator stages through this."""
     f_stride, d_stride = panel_strides(plan)
     f, d = f_trips(plan), d_trips(plan)
     nq = plan.nq
@@ -108,8 +140,11 @@ def program(plan, tid: np.ndarray, p: int, a_org: int, k0: int, j0: int, i0: int
     # is not in it: the contraction runs over the whole axis)
     origin = ((k0 * nq + j0) * nq, k0 * nq * nq + i0, j0 * nq + i0)[plan.dir]
     out = []
-    for trips, offsets, base, stride in ((f, f_pair_offsets, origin, f_stride),
-                                         (d, d_pair_offsets, a_org * (plan.k_panel if plan.d_panels else nq), d_stride)):
+    programs = [(f, f_pair_offsets, origin, f_stride),
+                (d, d_pair_offsets, a_org * (plan.k_panel if plan.d_panels else nq), d_stride)]
+    if plan.parity:  # the mirrored pairs third: their panels go down the axis
+        programs.append((mirror_trips(plan), f_mirror_offsets, origin, -f_stride))
+    for trips, offsets, base, stride in programs:
         g0, s0 = offsets(plan, np.minimum(tid, trips.pairs - 1))
         rows = []
         for t, (dg, ds) in enumerate(trips.deltas):

@@ -33,12 +33,15 @@ def box_point(d: int, a: np.ndarray | int, l: np.ndarray | int, plan: KernelPlan
     return a, l // bi, l % bi
 
 
-def _box_origin(box: int, extents: tuple[int, int, int], nq: int, axis: int | None = None) -> tuple[int, int, int]:
+def _box_origin(box: int, extents: tuple[int, int, int], nq: int, axis: int | None = None,
+                half: int | None = None) -> tuple[int, int, int]:
     """(k0, j0, i0) of box number ``box`` of an element, with the templates' formulas: i chunks
     fastest, k slowest; with ``axis`` (block_order = "axis", fused_stream.cu.j2) that direction's
-    chunks fastest, the other two in k-slowest order."""
+    chunks fastest, the other two in k-slowest order. ``half``: the direction whose first half alone the
+    boxes tile (a streamed parity kernel's carried axis: CK, CJ, CI of the template)."""
     bk, bj, bi = extents
-    nbk, nbj, nbi = nq // bk, nq // bj, nq // bi
+    ck, cj, ci = (nq // 2 if half == d else nq for d in (2, 1, 0))
+    nbk, nbj, nbi = ck // bk, cj // bj, ci // bi
     if axis is None or axis == 0:
         return box // (nbj * nbi) * bk, box // nbi % nbj * bj, box % nbi * bi
     if axis == 1:
@@ -273,37 +276,55 @@ def _stream_face_off(plan: StreamPlan, l, k0: int, j0: int, i0: int):
 def stage_stream_panel(plan: StreamPlan, qe: np.ndarray, ve: np.ndarray, dmat: np.ndarray, p: int,
                        a_org: int, k0: int, j0: int, i0: int) -> np.ndarray:
     """One pipeline stage as stage_panel() fills it (q panel, vel panel, D panel; NaN where no
-    copy lands), with every 16-byte pair checked to land on its own slots."""
+    copy lands), with every 16-byte pair checked to land on its own slots. With parity the e and o
+    panels (load_f's pairs and their mirrors, f_mirror; store_f's parity_parts) and D's virtual rows
+    from the parity rows ``dmat``."""
     kp, nl, na, fs, ds, fp = (plan.k_panel, plan.lines(plan.dir), plan.positions(plan.dir), plan.fs, plan.ds,
                               plan.f_panel)
-    nf = 1 if plan.product else 2  # a_operand = "product": one panel of q*vel
-    buf = np.full(nf * fp + na * ds, np.nan)
+    nf, nv = plan.f_panels, plan.virtual_positions  # a_operand = "product": one panel of q*vel
+    buf = np.full(nf * fp + nv * ds, np.nan)
     if plan.pointers:  # copies = "pointers": the copy program the template is generated from
-        f_prog, d_prog = pointer_copies(plan, p, a_org, k0, j0, i0)
+        f_prog, d_prog, *mirror_prog = pointer_copies(plan, p, a_org, k0, j0, i0)
         g, f_off = f_prog
+        if plan.parity:  # the mirrored pairs' program, in the same order (the same shared offsets)
+            gm, m_off = mirror_prog[0]
+            assert np.array_equal(m_off, f_off)
     else:
         n = np.arange(nl * kp // 2)
         m = 2 * (n % (kp // 2)) if plan.dir == 0 else n // (nl // 2)
         l = n // (kp // 2) if plan.dir == 0 else 2 * (n % (nl // 2))
         f_off = l * fs + m if plan.dir == 0 else m * fs + l
         g = _stream_node(plan, p * kp + m, l, k0, j0, i0)
+        if plan.parity:  # the mirrored pair: the template's f_mirror (x: m + 1 mirrors to the pair's lower address)
+            gm = _stream_node(plan, plan.nq - 1 - (p * kp + m + (plan.dir == 0)), l, k0, j0, i0)
     for h in range(2):  # the pair's second value: the next m (x) or the next line (y, z), +1 in both memories
         off = f_off + h
         assert len(np.unique(off)) == len(off) and off.max() < fp
-        if plan.product:
+        if plan.parity:  # parity_parts: x reads its mirror pair swapped
+            mirror = gm + (1 - h if plan.dir == 0 else h)
+            f, fm = qe[g + h] * ve[g + h], qe[mirror] * ve[mirror]
+            buf[off], buf[fp + off] = f + fm, f - fm
+        elif plan.product:
             buf[off] = qe[g + h] * ve[g + h]
         else:
             buf[off] = qe[g + h]
             buf[fp + off] = ve[g + h]
-    n = np.arange(na * kp // 2)
+    n = np.arange(nv * kp // 2)
     a, m = n // (kp // 2), 2 * (n % (kp // 2))
-    # D's rows, or its k-panel copy read with the kernel's own index formula
-    d_flat, d_index = ((d_panel_layout(dmat, kp).reshape(-1), (p * plan.nq + a_org + a) * kp + m) if plan.d_panels
-                       else (dmat.reshape(-1), (a_org + a) * plan.nq + p * kp + m))
+    # D's rows, or its k-panel copy read with the kernel's own index formula; with parity virtual row a
+    # is A's row a_org + a (a < NA), else B's row a_org + a - NA, of the parity rows (h rows of [A | B])
+    rows = dmat.shape[0]
+    if plan.parity:
+        row, part = a_org + a % na, a // na
+        d_flat, d_index = ((d_panel_layout(dmat, kp).reshape(-1), ((p + part * plan.panels) * rows + row) * kp + m)
+                           if plan.d_panels else (dmat.reshape(-1), row * plan.nq + part * rows + p * kp + m))
+    else:
+        d_flat, d_index = ((d_panel_layout(dmat, kp).reshape(-1), (p * rows + a_org + a) * kp + m) if plan.d_panels
+                           else (dmat.reshape(-1), (a_org + a) * plan.nq + p * kp + m))
     d_slot = a * ds + m
     if plan.pointers:
         d_index, d_slot = d_prog
-    assert len(np.unique(d_slot)) == len(d_slot) and d_slot.max() < na * ds
+    assert len(np.unique(d_slot)) == len(d_slot) and d_slot.max() < nv * ds
     for h in range(2):
         buf[nf * fp + d_slot + h] = d_flat[d_index + h]
     return buf
@@ -312,7 +333,8 @@ def stage_stream_panel(plan: StreamPlan, qe: np.ndarray, ve: np.ndarray, dmat: n
 def pointer_copies(plan: StreamPlan, p: int, a_org: int, k0: int, j0: int, i0: int):
     """Every (global, shared) offset pair that the pointer program (copies = "pointers",
     :func:`composer.fused.copies.program`) copies at panel p, over all threads and trips: ((F's
-    in-element node offsets, F panel offsets), (D's flat offsets, D panel offsets))."""
+    in-element node offsets, F panel offsets), (D's flat offsets, D panel offsets)), and with parity
+    (the mirrored F pairs' node offsets, their F panel offsets)."""
     tid = np.arange(plan.kernel.threads)
     out = []
     for rows in program(plan, tid, p, a_org, k0, j0, i0):
@@ -332,7 +354,7 @@ def _paired_fragments(plan: StreamPlan, buf: np.ndarray, a_value, mo: int, l0: i
     template issues them: a_val[rho, j], b_val[wn, j] hold each lane's value at logical k index
     t + 4j; a load's second value is the next column (x, D) or the next line (y, z F panels)."""
     wm_n, wn_n = plan.kernel.tile
-    fs, ds, nf, fp = plan.fs, plan.ds, 1 if plan.product else 2, plan.f_panel
+    fs, ds, nf, fp = plan.fs, plan.ds, plan.f_panels, plan.f_panel
     a_val = np.full((wm_n * mi, 2, 32), np.nan)
     b_val = np.full((wn_n, 2, 32), np.nan)
     pair_lines = plan.dir != 0
@@ -354,14 +376,19 @@ def _paired_fragments(plan: StreamPlan, buf: np.ndarray, a_value, mo: int, l0: i
 
 def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np.ndarray], fstar: np.ndarray,
                     dmat: np.ndarray, dqdt: np.ndarray, ne: int) -> None:
-    """One streamed kernel, block by block and warp by warp, into dqdt (in place)."""
+    """One streamed kernel, block by block and warp by warp, into dqdt (in place). With parity the
+    warp tiles run over the virtual positions (u on the e panel at a0 < NA, w on the o panel after), and
+    the epilogue pairs each u tile with the w tile of the same thread (iteration it + ITER / 2)."""
     nq, d = plan.nq, plan.dir
-    nf = 1 if plan.product else 2
+    nf = plan.f_panels
     mm, mk = config.mma_shape.m, config.mma_shape.k
     mi, c_regs = mm // 8, mm // 4
     wm_n, wn_n = plan.kernel.tile
     nl, na, kp, fs, ds, fp = plan.lines(d), plan.positions(d), plan.k_panel, plan.fs, plan.ds, plan.f_panel
-    tiles_l, tiles_a = nl // (mm * wm_n), na // (8 * wn_n)
+    tiles_l, tiles_a = nl // (mm * wm_n), plan.virtual_positions // (8 * wn_n)
+    warps = plan.kernel.threads // 32
+    iters = tiles_l * tiles_a // warps
+    assert iters * warps == tiles_l * tiles_a and (not plan.parity or iters % 2 == 0)
     lane = np.arange(32)
     g, t = lane // 4, lane % 4
     vel, metric = (flat["u"], flat["v"], flat["w"])[d], (flat["Ex"], flat["Ey"], flat["Ez"])[d]
@@ -369,18 +396,24 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
     def f_off(m, l):
         return l * fs + m if d == 0 else m * fs + l
 
+    def origin(tile: int) -> tuple[int, int]:
+        return tile % tiles_l * (mm * wm_n), tile // tiles_l * (8 * wn_n)
+
     for e in range(ne):
         qe, ve, me = (x[e * nq**3:(e + 1) * nq**3] for x in (flat["q"], vel, metric))
         for box in range(plan.blocks_per_element):
-            k0, j0, i0 = _box_origin(box, plan.kernel.box, nq, d if plan.axis_order else None)
+            k0, j0, i0 = _box_origin(box, plan.kernel.box, nq, d if plan.axis_order else None,
+                                     d if plan.parity else None)
             a_org = (i0, j0, k0)[d]
-            bufs = [stage_stream_panel(plan, qe, ve, dmat, p, a_org, k0, j0, i0) for p in range(nq // kp)]
+            bufs = [stage_stream_panel(plan, qe, ve, dmat, p, a_org, k0, j0, i0) for p in range(plan.panels)]
+            accs = {}
             for tile in range(tiles_l * tiles_a):
-                l0, a0 = tile % tiles_l * (mm * wm_n), tile // tiles_l * (8 * wn_n)
+                l0, a0 = origin(tile)
+                f_base = fp if plan.parity and a0 >= na else 0  # parity: w contracts the o panel
                 acc = np.zeros((wm_n, wn_n, c_regs, 32))
                 for buf in bufs:
                     def a_value(s):
-                        return buf[s] if plan.product else buf[s] * buf[fp + s]
+                        return buf[f_base + s] if plan.product else buf[s] * buf[fp + s]
 
                     for ml in range(0, kp, 8 if plan.paired else mk):
                         if plan.paired:
@@ -399,19 +432,36 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
                                             b_val[wn, k + i] if plan.paired else
                                             buf[nf * fp + (a0 + wn * 8 + g) * ds + ml + t + 4 * i])
                                     _mma(acc[wm, wn], amat, bmat, g, t)
+                accs[tile] = acc
+            for tile in range(tiles_l * tiles_a):
+                l0, a0 = origin(tile)
+                if plan.parity:
+                    if a0 >= na:
+                        continue  # a w tile: written with its u tile's nodes
+                    partner = tile + warps * iters // 2  # the same warp's iteration it + ITER / 2
+                    assert partner % warps == tile % warps and origin(partner) == (l0, a0 + na)
                 for wm in range(wm_n):
                     for wn in range(wn_n):
                         for r in range(c_regs):
                             dl, da = _c_fragment(r, g, t)
                             l = l0 + (_paired_line(plan, wm * mi + r // 2, g) if plan.paired else wm * mm + dl)
                             a = a_org + a0 + wn * 8 + da
-                            n = _stream_node(plan, a, l, k0, j0, i0)
-                            val = me[n] * acc[wm, wn, r]
                             face = e * 6 * nq * nq + _stream_face_off(plan, l, k0, j0, i0)
-                            val = val + np.where(a == 0, fstar[face + 2 * d * nq * nq], 0.0)
-                            val = val + np.where(a == nq - 1, fstar[face + (2 * d + 1) * nq * nq], 0.0)
-                            gi = e * nq**3 + n
-                            dqdt[gi] = -val if plan.first else dqdt[gi] - val
+                            if plan.parity:
+                                u, w = accs[tile][wm, wn, r], accs[partner][wm, wn, r]
+                                outputs = ((a, u + w, 2 * d), (nq - 1 - a, w - u, 2 * d + 1))
+                            else:
+                                outputs = ((a, accs[tile][wm, wn, r], None),)
+                            for at, value, side in outputs:
+                                n = _stream_node(plan, at, l, k0, j0, i0)
+                                val = me[n] * value
+                                if plan.parity:  # both faces at the u position a == 0 (parity_epilogue)
+                                    val = val + np.where(a == 0, fstar[face + side * nq * nq], 0.0)
+                                else:
+                                    val = val + np.where(a == 0, fstar[face + 2 * d * nq * nq], 0.0)
+                                    val = val + np.where(a == nq - 1, fstar[face + (2 * d + 1) * nq * nq], 0.0)
+                                gi = e * nq**3 + n
+                                dqdt[gi] = -val if plan.first else dqdt[gi] - val
 
 
 def trace_cluster_exterior(config: FusedConfig, plan: KernelPlan, fields: Mapping[str, np.ndarray],

@@ -29,7 +29,7 @@ from composer.arch.limits import arch_limits, resident_blocks
 from composer.arch.machines import Machine
 from composer.arch.mma import mma_shape
 from composer.config.schedules import available_orders, load_schedule
-from composer.fused.builder import (FusedBuild, KernelSource, build, d_panel_layout, kernel_origin, kernel_sources,
+from composer.fused.builder import (FusedBuild, KernelSource, build, kernel_d_operand, kernel_origin, kernel_sources,
                                     prebuilt)
 from composer.fused.traces import (interior_maps_problem, x_chain_maps_problem, x_face_maps_problem,
                                    x_pairs_maps_problem)
@@ -417,21 +417,12 @@ class FusedPathBase(Path):
             problem.stream.synchronize()  # the host copy is a temporary
         self.fstar = (problem.allocate(f"{self.name}.fstar", face_bytes(problem.nq, problem.num_elements))
                       if config.flux == "array" else None)
-        self.diff = problem.diff  # d_layout = "panels": the k-panel copy of D the kernels read instead
-        if config.parity:  # the parity rows [A | B] (composer.parity), half of D
-            from composer import dg
-            from composer.parity.reference import parity_rows
-
-            rows = parity_rows(dg.diff_matrix(problem.order))
-            self.diff = problem.allocate(f"{self.name}.parity_rows", rows.nbytes)
-            self.diff.copy_from(rows, problem.stream)
-            problem.stream.synchronize()  # the host copy is a temporary
-        if config.d_layout == "panels":
-            from composer import dg
-
-            panels = d_panel_layout(dg.diff_matrix(problem.order), config.k_panel)
-            self.diff = problem.allocate(f"{self.name}.d_panels", panels.nbytes)
-            self.diff.copy_from(panels, problem.stream)
+        self.diff = problem.diff
+        operand = kernel_d_operand(config, problem.order)  # the parity rows, D's k-panel copy, or both
+        if operand is not None:
+            name, matrix = operand
+            self.diff = problem.allocate(f"{self.name}.{name}", matrix.nbytes)
+            self.diff.copy_from(matrix, problem.stream)
             problem.stream.synchronize()  # the host copy is a temporary
         # a chunked table issues two launches per chunk and the events between its lanes: replayed as a
         # captured graph, so that the host's issue rate does not set the call's time
