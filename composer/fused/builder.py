@@ -266,11 +266,17 @@ class StreamPlan(BoxGeometry):
         return self.kernel.box[2 - d]
 
     @property
+    def f_lines(self) -> bool:
+        """F panels as [m][line]: y and z (their lines are contiguous in memory), and x with parity (its
+        staging stores each value; line-major rows let paired fragment loads pair its A rows too)."""
+        return self.dir != 0 or self.parity
+
+    @property
     def fs(self) -> int:
         """F panel row stride: [line][m] for x (m contiguous in memory), [m][line] for y and z."""
-        base = self.k_panel if self.dir == 0 else self.lines(self.dir)
+        base = self.lines(self.dir) if self.f_lines else self.k_panel
         if self.paired:
-            return paired_stride(base, "rows" if self.dir == 0 else "lines")
+            return paired_stride(base, "lines" if self.f_lines else "rows")
         return _stride(base, "mma")
 
     @property
@@ -280,7 +286,7 @@ class StreamPlan(BoxGeometry):
 
     @property
     def f_panel(self) -> int:
-        return self.lines(self.dir) * self.fs if self.dir == 0 else self.k_panel * self.fs
+        return self.k_panel * self.fs if self.f_lines else self.lines(self.dir) * self.fs
 
     @property
     def smem_doubles(self) -> int:

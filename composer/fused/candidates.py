@@ -107,7 +107,7 @@ def _fits(config: FusedConfig, arch: str = DEFAULT_ARCH) -> bool:
                     return False
                 if (nl // (mm * wm) * (nq // (8 * wn))) % (threads // 32):
                     return False
-                if config.fragments == "paired" and (config.k_panel % 8 or (d != 0 and wm * mm // 8 % 2)):
+                if config.fragments == "paired" and (config.k_panel % 8 or (getattr(plan, "f_lines", d != 0) and wm * mm // 8 % 2)):
                     return False  # paired loads: whole k-octets, and y/z rows that pair up
     return True
 

@@ -937,6 +937,10 @@ def _stream_parity_problem(config: FusedConfig) -> str | None:
         if half % k.box[2 - d]:
             return (f"kernel {name}: its box's {k.box[2 - d]} positions along {DIR_NAMES[d]} must tile the half "
                     f"axis ({half}; the block writes their mirrors too)")
+        if config.fragments == "paired" and k.tile[0] * config.mma_shape.m // 8 % 2:
+            return (f'kernel {name}: fragments = "paired" pairs a thread\'s A rows (every parity panel is [m][line]): '
+                    f"a {k.tile[0]}x{k.tile[1]} tile of {config.mma} has {k.tile[0] * config.mma_shape.m // 8} rows of "
+                    "8 lines (needs an even count)")
         if (k.stages or config.stages) > half // config.k_panel or (k.prefetch or 0) > half // config.k_panel:
             return (f"kernel {name}: stages and prefetch count panels of the half axis: at most "
                     f"{half // config.k_panel} of k_panel = {config.k_panel}")

@@ -48,7 +48,7 @@ def f_pair_offsets(plan, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     l2 = bj if plan.dir == 0 else bi
     if plan.dir == 0:
         m, l = 2 * (n % (kp // 2)), n // (kp // 2)
-        return (l // l2 * nq + l % l2) * nq + m, l * fs + m
+        return (l // l2 * nq + l % l2) * nq + m, (m * fs + l if plan.f_lines else l * fs + m)
     m, l = n // (nl // 2), 2 * (n % (nl // 2))
     g = (l // l2 * nq + m) * nq + l % l2 if plan.dir == 1 else (m * nq + l // l2) * nq + l % l2
     return g, m * fs + l

@@ -293,12 +293,13 @@ def stage_stream_panel(plan: StreamPlan, qe: np.ndarray, ve: np.ndarray, dmat: n
         n = np.arange(nl * kp // 2)
         m = 2 * (n % (kp // 2)) if plan.dir == 0 else n // (nl // 2)
         l = n // (kp // 2) if plan.dir == 0 else 2 * (n % (nl // 2))
-        f_off = l * fs + m if plan.dir == 0 else m * fs + l
+        f_off = m * fs + l if plan.f_lines else l * fs + m
         g = _stream_node(plan, p * kp + m, l, k0, j0, i0)
         if plan.parity:  # the mirrored pair: the template's f_mirror (x: m + 1 mirrors to the pair's lower address)
             gm = _stream_node(plan, plan.nq - 1 - (p * kp + m + (plan.dir == 0)), l, k0, j0, i0)
+    step = fs if plan.dir == 0 and plan.f_lines else 1  # x with parity: the pair's values are rows apart
     for h in range(2):  # the pair's second value: the next m (x) or the next line (y, z), +1 in both memories
-        off = f_off + h
+        off = f_off + h * step
         assert len(np.unique(off)) == len(off) and off.max() < fp
         if plan.parity:  # parity_parts: x reads its mirror pair swapped
             mirror = gm + (1 - h if plan.dir == 0 else h)
@@ -346,7 +347,7 @@ def pointer_copies(plan: StreamPlan, p: int, a_org: int, k0: int, j0: int, i0: i
 
 def _paired_line(plan: StreamPlan, rho: int, g):
     """aline(): line of a lane's A row rho (= wm * MI + h) in a paired build; y and z pair rows."""
-    return 16 * (rho // 2) + 2 * g + rho % 2 if plan.dir != 0 else 8 * rho + g
+    return 16 * (rho // 2) + 2 * g + rho % 2 if plan.f_lines else 8 * rho + g
 
 
 def _paired_fragments(plan: StreamPlan, buf: np.ndarray, a_value, mo: int, l0: int, a0: int, g, t, mi: int):
@@ -357,11 +358,11 @@ def _paired_fragments(plan: StreamPlan, buf: np.ndarray, a_value, mo: int, l0: i
     fs, ds, nf, fp = plan.fs, plan.ds, plan.f_panels, plan.f_panel
     a_val = np.full((wm_n * mi, 2, 32), np.nan)
     b_val = np.full((wn_n, 2, 32), np.nan)
-    pair_lines = plan.dir != 0
+    pair_lines = plan.f_lines
     for rho in range(0, wm_n * mi, 2 if pair_lines else 1):
         for j in range(2 if pair_lines else 1):
             m, line = mo + 2 * t + j, l0 + _paired_line(plan, rho, g)
-            s = line * fs + m if plan.dir == 0 else m * fs + line
+            s = m * fs + line if plan.f_lines else line * fs + m
             assert np.all(s % 2 == 0), "a 16-byte load must be 16-byte aligned"
             if pair_lines:
                 a_val[rho, j], a_val[rho + 1, j] = a_value(s), a_value(s + 1)
@@ -394,7 +395,7 @@ def _emulate_stream(config: FusedConfig, plan: StreamPlan, flat: Mapping[str, np
     vel, metric = (flat["u"], flat["v"], flat["w"])[d], (flat["Ex"], flat["Ey"], flat["Ez"])[d]
 
     def f_off(m, l):
-        return l * fs + m if d == 0 else m * fs + l
+        return m * fs + l if plan.f_lines else l * fs + m
 
     def origin(tile: int) -> tuple[int, int]:
         return tile % tiles_l * (mm * wm_n), tile // tiles_l * (8 * wn_n)
