@@ -259,3 +259,14 @@ def test_stream_parity_candidates_match_reference_on_the_gpu(order: int, grid: t
     from tests.test_fused_gpu import assert_family_validates
 
     assert_family_validates(order, grid, parity_candidates)
+
+
+def test_the_memory_estimate_counts_the_d_operand_the_kernels_read() -> None:
+    """p = 255 FUSED_TC16 reads D's k-panel copy (d_layout = "panels"): one more Nq x Nq array beside D."""
+    from composer.counts import device_memory_estimate
+
+    items = {item.name: item for item in device_memory_estimate(255, (2, 2, 2), "FUSED_TC16").items}
+    assert items["D operand (d_panels)"].bytes == 256 * 256 * 8
+    config = dataclasses.replace(parity_candidates("FUSED_TC16", 255)[0][1])
+    name, matrix = kernel_d_operand(config, 255)
+    assert name == "parity_rows_panels" and matrix.nbytes == 128 * 256 * 8  # h rows of [A | B]

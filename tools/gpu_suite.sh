@@ -43,7 +43,7 @@ case $part in
   C) timeout 400 $P tests/test_fused_carveout.py tests/test_fused_chunks.py tests/test_fused_descending.py \
        tests/test_fused_element_order.py tests/test_fused_face_links.py tests/test_fused_interior_maps.py \
        tests/test_fused_swizzle.py tests/test_fused_xchain.py tests/test_fused_xfaces.py tests/test_fused_side_queues.py \
-       tests/test_fused_parity.py \
+       tests/test_fused_parity.py tests/test_fused_stream_parity.py \
        > "$log" 2>&1 ;;
   E) timeout 400 $P tests/test_gemm_fused_gpu.py -k numpy_emulation > "$log" 2>&1 ;;
   D) timeout 330 $P tests/test_gemm_fused_gpu.py -k validates > "$log" 2>&1

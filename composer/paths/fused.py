@@ -278,6 +278,13 @@ class FusedPathBase(Path):
         if cls.face_flux_array(order):
             items.append(counts.MemoryItem("face flux", 1, counts.face_array_bytes(order, grid),
                                            "fstar stored by a separate face kernel (the schedule's flux = \"array\")"))
+        config = cls.scheduled_config(order)
+        operand = None if config is None else kernel_d_operand(config, order)
+        if operand is not None:  # beside D itself, which the problem holds
+            name, matrix = operand
+            items.append(counts.MemoryItem(f"D operand ({name})", 1, matrix.nbytes,
+                                           "what the volume kernels read for D: the parity rows (parity) and/or "
+                                           "D's k-panel copy (d_layout = \"panels\")"))
         return tuple(items)
 
     @classmethod
