@@ -273,7 +273,8 @@ class StreamPlan(BoxGeometry):
 
     @property
     def fs(self) -> int:
-        """F panel row stride: [line][m] for x (m contiguous in memory), [m][line] for y and z."""
+        """F panel row stride: [line][m] for x (m contiguous in memory), [m][line] for y and z (and for
+        x with parity: ``f_lines``)."""
         base = self.lines(self.dir) if self.f_lines else self.k_panel
         if self.paired:
             return paired_stride(base, "lines" if self.f_lines else "rows")

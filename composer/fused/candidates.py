@@ -561,8 +561,12 @@ def parity_candidates(variant: str, order: int) -> list[tuple[str, FusedConfig]]
 #: the warps (twice the accumulators per thread: "warps", kept only within STREAM_PARITY_MAX_ACC).
 STREAM_PARITY_SPLITS = ("wn", "wm", "warps")
 #: Accumulator doubles per thread the family allows: the shipped streamed tables' largest (16x8x8 [2, 8]);
-#: the p = 255 candidates with twice that spilled 624-632 B (ptxas, sm_90).
+#: the p = 255 candidates with twice that spilled 624-632 B (ptxas, sm_90). The DFMA builds hold their A and
+#: B values beside them: at 64 they spilled 216-272 B (p = 255 and 511, 8x8x4 [4, 4] on 128 threads), so half.
 STREAM_PARITY_MAX_ACC = 64
+#: F pairs per thread a parity kernel stages in registers (q, vel and their mirrors, 8 doubles a pair): the
+#: p = 511 FUSED_TC16 candidates with 4 (k_panel 16) spilled 8-24 B, with 2 none.
+STREAM_PARITY_MAX_F_TRIPS = 2
 
 
 def _stream_parity_kernel(k: KernelConfig, split: str) -> KernelConfig | None:
@@ -581,6 +585,19 @@ def _stream_parity_kernel(k: KernelConfig, split: str) -> KernelConfig | None:
     if 0 in tile or threads < 32:
         return None
     return dataclasses.replace(k, box=tuple(box), tile=tile, threads=threads, a_operand=None, persistent=False)
+
+
+def _f_trips(config: FusedConfig) -> int:
+    """The most F pairs a thread of the table's kernels stages per panel (the template's F_TRIPS)."""
+    return max(plan.lines(plan.dir) * plan.k_panel // 2 // plan.kernel.threads for plan in kernel_plans(config))
+
+
+def _narrower(k: KernelConfig, k_panel: int, half: int) -> KernelConfig:
+    """``k`` on panels of ``k_panel`` values, half the table's: its own depth and prefetch distance,
+    which count panels, twice as many (within the half axis's panels and 8 stages)."""
+    panels = half // k_panel
+    return dataclasses.replace(k, stages=min(8, 2 * k.stages, panels) if k.stages else None,
+                               prefetch=min(2 * k.prefetch, panels) if k.prefetch else None)
 
 
 def _accumulators(config: FusedConfig) -> int:
@@ -613,8 +630,9 @@ def _stream_parity_candidates(base: FusedConfig) -> list[tuple[str, FusedConfig]
     product operand (the parts are formed while staging), its copies (pointers where the halved tiles
     still give a pointer program, else unrolled), each split of
     STREAM_PARITY_SPLITS that the kernels take, at the table's panels and at half-width panels twice as
-    deep (a thread holds q and vel of its pairs and their mirrors in registers while a panel contracts:
-    at p = 511's 16-value panels the x kernel spilled 152 B); the table's other keys stay. Why: at p = 255
+    deep, within STREAM_PARITY_MAX_ACC accumulators and STREAM_PARITY_MAX_F_TRIPS staged pairs per thread
+    (a thread holds q and vel of its pairs and their mirrors in registers while a panel contracts); the
+    table's other keys stay. Why: at p = 255
     the streamed kernels run at about half the FP64 tensor peak and at p = 511 at 1.7x the compute roof
     (results.md section 4): parity halves their MMAs and D's bytes and leaves F's the same."""
     half = base.nq // 2
@@ -623,19 +641,20 @@ def _stream_parity_candidates(base: FusedConfig) -> list[tuple[str, FusedConfig]
     if narrow >= max(base.mma_shape.k, 8 if base.fragments == "paired" else 4) and half % narrow == 0:
         panels.append((narrow, min(8, 2 * base.stages, half // narrow)))
     found = []
+    most_acc = STREAM_PARITY_MAX_ACC // (2 if base.dfma else 1)
     for k_panel, stages in panels:
         for split in STREAM_PARITY_SPLITS:
             kernels = tuple(_stream_parity_kernel(k, split) for k in base.kernels)
             if None in kernels:
                 continue
-            kernels = tuple(dataclasses.replace(k, stages=None) if k.stages and k.stages > half // k_panel else k
-                            for k in kernels)
+            if k_panel != base.k_panel:
+                kernels = tuple(_narrower(k, k_panel, half) for k in kernels)
             option = dataclasses.replace(base, parity=True, a_operand="product", kernels=kernels,
                                          k_panel=k_panel, stages=stages)
             if option.copies == "pointers" and not _pointer_program_holds(option):
                 option = dataclasses.replace(option, copies="unrolled")
             if (parity_problem(option) is None and _fits(option) and option not in found
-                    and _accumulators(option) <= STREAM_PARITY_MAX_ACC):
+                    and _accumulators(option) <= most_acc and _f_trips(option) <= STREAM_PARITY_MAX_F_TRIPS):
                 found.append(option)
     return [(label(c), c) for c in found]
 
