@@ -161,8 +161,10 @@ def operand_bytes_per_flop(config: FusedConfig, arch: str = DEFAULT_ARCH) -> lis
     in panels re-reads D once per block of L lines: 8 B per D value for 2 L FLOP, 4 / L (the flux tile is
     staged once and reused over the whole axis, left out). A streamed kernel with an output tile of
     L lines x A positions reads, per contraction value, D for its A positions and q, vel for its L
-    lines: (8 A + 16 L) / (2 L A) = 4 / L + 8 / A. None where D is read through the read-only
-    cache (unstaged): no copy to count."""
+    lines: (8 A + 16 L) / (2 L A) = 4 / L + 8 / A. With ``parity`` a streamed kernel reads, per value
+    of the half axis, D for 2 A virtual rows and q, vel at two positions of each line for 4 L A FLOP:
+    the same 4 / L + 8 / A per executed FLOP, over half the FLOP. None where D is read through the
+    read-only cache (unstaged): no copy to count."""
     from composer.fused.builder import StreamPlan, kernel_plans
 
     out: list[float | None] = []
