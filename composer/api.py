@@ -34,7 +34,7 @@ def tendency(fields: Mapping[str, np.ndarray], order: int, grid: object, path: s
     cls.check_order(mesh.order)
     cls.parse_options(options)
     device = device or Device()
-    check_fits(mesh.order, mesh.grid, cls.name, device)
+    check_fits(mesh.order, mesh.grid, cls.name, device, options)
     problem = DeviceProblem.upload(fields, mesh.order, mesh.grid, device)
     impl = None
     try:

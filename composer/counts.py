@@ -7,9 +7,10 @@ roofline fraction in the project is computed against the same denominators.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
+from typing import Any
 
 from composer.arch.machines import Machine
 
@@ -188,13 +189,15 @@ def problem_memory_items(order: int, grid: int | Sequence[int]) -> tuple[MemoryI
     )
 
 
-def device_memory_estimate(order: int, grid: int | Sequence[int], path: str) -> MemoryEstimate:
-    """Itemized device memory of a benchmark run of ``path`` (its ``memory_estimate``); an unknown
-    path is a ValueError naming the known ones."""
+def device_memory_estimate(order: int, grid: int | Sequence[int], path: str,
+                           options: Mapping[str, Any] | None = None) -> MemoryEstimate:
+    """Itemized device memory of a benchmark run of ``path`` built with ``options`` (its
+    ``memory_estimate``); an unknown path is a ValueError naming the known ones, an option the path
+    does not read a ComposerError."""
     # imported here: the registry imports the path modules, which build their estimates from this one
     from composer.paths.registry import path_class
 
-    return path_class(path).memory_estimate(order, as_grid(grid))
+    return path_class(path).memory_estimate(order, as_grid(grid), options)
 
 
 def memory_limit_bytes(machine: Machine, reserve_fraction: float = 0.05) -> int:
@@ -210,8 +213,10 @@ def fits(
     path: str,
     machine: Machine,
     reserve_fraction: float = 0.05,
+    options: Mapping[str, Any] | None = None,
 ) -> bool:
-    """Whether ``path`` at ``order``/``grid`` fits ``machine``, ``reserve_fraction`` kept free."""
-    return device_memory_estimate(order, grid, path).total_bytes <= memory_limit_bytes(
+    """Whether ``path`` (built with ``options``) at ``order``/``grid`` fits ``machine``,
+    ``reserve_fraction`` kept free."""
+    return device_memory_estimate(order, grid, path, options).total_bytes <= memory_limit_bytes(
         machine, reserve_fraction
     )

@@ -89,3 +89,31 @@ def test_subprocess_module_entry():
         timeout=120,
     )
     assert bad.returncode == 2 and bad.stderr.startswith("error: p0009.toml")
+
+
+def test_info_memory_with_path_options(capsys):
+    """``--option PATH.KEY=VALUE`` builds that path's estimate with the option; the table names it."""
+    assert main(["info", "--order", "1023", "--option", "GEMM.parity=on", "--option", "GEMM_FUSED.flux=mainloop",
+                 "--json"]) == 0
+    rows = {row["path"]: row for row in json.loads(capsys.readouterr().out)["memory"]}
+    assert rows["GEMM"]["options"] == {"parity": "on"} and rows["GEMM_CUTE"]["options"] == {}
+    assert rows["GEMM"]["items"][-1] == {"name": "parity matrices", "count": 2, "bytes_each": 8 * 512 * 512,
+                                         "bytes": 2 * 8 * 512 * 512, "note": rows["GEMM"]["items"][-1]["note"]}
+    assert rows["GEMM"]["fits"] is False and rows["GEMM_FUSED"]["fits"] is True
+    assert rows["GEMM_FUSED"]["total_bytes"] < rows["GEMM_CUTE"]["total_bytes"] - 3 * 8 * 1024**3
+    assert main(["info", "--order", "1023", "--option", "GEMM.parity=on"]) == 0
+    assert "GEMM parity=on" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("option, message", [("GEMM.carrier=z", "path GEMM has no option 'carrier'"),
+                                             ("NOPE.parity=on", "unknown path 'NOPE'"),
+                                             ("GEMM.parity=maybe", "expected true or false"),
+                                             ("GEMM", "expected PATH.KEY=VALUE")])
+def test_info_bad_path_option_is_one_line(capsys, option, message):
+    try:
+        code = main(["info", "--order", "7", "--option", option])
+    except SystemExit as stop:  # argparse's own refusal of the form
+        code = stop.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

@@ -96,3 +96,35 @@ def test_reserve_fraction():
     assert counts.memory_limit_bytes(h200, 0.0) == h200.memory_bytes
     with pytest.raises(ValueError):
         counts.memory_limit_bytes(h200, 1.0)
+
+
+def test_memory_estimate_follows_the_path_options():
+    """The estimate (and so the fit check before allocating) is of the path as its options build it."""
+    import dataclasses
+
+    from composer.errors import ComposerError
+    from composer.fused.config import fused_config
+
+    vol = counts.volume_array_bytes(1023, 1)
+    plain = counts.device_memory_estimate(1023, 1, "GEMM")
+    parity = counts.device_memory_estimate(1023, 1, "GEMM", {"parity": "on"})
+    assert parity.total_bytes - plain.total_bytes == 2 * 8 * 512 * 512  # A and B, h x h
+    assert counts.device_memory_estimate(1023, 1, "GEMM", {"parity": "off"}).total_bytes == plain.total_bytes
+    # GEMM_FUSED: the fold off keeps both non-carrier results, the flux formed in the mainloop drops three fluxes
+    fused = counts.device_memory_estimate(1023, 1, "GEMM_FUSED", {"fold": "on", "flux": "array"})
+    assert counts.device_memory_estimate(1023, 1, "GEMM_FUSED", {"fold": "off"}).total_bytes - fused.total_bytes == vol
+    mainloop = counts.device_memory_estimate(1023, 1, "GEMM_FUSED", {"fold": "on", "flux": "mainloop"})
+    assert fused.total_bytes - mainloop.total_bytes == 3 * vol
+    h200 = get_machine("h200")
+    assert not counts.fits(1023, 1, "GEMM", h200, options={"parity": "on"})
+    assert counts.fits(1023, 1, "GEMM_FUSED", h200, options={"flux": "mainloop"})
+    # a fused table given as the option: its D operand, not the schedule's
+    table = fused_config("FUSED_TC16", 255)
+    rows = dataclasses.replace(table, d_layout="rows", parity=False)
+    names = {i.name for i in counts.device_memory_estimate(255, 1, "FUSED_TC16", {"config": rows}).items}
+    assert not any(name.startswith("D operand") for name in names)
+    panels = dataclasses.replace(table, d_layout="panels", parity=False)
+    items = {i.name: i for i in counts.device_memory_estimate(255, 1, "FUSED_TC16", {"config": panels}).items}
+    assert items["D operand (d_panels)"].bytes == 8 * 256 * 256
+    with pytest.raises(ComposerError, match="has no option 'carrier'"):
+        counts.device_memory_estimate(511, 1, "GEMM", {"carrier": "z"})

@@ -137,7 +137,7 @@ def test_tendency_auto_reaches_the_chosen_path(tmp_path, monkeypatch):
     class Reached(Exception):
         pass
 
-    def check_fits(order, grid, path, device):
+    def check_fits(order, grid, path, device, options=None):
         reached.append(path)
         raise Reached
 

@@ -179,7 +179,7 @@ def run_sweep(plan: BenchPlan, machine: Machine | None = None, device: Device | 
     for order, schedule in schedules.items():  # fail fast, before any GPU work
         for path in paths:
             if (path, order) not in skipped | unplanned:
-                check_fits(order, schedule.benchmark.grid, path, device)
+                check_fits(order, schedule.benchmark.grid, path, device, plan.options.get(path, {}))
     if plan.graph:
         no_graph = [p for p in paths if not getattr(path_class(p), "supports_graph", True)]
         if no_graph:

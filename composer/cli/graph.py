@@ -151,7 +151,7 @@ def _measure(classes: list, order: int, grid: counts.Grid, options: dict, repeat
 
     device = Device()
     for cls in classes:
-        check_fits(order, grid, cls.name, device)
+        check_fits(order, grid, cls.name, device, {**options, **(per_path or {}).get(cls.name, {})})
     problem = DeviceProblem.upload(dg.make_fields(order, grid), order, grid, device)
     reports = []
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -12,9 +13,9 @@ from rich.console import Console
 from composer import counts
 from composer.arch.machines import DEFAULT_MACHINE, Machine, get_machine
 from composer.cli import output
-from composer.cli.arguments import fraction, parse_grid, positive_int
+from composer.cli.arguments import fraction, options_by_path, parse_grid, path_option, positive_int
 from composer.config.schedules import available_orders, load_schedule, schedule_file_name
-from composer.paths.registry import PATHS, paths_with
+from composer.paths.registry import PATHS, paths_with, requested_path_options
 
 DEFAULT_RESERVE = 0.05
 
@@ -56,6 +57,10 @@ def register(subparsers: Any) -> None:
         metavar="FRACTION",
         help=f"fraction of device memory kept free in the fit check (default: {DEFAULT_RESERVE})",
     )
+    parser.add_argument("--option", dest="options", action="append", type=path_option, default=None,
+                        metavar="PATH.KEY=VALUE",
+                        help="a path option the memory estimate builds that path with, repeatable "
+                             "(e.g. GEMM.parity=on, GEMM_FUSED.flux=mainloop)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.set_defaults(func=run)
 
@@ -77,7 +82,8 @@ def _run(args: argparse.Namespace, machine: Machine) -> int:
         grid, grid_source = schedule.benchmark.grid, schedule.file or schedule_file_name(args.order)
     else:
         grid, grid_source = args.grid, "--grid"
-    report = build_report(args.order, grid, machine, args.reserve)
+    options = requested_path_options(options_by_path(args.options), [cls.name for cls in PATHS])
+    report = build_report(args.order, grid, machine, args.reserve, options)
     report["grid_source"] = grid_source
     if args.order in available_orders():
         report["schedule"] = load_schedule(args.order).provenance()
@@ -88,16 +94,20 @@ def _run(args: argparse.Namespace, machine: Machine) -> int:
     return 0
 
 
-def build_report(order: int, grid: counts.Grid, machine: Machine, reserve: float) -> dict[str, Any]:
-    """Everything ``info`` shows, as JSON-ready data (bytes, FLOP and seconds in base units)."""
+def build_report(order: int, grid: counts.Grid, machine: Machine, reserve: float,
+                 options: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """Everything ``info`` shows, as JSON-ready data (bytes, FLOP and seconds in base units); each
+    path's memory estimated as built with its ``options`` (by registered name; none: the schedule's)."""
     roof = counts.roofline(order, grid, machine)
     usable = counts.memory_limit_bytes(machine, reserve)
     memory = []
     for cls in PATHS:
-        estimate = cls.memory_estimate(order, grid)
+        path_options = dict((options or {}).get(cls.name, {}))
+        estimate = cls.memory_estimate(order, grid, path_options)
         memory.append(
             {
                 "path": cls.name,
+                "options": path_options,
                 "total_bytes": estimate.total_bytes,
                 "fits": estimate.total_bytes <= usable,
                 "items": [
@@ -246,7 +256,7 @@ def render(report: dict[str, Any], console: Console) -> None:
     )
     for row in report["memory"]:
         memory.add_row(
-            row["path"], _bytes(row["total_bytes"]), "yes" if row["fits"] else "[red]no[/red]"
+            _path_label(row), _bytes(row["total_bytes"]), "yes" if row["fits"] else "[red]no[/red]"
         )
     console.print(memory)
 
@@ -286,3 +296,9 @@ def render(report: dict[str, Any], console: Console) -> None:
             splits.add_row(row["split"], row["flux"], _bytes(row["bytes"]), f"{row['over_unique']:.2f}",
                            _seconds(row["floor_s"]), _bytes(row["staged_bytes"]), row["placement"])
         console.print(splits)
+
+
+def _path_label(row: Mapping[str, Any]) -> str:
+    """The path's name, with the options its estimate was built with (``GEMM parity=on``)."""
+    options = row.get("options") or {}
+    return " ".join([row["path"], *(f"{key}={value}" for key, value in sorted(options.items()))])

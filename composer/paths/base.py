@@ -206,22 +206,29 @@ class Path(ABC):
         return {**SCHEDULE_OPTIONS, **cls.options}
 
     @classmethod
-    def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
-        """The device arrays the path allocates beyond the problem's (``counts.problem_memory_items``)."""
+    def workspace_items(cls, order: int, grid: counts.Grid,
+                        options: Mapping[str, Any] | None = None) -> tuple[counts.MemoryItem, ...]:
+        """The device arrays the path allocates beyond the problem's (``counts.problem_memory_items``)
+        when built with ``options`` (parsed; ``None``: the schedule's settings), which can change them
+        (GEMM's parity matrices, GEMM_FUSED's carrier and formed fluxes, a fused table's D operand)."""
         return ()
 
     @classmethod
-    def memory_estimate(cls, order: int, grid: int | tuple[int, int, int]) -> counts.MemoryEstimate:
-        """Itemized device memory of a benchmark run of this path: the problem's arrays and the
-        path's workspace (allocator padding and library workspaces not included)."""
+    def memory_estimate(cls, order: int, grid: int | tuple[int, int, int],
+                        options: Mapping[str, Any] | None = None) -> counts.MemoryEstimate:
+        """Itemized device memory of a benchmark run of this path built with ``options`` (as the
+        path takes them: checked and parsed here, an unknown key a ComposerError): the problem's
+        arrays and the path's workspace (allocator padding and library workspaces not included)."""
         grid = counts.as_grid(grid)
+        parsed = cls.parse_options(options or {})
         return counts.MemoryEstimate(cls.name, order, grid,
-                                     counts.problem_memory_items(order, grid) + cls.workspace_items(order, grid))
+                                     counts.problem_memory_items(order, grid) + cls.workspace_items(order, grid, parsed))
 
     @classmethod
-    def device_bytes(cls, order: int, grid: int | tuple[int, int, int]) -> int:
+    def device_bytes(cls, order: int, grid: int | tuple[int, int, int],
+                     options: Mapping[str, Any] | None = None) -> int:
         """Total device bytes of ``memory_estimate``."""
-        return cls.memory_estimate(order, grid).total_bytes
+        return cls.memory_estimate(order, grid, options).total_bytes
 
     @classmethod
     @abstractmethod

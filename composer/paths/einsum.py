@@ -40,7 +40,8 @@ class EinsumPath(Path):
     supports_graph = False  # CuPy allocates temporaries from its pool inside the call
 
     @classmethod
-    def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
+    def workspace_items(cls, order: int, grid: counts.Grid,
+                        options: Mapping[str, Any] | None = None) -> tuple[counts.MemoryItem, ...]:
         """CuPy's temporaries: the unfused stages' arrays (flux products, contraction results,
         face flux) and two more volume-sized contraction temporaries."""
         return unfused_workspace(order, grid) + (counts.MemoryItem(

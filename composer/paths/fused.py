@@ -255,30 +255,33 @@ class FusedPathBase(Path):
         return fused_config(cls.variant, order, schedule.paths, schedule.file)
 
     @classmethod
-    def face_links(cls, order: int) -> bool:
-        """Whether the path's table at ``order`` takes its exterior nodes from face links (``exterior_maps =
-        false``), whose array it then holds beside the maps."""
-        config = cls.scheduled_config(order)
+    def face_links(cls, order: int, config: FusedConfig | None = None) -> bool:
+        """Whether the path's table at ``order`` (``config``, else the schedule's) takes its exterior nodes
+        from face links (``exterior_maps = false``), whose array it then holds beside the maps."""
+        config = config or cls.scheduled_config(order)
         return config is not None and not config.exterior_maps
 
     @classmethod
-    def face_flux_array(cls, order: int) -> bool:
-        """Whether the path stores the face flux in a face array at ``order`` (its schedule's
-        ``flux = "array"``; without a table, the paper's rule by order)."""
-        config = cls.scheduled_config(order)
+    def face_flux_array(cls, order: int, config: FusedConfig | None = None) -> bool:
+        """Whether the path stores the face flux in a face array at ``order`` (the table's ``flux =
+        "array"``, ``config`` else the schedule's; without a table, the paper's rule by order)."""
+        config = config or cls.scheduled_config(order)
         return order >= FACE_FLUX_ARRAY_MIN_ORDER if config is None else config.flux == "array"
 
     @classmethod
-    def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
+    def workspace_items(cls, order: int, grid: counts.Grid,
+                        options: Mapping[str, Any] | None = None) -> tuple[counts.MemoryItem, ...]:
+        """The index maps, and what the table (option ``config``, else the schedule's) adds: face links,
+        the face flux array, the D operand."""
+        config = (options or {}).get("config") or cls.scheduled_config(order)
         items = [counts.MemoryItem("index maps (32-bit)", 2, counts.face_array_bytes(order, grid, counts.INT32),
                                    "vmapM, vmapP as int32: the fused kernels' copies")]
-        if cls.face_links(order):
+        if cls.face_links(order, config):
             items.append(counts.MemoryItem("face links (32-bit pairs)", 1, 6 * LINK * counts.num_elements(grid),
                                            "exterior_maps = false: one link per element face (composer.fused.links)"))
-        if cls.face_flux_array(order):
+        if cls.face_flux_array(order, config):
             items.append(counts.MemoryItem("face flux", 1, counts.face_array_bytes(order, grid),
                                            "fstar stored by a separate face kernel (the schedule's flux = \"array\")"))
-        config = cls.scheduled_config(order)
         operand = None if config is None else kernel_d_operand(config, order)
         if operand is not None:  # beside D itself, which the problem holds
             name, matrix = operand

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from composer import dg
+from composer import counts, dg
 from composer.errors import ComposerError
 from composer.gemm.cublas import CublasGemm
 from composer.gemm.roles import ROLES, GemmSpec
@@ -63,6 +63,18 @@ class GemmPath(LibraryPath):
     @classmethod
     def plan_settings(cls, order: int, **options: Any) -> str:
         return super().plan_settings(order, **options) + (" parity" if cls.parity(order, options) else "")
+
+    @classmethod
+    def workspace_items(cls, order: int, grid: counts.Grid,
+                        options: Mapping[str, Any] | None = None) -> tuple[counts.MemoryItem, ...]:
+        """The unfused workspace (with parity the split fluxes and derivatives take the same arrays)
+        and, with parity, the two h x h matrices A and B."""
+        items = super().workspace_items(order, grid, options)
+        if not cls.parity(order, options or {}):
+            return items
+        h = check_order(order)
+        return items + (counts.MemoryItem("parity matrices", 2, counts.FP64 * h * h,
+                                          "A and B, h x h (h = Nq/2): the split contractions' operands"),)
 
     def __init__(self, problem: Any, **options: Any) -> None:
         parsed = self.parse_options(options)

@@ -183,11 +183,12 @@ class GemmFusedPath(GemmCutePath):
         return dataclasses.replace(settings, library={**settings.library, formed: "cute"}), formed
 
     @classmethod
-    def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
+    def workspace_items(cls, order: int, grid: counts.Grid,
+                        options: Mapping[str, Any] | None = None) -> tuple[counts.MemoryItem, ...]:
         """GEMM's workspace less the carrier's derivative (and, with the fold, less the second of
         the two non-carrier arrays: x and y accumulate into one; with the flux formed in the
-        mainloop, less the three fluxes)."""
-        settings, formed = cls.resolved_settings(order, {})
+        mainloop, less the three fluxes), under the settings ``options`` resolve."""
+        settings, formed = cls.resolved_settings(order, options or {})
         plan = settings.plan
         fluxes, _, fstar = unfused_workspace(order, grid)
         if formed:  # the first GEMM forms its flux: two flux arrays

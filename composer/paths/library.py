@@ -119,7 +119,8 @@ class LibraryPath(Path):
         return f" {overlap.tag}" if overlap else ""
 
     @classmethod
-    def workspace_items(cls, order: int, grid: counts.Grid) -> tuple[counts.MemoryItem, ...]:
+    def workspace_items(cls, order: int, grid: counts.Grid,
+                        options: Mapping[str, Any] | None = None) -> tuple[counts.MemoryItem, ...]:
         return unfused_workspace(order, grid)
 
     @classmethod

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -123,11 +124,13 @@ class DoesNotFitError(ComposerError, MemoryError):
     """A path's estimated footprint exceeds the device's free memory (raised before allocating)."""
 
 
-def check_fits(order: int, grid: object, path: str, device: Device) -> None:
-    """Stop before allocating when the estimated footprint exceeds the device's free memory."""
+def check_fits(order: int, grid: object, path: str, device: Device,
+               options: Mapping[str, Any] | None = None) -> None:
+    """Stop before allocating when the estimated footprint of ``path`` built with ``options`` exceeds
+    the device's free memory."""
     from composer.counts import device_memory_estimate
 
-    estimate = device_memory_estimate(order, dg.check_grid(grid), path)
+    estimate = device_memory_estimate(order, dg.check_grid(grid), path, options)
     free = device.free_memory()
     if estimate.total_bytes > free:
         raise DoesNotFitError(

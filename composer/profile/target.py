@@ -39,7 +39,7 @@ def profile_one_call(path: str, order: int, grid: tuple[int, int, int] | None = 
     cls = path_class(path)
     cls.check_order(order)
     device = open_device(sms)
-    check_fits(order, grid, cls.name, device)
+    check_fits(order, grid, cls.name, device, options)
     fields = dg.make_fields(order, grid, varying=True)
     problem = DeviceProblem.upload(fields, order, grid, device)
     del fields
