@@ -126,9 +126,12 @@ def test_gemm_path_option_contract():
         assert (split[node].grid, split[node].block) == support.launch_shape(family, 512, 1, 256, machine.sm_count)
         assert (plain[node].grid, plain[node].block) == support.launch_shape(
             family.removesuffix("_parity"), 512, 1, 256, machine.sm_count)
-    for other in ("GEMM_CUTE", "GEMM_FUSED"):
-        with pytest.raises(ComposerError, match="no option 'parity'"):
-            path_class(other).parse_options({"parity": True})
+    # GEMM_CUTE takes it too (its CuTe kernels run the half-size calls); GEMM_FUSED's trees do not
+    assert path_class("GEMM_CUTE").parse_options({"parity": "on"}) == {"parity": True}
+    cute = {n.name: n for n in path_class("GEMM_CUTE").program(511, 1, machine, parity=True)}
+    assert all(cute[f"gemm_{role}"].cost == split[f"gemm_{role}"].cost for role in ROLES)
+    with pytest.raises(ComposerError, match="no option 'parity'"):
+        path_class("GEMM_FUSED").parse_options({"parity": True})
 
 
 def test_info_reports_the_parity_roof():

@@ -1,8 +1,11 @@
-"""The GEMM path with ``parity`` end to end on the CPU: the path's real allocation, plan and launch
-code, with cuBLAS replaced by a NumPy column-major dgemm behind the nvmath binding names (so
-``CublasGemm.run``'s pointer and offset arithmetic is what runs) and the support kernels by their
-NumPy definitions (``composer.parity.reference`` for the parity pair). Checks which kernels run,
-that every GEMM call stays inside its buffers, and dqdt against the reference."""
+"""The GEMM and GEMM_CUTE paths with ``parity`` end to end on the CPU: the paths' real allocation, plan
+and launch code, with cuBLAS replaced by a NumPy column-major dgemm behind the nvmath binding names (so
+``CublasGemm.run``'s pointer and offset arithmetic is what runs), the CuTe GEMMs of a real
+``composer build`` by a NumPy model of their ABI (``_cute_kernel``: what the kernel computes from its
+pointer, size, leading-dimension and stride arguments and the majors it was compiled with, so
+GEMM_CUTE's offsets and transposed calls are what runs) and the support kernels by their NumPy
+definitions (``composer.parity.reference`` for the parity pair). Checks which kernels run, that
+every GEMM call stays inside its buffers, and dqdt against the reference."""
 
 from __future__ import annotations
 
@@ -48,12 +51,44 @@ def _fake_cublas(memory: Memory, log: list[str]) -> SimpleNamespace:
                            dgemm_strided_batched=dgemm_strided_batched)
 
 
+def _cute_kernel(memory: Memory, log: list[str], entry) -> SimpleNamespace:
+    """A CuTe GEMM of the build as its ABI defines it: per batch ``i``, C(m, n) = sum_k A(m, k) B(n, k)
+    with A(m, k) at ``a + i stride_a`` + (k + m lda if A is k-major else m + k lda), B(n, k) at
+    ``b + i stride_b`` + (k + n ldb if k-major else n + k ldb) and C(m, n) at ``c + i stride_c`` +
+    (m + n ldc if m-major else n + m ldc) (``composer.gemm.cute.config.kernel_problem``)."""
+    from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig
+
+    cfg = GemmConfig.from_dict(entry.config["gemm"])
+    assert cfg.epilogue == "store" and not cfg.product, "GEMM_CUTE runs plain-store kernels"
+
+    def view(ptr: int, rows: int, cols: int, ld: int, rows_contiguous: bool) -> np.ndarray:
+        buf = memory.tail(ptr)
+        strides = (8, 8 * ld) if rows_contiguous else (8 * ld, 8)
+        extent = ((cols - 1) * ld + rows) if rows_contiguous else ((rows - 1) * ld + cols)
+        assert extent <= buf.size, "a CuTe GEMM operand leaves its buffer"
+        if cfg.vec == 2:
+            assert ptr % 16 == 0 and ld % 2 == 0, "16-byte cp.async from an unaligned address"
+        return np.lib.stride_tricks.as_strided(buf, (rows, cols), strides)
+
+    def launch(grid, args, stream=None) -> None:
+        a = dict(zip((p.name for p in KERNEL_PARAMS), args))
+        log.append(entry.symbol)
+        m, n, k = a["m"], a["n"], a["k"]
+        for i in range(a["batch"]):
+            am = view(a["a"] + 8 * i * a["stride_a"], m, k, a["lda"], cfg.a_major == "m")
+            bm = view(a["b"] + 8 * i * a["stride_b"], n, k, a["ldb"], cfg.b_major == "n")
+            view(a["c"] + 8 * i * a["stride_c"], m, n, a["ldc"], cfg.c_major == "m")[...] = am @ bm.T
+
+    return SimpleNamespace(launch=launch)
+
+
 @pytest.fixture
 def runtime(monkeypatch):
     import composer.gemm.cublas as cublas
     import composer.paths.base as base
-    import composer.paths.gemm as gemm
+    import composer.paths.gemm_cute as gemm_cute
     import composer.paths.library as library
+    import composer.paths.parity as parity
     import composer.paths.problem as problem
 
     memory, log = Memory(), []
@@ -110,9 +145,25 @@ def runtime(monkeypatch):
     monkeypatch.setattr(base, "Event", fake.Event)
     monkeypatch.setattr(base, "highest_priority", lambda device=None: -5)
     monkeypatch.setattr(library, "SupportKernels", SupportKernels)
-    monkeypatch.setattr(gemm, "load_parity_kernels",
+    monkeypatch.setattr(parity, "load_parity_kernels",
                         lambda nq, device: {f: SupportKernel(f) for f in ("volume_flux_parity", "separable_lift_parity")})
     monkeypatch.setattr(cublas, "_bindings", lambda: _fake_cublas(memory, log))
+
+    class Module:
+        def __init__(self, entry) -> None:
+            self.entry = entry
+
+        @classmethod
+        def from_manifest_entry(cls, entry, device=None):
+            return cls(entry)
+
+        def entry_kernel(self):
+            return _cute_kernel(memory, log, self.entry)
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(gemm_cute, "Module", Module)
 
     def upload(fields, order, grid) -> DeviceProblem:
         mesh = dg.Mesh(order, grid)
@@ -143,3 +194,51 @@ def test_gemm_path_launches_compute_the_reference(runtime, order, grid, parity):
     expected = ["dgemm_batched2", *(["dgemm_batched"] * 4)] if parity else ["dgemm", "dgemm_batched", "dgemm_batched"]
     assert sorted(g.rstrip("0123456789") if g != "dgemm_batched2" else g for g in gemms) == sorted(expected)
     assert path.diagnostics().get("parity", False) == parity
+
+
+CUTE_ORDERS = {7: (1, 2, 3), 15: (2, 1, 2)}
+
+
+@pytest.fixture(scope="module")
+def cute_build(tmp_path_factory):
+    """GEMM_CUTE's kernels for sm_90 at the orders below (the CuTe DSL cross-compiles them here)."""
+    from composer.build import build, plan
+
+    out = tmp_path_factory.mktemp("gemm_cute_build")
+    build(plan("sm_90", "16x8x4", sorted(CUTE_ORDERS), ["GEMM_CUTE"]), out)
+    return out
+
+
+@pytest.mark.parametrize("order", sorted(CUTE_ORDERS))
+@pytest.mark.parametrize("library", ["cute", "x=cublas,y=cute,z=cute"])
+@pytest.mark.parametrize("parity", [False, True])
+def test_gemm_cute_path_launches_compute_the_reference(runtime, cute_build, order, library, parity):
+    """GEMM_CUTE with ``parity`` runs the half-size calls on the kernels built for the full contractions
+    (x transposed below Nq = 64: the swapped operands at their offsets), cuBLAS where the library says."""
+    memory, log, upload = runtime
+    grid = CUTE_ORDERS[order]
+    fields = dg.make_fields(order, grid, varying=True)
+    pb = upload(fields, order, grid)
+    path = path_class("GEMM_CUTE")(pb, parity=parity, library=library, build_dir=cute_build)
+    path.launch(pb.ptr("q"), pb.dqdt.ptr)
+    got = memory.arrays[pb.dqdt.ptr].reshape(pb.mesh.volume_shape)
+    assert relative_max_difference(got, dg.reference_tendency(fields, order, grid)) <= 1e-13
+    suffix = "_parity" if parity else ""
+    assert f"volume_flux{suffix}" in log and f"separable_lift{suffix}" in log
+    cute = [name for name in log if name.startswith("dgemm_p")]
+    on_cute = "yz" if library.startswith("x=cublas") else "xyz"
+    # parity: x one launch over its 2 halves (a batch), y and z one launch per half; plain: one per role
+    assert sorted(name.split("_")[2] for name in cute) == sorted(
+        r for r in on_cute for _ in range(2 if parity and r != "x" else 1))
+    assert ("dgemm_batched2" in log) == (parity and "x" not in on_cute)
+    assert path.diagnostics().get("parity", False) == parity
+    assert path_class("GEMM_CUTE").plan_settings(order, parity=parity, library=library).endswith(
+        " parity") == parity
+
+
+def test_gemm_fused_takes_no_parity() -> None:
+    """GEMM_FUSED's epilogue trees read and write the unsplit arrays: the option is not offered."""
+    from composer.errors import ComposerError
+
+    with pytest.raises(ComposerError, match="path GEMM_FUSED has no option 'parity'"):
+        path_class("GEMM_FUSED").parse_options({"parity": True})

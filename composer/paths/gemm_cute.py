@@ -5,6 +5,8 @@ machine and the GPU machine loads the CUBINs from the build directory's manifest
 cuda-bindings alone. Which library runs which role, and the MMA shape, come from the schedule's
 ``[paths.GEMM_CUTE]`` table (``library = {x = "cute", ...}``, ``mma = "16x8x4"``, written by
 ``composer sweep-library``); the options ``library=``/``mma=``/``build_dir=`` override them.
+Option ``parity`` (``composer.paths.parity``) runs each role as its two half-size products, on the
+same CuTe kernels (their sizes, leading dimensions and strides are run-time arguments) or cuBLAS.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ from typing import Any, Mapping
 from composer.arch.mma import mma_shape
 from composer.config.schedules import load_schedule
 from composer.errors import ComposerError
-from composer.gemm.cute.config import GemmConfig, kernel_problem
+from composer.gemm.cute.config import GemmConfig, KernelProblem, kernel_problem
 from composer.gemm.cute.sweep import DEFAULT_LIBRARY, LIBRARIES
 from composer.gemm.cute.tiles import DEFAULT_MMA
-from composer.gemm.roles import ROLES
+from composer.gemm.roles import ROLES, GemmSpec
 from composer.paths.base import PathOption, directory_option
 from composer.paths.library import LibraryPath
+from composer.paths.parity import PARITY_OPTION, ParityGemms
 from composer.runtime import Stream
 from composer.runtime.manifest import KernelEntry, read_manifest, requested_build_dir
 from composer.runtime.module import Kernel, Module
@@ -122,7 +125,16 @@ def mma_option(value: str) -> str:
     return mma_shape(str(value)).name
 
 
-class GemmCutePath(LibraryPath):
+def call_pointers(spec: GemmSpec, prob: KernelProblem, operands: Mapping[str, int], out: int) -> tuple[int, int, int]:
+    """The kernel's A, B and C pointers for one BLAS call: each operand at its ``spec`` offset
+    (the parity calls' halves), A and B exchanged where ``prob`` runs the call transposed."""
+    a = operands[spec.a_operand] + 8 * spec.a_offset
+    b = operands[spec.b_operand] + 8 * spec.b_offset
+    swapped = prob.a_operand != spec.a_operand  # kernel_problem(spec, swap=True) binds spec's B to the kernel's A
+    return (b, a, out + 8 * spec.c_offset) if swapped else (a, b, out + 8 * spec.c_offset)
+
+
+class GemmCutePath(ParityGemms, LibraryPath):
     name = "GEMM_CUTE"
     build_kinds = frozenset({"cute", "support"})
     needs_build = True
@@ -140,15 +152,20 @@ class GemmCutePath(LibraryPath):
         shown = ";".join(f"{r}:" + ",".join(f"{k}={v}" for k, v in sorted(dict(t).items()))
                          for r, t in sorted(tiles.items()) if library.get(r) == "cute")
         return (f"mma={mma} library=" + ",".join(f"{r}:{library[r]}" for r in ROLES) + (f" tiles={shown}" if shown else "")
-                + cls.overlap_tag(order, options))
+                + cls.overlap_tag(order, options) + cls.parity_tag(order, options))
     options = MappingProxyType({
         **LibraryPath.options,
+        **PARITY_OPTION,
         "mma": PathOption(mma_option, f"the GEMMs' MMA shape (default: the schedule's, else {DEFAULT_MMA})"),
         "library": PathOption(library_option, "who runs each role's GEMM: LIB or ROLE=LIB[,ROLE=LIB...] "
                                               "with LIB cute or cublas (default: the schedule's, else cute)"),
         "build_dir": PathOption(directory_option, "the `composer build` directory holding the CuTe GEMMs "
                                                   "(default: $COMPOSER_BUILD_DIR, else build/<arch>)"),
     })
+
+    def __init__(self, problem: Any, **options: Any) -> None:
+        self.setup_parity(problem, options)
+        super().__init__(problem, **options)
 
     def gemm_settings(self) -> tuple[str, dict[str, str]]:
         """(mma, role -> library) of this instance."""
@@ -163,6 +180,7 @@ class GemmCutePath(LibraryPath):
         pb = self.problem
         self.mma, self.library = self.gemm_settings()
         self.kernels: dict[str, tuple[Kernel, GemmConfig, Any]] = {}
+        self.call_problems: dict[str, tuple[tuple[GemmSpec, KernelProblem], ...]] = {}
         self.blas: dict[str, Any] = {}
         entries: list[KernelEntry] = []
         if any(lib == "cute" for lib in self.library.values()):
@@ -184,6 +202,9 @@ class GemmCutePath(LibraryPath):
                 raise ComposerError(f"{entry.symbol}: 16-byte loads need even leading dimensions")
             module = Module.from_manifest_entry(entry, device=pb.device)
             self.kernels[role] = (module.entry_kernel(), cfg, prob)
+            # the calls the role runs (parity: two half-size ones, on the same kernel: same majors)
+            self.call_problems[role] = tuple((spec, kernel_problem(spec, bool(entry.config["swap"])))
+                                             for spec in self.gemm_calls[role])
             self._modules = getattr(self, "_modules", []) + [module]
 
     def run_gemm(self, role: str, stream: Stream) -> None:
@@ -194,13 +215,16 @@ class GemmCutePath(LibraryPath):
         """Enqueue the ``role`` GEMM writing ``out`` (its epilogue reading ``aux`` and ``face``);
         its flux operand is ``flux`` (default: the role's flux array), times ``factor`` for a kernel
         that forms the product (``GemmConfig.product``)."""
-        operands = {"D": self.problem.diff.ptr, "flux": self.flux[role].ptr if flux is None else flux}
+        operands = self.gemm_operands(role, flux)
         if role in self.blas:
-            self.blas[role].run(self.specs[role], operands, out, int(stream.handle))
+            for spec in self.gemm_calls[role]:
+                self.blas[role].run(spec, operands, out, int(stream.handle))
             return
-        kernel, cfg, prob = self.kernels[role]
-        args = prob.args(operands[prob.a_operand], operands[prob.b_operand], out, aux, face, factor=factor)
-        kernel.launch(cfg.grid(prob.m, prob.n, prob.batch), args=args, stream=stream)
+        kernel, cfg, _ = self.kernels[role]
+        for spec, prob in self.call_problems[role]:
+            a, b, c = call_pointers(spec, prob, operands, out)
+            args = prob.args(a, b, c, aux, face, factor=factor)
+            kernel.launch(cfg.grid(prob.m, prob.n, prob.batch), args=args, stream=stream)
 
     def launch_blocks(self) -> dict[str, int]:
         blocks = super().launch_blocks()

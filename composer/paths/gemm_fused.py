@@ -112,7 +112,8 @@ class GemmFusedPath(GemmCutePath):
     name = "GEMM_FUSED"
     build_kinds = frozenset({"cute_tree", "support"})
     options = MappingProxyType({
-        **GemmCutePath.options,
+        # no parity: its epilogue trees read and write the unsplit arrays (composer.paths.parity)
+        **{key: option for key, option in GemmCutePath.options.items() if key != "parity"},
         "carrier": PathOption(carrier_option, "which GEMM carries the lift and assembly: x, y or z "
                                               "(default: the schedule's, else z)"),
         "fold": PathOption(bool_option, "fold the metric weights into the x and y epilogues (carrier z only; "
