@@ -87,3 +87,28 @@ def test_gemm_parity_table_s29_size(order, device):
     err = relative_max_difference(composer.tendency(fields, order, grid, path="GEMM", device=device, parity=True), ref)
     print(f"GEMM parity p={order} grid={grid}: max|diff|/max|ref| = {err:.3e}")
     assert err <= TOLERANCE
+
+
+@pytest.mark.parametrize(("order", "grid"), [(7, (1, 2, 3)), (15, (2, 1, 2)), (63, (2, 1, 1)), (255, "s29")])
+def test_gemm_cute_parity_on_the_built_kernels(order, grid, device):
+    """GEMM_CUTE:parity=on with every role on our CuTe kernels (the half-size calls on the kernels built for
+    the full contractions) from $COMPOSER_BUILD_DIR (else build/sm_90), against the reference."""
+    import os
+    from pathlib import Path
+
+    from composer.runtime.manifest import read_manifest
+
+    build_dir = Path(os.environ.get("COMPOSER_BUILD_DIR", "build/sm_90"))
+    if not (build_dir / "manifest.json").is_file():
+        pytest.skip(f"no build manifest in {build_dir}; run composer build and set COMPOSER_BUILD_DIR")
+    if not any(e.config.get("kind") == "cute_gemm" and e.config.get("order") == order and e.arch == device.arch
+               for e in read_manifest(build_dir / "manifest.json")):
+        pytest.skip(f"p={order} not built for {device.arch} in {build_dir}")
+    grid = load_schedule(order).benchmark.grid if grid == "s29" else grid
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    got = composer.tendency(fields, order, grid, path="GEMM_CUTE", device=device, parity=True, library="cute",
+                            build_dir=str(build_dir))
+    err = relative_max_difference(got, ref)
+    print(f"GEMM_CUTE parity p={order} grid={grid}: max|diff|/max|ref| = {err:.3e}")
+    assert err <= TOLERANCE
