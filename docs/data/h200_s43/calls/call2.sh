@@ -16,13 +16,18 @@ timeout 60 python3 -m pytest -v -m gpu -p no:cacheprovider tests/test_parity_gpu
 t parity_tests $?
 tail -2 "$OUT/logs/parity_tests.log"
 [[ "$GPU" == *H200* ]] || export COMPOSER_SCHEDULE_MACHINE=generic
-sweep_apply docs/data/h200_s42/plans/sweep_plan_stream_parity_tc16.json 511,767 200 0.01 --timing stages
+left=$(( LIMIT - 160 - $(elapsed) ))
+sweep_apply docs/data/h200_s42/plans/sweep_plan_stream_parity_tc16.json 511,767 $(( left < 200 ? (left > 30 ? left : 30) : 200 )) \
+  0.01 --timing stages
 grep -E '^\{' "$OUT/logs/sweep.log" | cut -c1-200
 unset COMPOSER_SCHEDULES COMPOSER_SCHEDULE_MACHINE
-timeout 90 python3 tools/variants_bench.py --order 511 --variant GEMM --variant GEMM:parity=on --rounds 2 --calls 3 \
-  --out "$OUT/v/p511.json" > "$OUT/logs/v511.log" 2>&1
-t v511 $?
-tail -3 "$OUT/logs/v511.log"
+left=$(( LIMIT - 10 - $(elapsed) ))
+if [ $left -gt 70 ]; then
+  timeout $(( left < 90 ? left : 90 )) python3 tools/variants_bench.py --order 511 --variant GEMM --variant GEMM:parity=on \
+    --rounds 2 --calls 3 --out "$OUT/v/p511.json" > "$OUT/logs/v511.log" 2>&1
+  t v511 $?
+  tail -3 "$OUT/logs/v511.log"
+fi
 [[ "$GPU" == *H200* ]] || export COMPOSER_SCHEDULE_MACHINE=generic
 CHANGED=$(applied_orders "$OUT/sched")
 echo "applied at: ${CHANGED:-none}" | tee -a "$OUT/logs/times.txt"
