@@ -184,3 +184,67 @@ def test_tree_serialization_and_checks():
         from_dict({"kind": "aux"})
     with pytest.raises(EpilogueTreeError, match="combines nodes"):
         ACC + 1.0
+
+
+#: Odd orders (Nq even), non-cubic grids; p = 7's h = 4 keeps pair sites on one side of the middle.
+SPLIT_CASES = [(3, (2, 3, 1)), (7, (3, 1, 2)), (15, (1, 2, 2))]
+
+
+@pytest.mark.parametrize("order,grid", SPLIT_CASES)
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("axis", ROLES)
+@pytest.mark.parametrize("swap,width", SITES)
+def test_split_leaf_merges_at_the_node(order, grid, role, axis, swap, width):
+    """Store(SplitAux(a, axis)) on any role's output index is composer.parity's merge of ``a`` along the
+    axis's direction: each node reads its mirrored pair, exactly (fma of +-1 is one exact sum)."""
+    from composer.epilogues.tree import SplitAux
+    from composer.parity.reference import ROLE_AXIS, merge
+
+    mesh = dg.Mesh(order, grid)
+    array = np.random.default_rng(5).standard_normal(mesh.volume_shape)
+    got = run_tree(Store(SplitAux("a", axis)), role, swap, width, mesh, np.zeros(mesh.volume_shape), {"a": array})
+    np.testing.assert_array_equal(got, merge(array, ROLE_AXIS[axis]))
+
+
+@pytest.mark.parametrize("order,grid", SPLIT_CASES)
+@pytest.mark.parametrize("carrier", ROLES)
+@pytest.mark.parametrize("swap,width", SITES)
+def test_carry_with_parity_is_the_reference(order, grid, carrier, swap, width):
+    """The parity carrier: its accumulator the whole derivative (the split basis on the split flux), the
+    other two read split (what their parity GEMMs write) and merged; the tree gives reference_tendency."""
+    from composer.parity.reference import ROLE_AXIS, contract_split, parity_matrices, split, split_basis
+
+    fields = problem_fields(order, grid, 4)
+    mesh, derivs, fstar, _ = pieces(order, grid, fields)
+    d = dg.diff_matrix(order)
+    q = fields["q"]
+    flux = {"x": q * fields["u"], "y": q * fields["v"], "z": q * fields["w"]}
+    split_flux = {r: split(flux[r], ROLE_AXIS[r]) for r in ROLES}
+    acc = np.moveaxis(np.moveaxis(split_flux[carrier], ROLE_AXIS[carrier], -1) @ split_basis(d).T, -1,
+                      ROLE_AXIS[carrier])
+    assert rel(acc, derivs[carrier]) <= 1e-14
+    plan = fused_plan(carrier, False, mesh.nq, parity=True)
+    tree = plan.trees[carrier]
+    arrays = {derivative(r): contract_split(split_flux[r], parity_matrices(d), ROLE_AXIS[r]) for r in ROLES
+              if r != carrier}
+    arrays.update({k: fields[k] for k in ("Ex", "Ey", "Ez")}, fstar=fstar)
+    got = run_tree(tree, carrier, swap, width, mesh, acc, arrays)
+    assert rel(got, dg.reference_tendency(fields, order, grid)) <= 1e-14
+    assert plan.parity and all(plan.trees[r] == store() for r in ROLES if r != carrier)
+
+
+def test_split_leaf_checks():
+    from composer.epilogues.paper import carry
+    from composer.epilogues.tree import SplitAux, from_dict, reads_split, text, to_dict
+
+    tree = Store(SplitAux("dx", "x") + Aux("Ex"))
+    assert from_dict(to_dict(tree)) == tree and text(tree) == "store(add(split(dx, x), aux(Ex)))"
+    assert aux_names(tree) == ("dx", "Ex") and reads_split(tree)
+    with pytest.raises(EpilogueTreeError, match="the axis is one of x, y, z"):
+        check_tree(Store(SplitAux("dx", "i")), max_aux=4)
+    with pytest.raises(EpilogueTreeError, match="read both split and unsplit"):
+        check_tree(Store(SplitAux("dx", "x") + Aux("dx")), max_aux=4)
+    with pytest.raises(FusedPlanError, match="parity needs the fold off"):
+        carry("z", True, 8, parity=True)
+    with pytest.raises(FusedPlanError, match="even number of nodes"):
+        fused_plan("z", False, 9, parity=True)

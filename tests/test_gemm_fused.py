@@ -65,7 +65,7 @@ BAD_TABLES = {
     "unknown carrier": ('carrier = "w"', "paths.GEMM_FUSED.carrier: expected one of 'x', 'y', 'z', got 'w'"),
     "fold not a bool": ('fold = "yes"', "paths.GEMM_FUSED.fold: expected a boolean (true or false), got 'yes'"),
     "unknown key": ("tile = 3", "paths.GEMM_FUSED.tile: unknown key (allowed here: carrier, carrier_tile, flux, fold, "
-                                "library, mma, overlap_face, overlap_first, overlap_formed, overlap_sms, store_group)"),
+                                "library, mma, overlap_face, overlap_first, overlap_formed, overlap_sms, parity, store_group)"),
     "unknown flux source": ('flux = "shared"', "paths.GEMM_FUSED.flux: expected one of 'array', 'mainloop', 'staged', got 'shared'"),
     "cuBLAS GEMM forming its flux": ('flux = "mainloop"\nfold = false\nlibrary = { x = "cublas" }',
                                      'paths.GEMM_FUSED.library.x: x forms its flux operand in the mainloop '
@@ -204,7 +204,12 @@ def test_build_can_compile_every_legal_variant():
     trees = {j.name: j.spec["fused"] for j in jobs if "epilogue" in j.spec}
     names = ("x_m16_8_4_carry", "y_m16_8_4_carry", "z_m16_8_4_carry", "x_m16_8_4_fold", "y_m16_8_4_fold",
              "z_m16_8_4_carry_fold")
-    assert sorted(trees) == sorted([f"dgemm_p0127_{n}{formed}" for n in names for formed in ("", "_qv", "_qs")])
+    # parity (odd orders): each carrier merging the split non-carriers, the flux from arrays
+    split = [f"dgemm_p0127_{r}_m16_8_4_carry_split" for r in "xyz"]
+    assert sorted(trees) == sorted([f"dgemm_p0127_{n}{formed}" for n in names for formed in ("", "_qv", "_qs")]
+                                   + split)
+    assert all(trees[name] == {"carrier": name.split("_")[2], "fold": False, "flux": "array", "parity": True}
+               for name in split)
     assert trees["dgemm_p0127_x_m16_8_4_carry"] == {"carrier": "x", "fold": False, "flux": "array"}
     assert trees["dgemm_p0127_x_m16_8_4_carry_qv"] == {"carrier": "x", "fold": False, "flux": "mainloop"}
     assert trees["dgemm_p0127_x_m16_8_4_carry_qs"] == {"carrier": "x", "fold": False, "flux": "staged"}

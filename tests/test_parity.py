@@ -126,12 +126,12 @@ def test_gemm_path_option_contract():
         assert (split[node].grid, split[node].block) == support.launch_shape(family, 512, 1, 256, machine.sm_count)
         assert (plain[node].grid, plain[node].block) == support.launch_shape(
             family.removesuffix("_parity"), 512, 1, 256, machine.sm_count)
-    # GEMM_CUTE takes it too (its CuTe kernels run the half-size calls); GEMM_FUSED's trees do not
+    # GEMM_CUTE takes it too (its CuTe kernels run the half-size calls), and GEMM_FUSED for its non-carriers
+    # (tests/test_parity_emulated.py)
     assert path_class("GEMM_CUTE").parse_options({"parity": "on"}) == {"parity": True}
     cute = {n.name: n for n in path_class("GEMM_CUTE").program(511, 1, machine, parity=True)}
     assert all(cute[f"gemm_{role}"].cost == split[f"gemm_{role}"].cost for role in ROLES)
-    with pytest.raises(ComposerError, match="no option 'parity'"):
-        path_class("GEMM_FUSED").parse_options({"parity": True})
+    assert path_class("GEMM_FUSED").parse_options({"parity": "on"}) == {"parity": True}
 
 
 def test_info_reports_the_parity_roof():
@@ -236,3 +236,16 @@ def test_separable_lift_parity_index_math(order, grid):
     assert (writes == 1).all()
     expected = par.lift_from_split(split, fields, fstar, mesh)
     assert relative_max_difference(out.reshape(mesh.volume_shape), expected) <= 1e-15
+
+
+@pytest.mark.parametrize("order", [1, 7, 63])
+def test_split_basis_contracts_a_split_line_at_the_nodes(order):
+    """M split(f) = D f along every axis: what GEMM_FUSED's carrier reads in place of D when its flux comes split."""
+    from composer.parity.reference import ROLE_AXIS, split, split_basis
+
+    d = dg.diff_matrix(order)
+    f = np.random.default_rng(order).standard_normal((2, order + 1, order + 1, order + 1))
+    for axis in ROLE_AXIS.values():
+        whole = np.moveaxis(np.moveaxis(f, axis, -1) @ d.T, -1, axis)
+        via = np.moveaxis(np.moveaxis(split(f, axis), axis, -1) @ split_basis(d).T, -1, axis)
+        assert np.max(np.abs(via - whole)) <= 1e-13 * np.max(np.abs(whole))

@@ -51,15 +51,22 @@ def _fake_cublas(memory: Memory, log: list[str]) -> SimpleNamespace:
                            dgemm_strided_batched=dgemm_strided_batched)
 
 
-def _cute_kernel(memory: Memory, log: list[str], entry) -> SimpleNamespace:
+def _cute_kernel(memory: Memory, log: list[str], entry, mesh) -> SimpleNamespace:
     """A CuTe GEMM of the build as its ABI defines it: per batch ``i``, C(m, n) = sum_k A(m, k) B(n, k)
     with A(m, k) at ``a + i stride_a`` + (k + m lda if A is k-major else m + k lda), B(n, k) at
     ``b + i stride_b`` + (k + n ldb if k-major else n + k ldb) and C(m, n) at ``c + i stride_c`` +
-    (m + n ldc if m-major else n + m ldc) (``composer.gemm.cute.config.kernel_problem``)."""
-    from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig
+    (m + n ldc if m-major else n + m ldc) (``composer.gemm.cute.config.kernel_problem``). A kernel built
+    with an epilogue tree (GEMM_FUSED's carrier) then runs the tree on that accumulator through
+    ``composer.epilogues.numpy_eval`` (the index math and walk its CuTe code is emitted from), reading
+    the arrays bound to its aux slots and face pointer; ``mesh()`` gives the volume and face sizes."""
+    from composer.epilogues.index import OutputIndex
+    from composer.epilogues.numpy_eval import emulate_epilogue
+    from composer.epilogues.tree import from_dict
+    from composer.gemm.cute.config import KERNEL_PARAMS, GemmConfig, KernelProblem
 
     cfg = GemmConfig.from_dict(entry.config["gemm"])
-    assert cfg.epilogue == "store" and not cfg.product, "GEMM_CUTE runs plain-store kernels"
+    assert not cfg.product, "no flux formed in the mainloop here"
+    described = entry.config.get("epilogue")
 
     def view(ptr: int, rows: int, cols: int, ld: int, rows_contiguous: bool) -> np.ndarray:
         buf = memory.tail(ptr)
@@ -74,10 +81,27 @@ def _cute_kernel(memory: Memory, log: list[str], entry) -> SimpleNamespace:
         a = dict(zip((p.name for p in KERNEL_PARAMS), args))
         log.append(entry.symbol)
         m, n, k = a["m"], a["n"], a["k"]
+        tree = isinstance(described, dict)
+        size = mesh().num_points
+        acc = memory.new(np.zeros(size)) if tree else a["c"]  # a tree's accumulator, in C's layout
         for i in range(a["batch"]):
             am = view(a["a"] + 8 * i * a["stride_a"], m, k, a["lda"], cfg.a_major == "m")
             bm = view(a["b"] + 8 * i * a["stride_b"], n, k, a["ldb"], cfg.b_major == "n")
-            view(a["c"] + 8 * i * a["stride_c"], m, n, a["ldc"], cfg.c_major == "m")[...] = am @ bm.T
+            view(acc + 8 * i * a["stride_c"], m, n, a["ldc"], cfg.c_major == "m")[...] = am @ bm.T
+        if not tree:
+            return
+        volume = mesh().volume_shape
+        arrays = {name: memory.at(a[f"aux{slot}"], size).reshape(volume).copy()
+                  for slot, name in enumerate(described["aux_slots"])}
+        if described["face"]:
+            arrays[described["face"]] = memory.at(a["face"], mesh().num_elements * 6 * mesh().nq ** 2).reshape(
+                mesh().face_shape)
+        prob = KernelProblem(m, n, k, a["batch"], a["lda"], a["ldb"], a["ldc"], a["stride_a"], a["stride_b"],
+                             a["stride_c"], "", "", (cfg.a_major, cfg.b_major, cfg.c_major))
+        out = emulate_epilogue(from_dict(described["tree"]), OutputIndex(**described["index"]), prob,
+                               memory.arrays[acc].reshape(volume), arrays)
+        written = ~np.isnan(out.reshape(-1))
+        memory.at(a["c"], size)[written] = out.reshape(-1)[written]
 
     return SimpleNamespace(launch=launch)
 
@@ -158,12 +182,13 @@ def runtime(monkeypatch):
             return cls(entry)
 
         def entry_kernel(self):
-            return _cute_kernel(memory, log, self.entry)
+            return _cute_kernel(memory, log, self.entry, lambda: meshes[0])
 
         def close(self) -> None:
             pass
 
     monkeypatch.setattr(gemm_cute, "Module", Module)
+    monkeypatch.setattr(base, "highest_priority", lambda device=None: -5)
 
     def upload(fields, order, grid) -> DeviceProblem:
         mesh = dg.Mesh(order, grid)
@@ -236,9 +261,63 @@ def test_gemm_cute_path_launches_compute_the_reference(runtime, cute_build, orde
         " parity") == parity
 
 
-def test_gemm_fused_takes_no_parity() -> None:
-    """GEMM_FUSED's epilogue trees read and write the unsplit arrays: the option is not offered."""
+@pytest.fixture(scope="module")
+def fused_build(tmp_path_factory):
+    """GEMM_FUSED's parity kernels for sm_90 at the orders below: each carrier's merging tree, and the
+    plain store kernels the non-carriers run on CuTe (``--fused-variants all`` filtered to them)."""
+    from composer.build import build, plan
+
+    out = tmp_path_factory.mktemp("gemm_fused_parity_build")
+    jobs = plan("sm_90", "16x8x4", sorted(CUTE_ORDERS), ["GEMM_FUSED"], fused_variants="all")
+    build([j for j in jobs if j.kind != "cute" or "carry" not in j.name or j.name.endswith("_carry_split")], out)
+    return out
+
+
+@pytest.mark.parametrize("order", sorted(CUTE_ORDERS))
+@pytest.mark.parametrize("carrier", ["x", "y", "z"])
+@pytest.mark.parametrize("library", ["cute", "cublas"])
+def test_gemm_fused_parity_computes_the_reference(runtime, fused_build, order, carrier, library):
+    """GEMM_FUSED with parity: every flux split, the non-carriers two half-size products each (on our CuTe
+    kernels or cuBLAS), the carrier a whole GEMM on the split basis whose tree merges the split derivatives
+    (two loads at each node's mirror) and lifts; no lift kernel, no fold."""
+    memory, log, upload = runtime
+    grid = CUTE_ORDERS[order]
+    fields = dg.make_fields(order, grid, varying=True)
+    pb = upload(fields, order, grid)
+    others = ",".join(f"{r}={library}" for r in "xyz" if r != carrier)
+    path = path_class("GEMM_FUSED")(pb, parity=True, carrier=carrier, library=others, build_dir=fused_build)
+    path.launch(pb.ptr("q"), pb.dqdt.ptr)
+    got = memory.arrays[pb.dqdt.ptr].reshape(pb.mesh.volume_shape)
+    assert relative_max_difference(got, dg.reference_tendency(fields, order, grid)) <= 1e-13
+    assert "volume_flux_parity" in log and not any(name.startswith("separable_lift") for name in log)
+    cute = [name for name in log if name.startswith("dgemm_p")]
+    assert f"_{carrier}_m16_8_4_carry_split" in cute[-1]
+    split = [r for r in "xyz" if r != carrier]
+    if library == "cute":  # x one launch over its halves, y and z one per half
+        assert sorted(name.split("_")[2] for name in cute[:-1]) == sorted(
+            r for r in split for _ in range(1 if r == "x" else 2))
+    else:
+        assert len(cute) == 1 and ("dgemm_batched2" in log) == ("x" in split)
+    assert path.diagnostics().get("parity") is True
+    assert path_class("GEMM_FUSED").plan_settings(order, parity=True, carrier=carrier).endswith(" parity")
+
+
+def test_gemm_fused_parity_contract() -> None:
+    """Parity needs an odd order, the fold off and the flux from arrays; it drops the schedule's overlap."""
+    from composer.arch.machines import get_machine
     from composer.errors import ComposerError
 
-    with pytest.raises(ComposerError, match="path GEMM_FUSED has no option 'parity'"):
-        path_class("GEMM_FUSED").parse_options({"parity": True})
+    gf = path_class("GEMM_FUSED")
+    with pytest.raises(ComposerError, match="needs an odd order"):
+        gf.program(510, 1, get_machine("h200"), parity=True)
+    with pytest.raises(ComposerError, match="parity needs the fold off"):
+        gf.program(511, 1, get_machine("h200"), parity=True, carrier="z", fold=True)
+    with pytest.raises(ComposerError, match='parity needs flux = "array"'):
+        gf.program(511, 1, get_machine("h200"), parity=True, flux="staged")
+    with pytest.raises(ComposerError, match="option overlap_sms needs parity off"):
+        gf.program(511, 1, get_machine("h200"), parity=True, overlap_sms=44)
+    nodes = {n.name: n for n in gf.program(511, 1, get_machine("h200"), parity=True, carrier="z")}
+    plain = {n.name: n for n in gf.program(511, 1, get_machine("h200"), carrier="z", fold=False)}
+    assert nodes["gemm_x"].cost < plain["gemm_x"].cost and nodes["gemm_z"].cost == plain["gemm_z"].cost
+    names = {i.name for i in gf.memory_estimate(511, 1, {"parity": "on"}).items}
+    assert {"parity matrices", "split basis"} <= names

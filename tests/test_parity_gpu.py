@@ -121,3 +121,30 @@ def test_gemm_cute_parity_on_the_built_kernels(order, grid, device):
     err = relative_max_difference(got, ref)
     print(f"GEMM_CUTE parity p={order} grid={grid}: max|diff|/max|ref| = {err:.3e}")
     assert err <= TOLERANCE
+
+
+@pytest.mark.parametrize(("order", "grid"), [(7, (1, 2, 3)), (15, (2, 1, 2)), (63, (2, 1, 1)), (255, "s29")])
+@pytest.mark.parametrize("carrier", ["x", "y", "z"])
+def test_gemm_fused_parity_on_the_built_kernels(order, grid, carrier, device):
+    """GEMM_FUSED:parity=on (the non-carriers split, the carrier on the split basis merging them in its
+    tree) from $COMPOSER_BUILD_DIR (``composer build --paths GEMM_FUSED --fused-variants all``), against the
+    reference on the point-varying input."""
+    import os
+    from pathlib import Path
+
+    from composer.runtime.manifest import read_manifest
+
+    build_dir = Path(os.environ.get("COMPOSER_BUILD_DIR", "build/sm_90"))
+    if not (build_dir / "manifest.json").is_file():
+        pytest.skip(f"no build manifest in {build_dir}; run composer build and set COMPOSER_BUILD_DIR")
+    if not any(f"_{carrier}_" in e.symbol and "_carry_split" in e.symbol and e.config.get("order") == order
+               for e in read_manifest(build_dir / "manifest.json") if e.arch == device.arch):
+        pytest.skip(f"p={order}: no {carrier} parity carrier for {device.arch} in {build_dir}")
+    grid = load_schedule(order).benchmark.grid if grid == "s29" else grid
+    fields = dg.make_fields(order, grid, varying=True)
+    ref = dg.reference_tendency(fields, order, grid)
+    got = composer.tendency(fields, order, grid, path="GEMM_FUSED", device=device, parity=True, carrier=carrier,
+                            build_dir=str(build_dir))
+    err = relative_max_difference(got, ref)
+    print(f"GEMM_FUSED parity carrier {carrier} p={order} grid={grid}: max|diff|/max|ref| = {err:.3e}")
+    assert err <= TOLERANCE

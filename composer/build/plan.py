@@ -116,9 +116,14 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
     chosen = [(scheduled, "")]
     if variants == "all":
         for carrier, fold, flux in legal_variants():
-            if (carrier, fold, flux) != (scheduled.carrier, scheduled.fold, scheduled.flux):
+            if (carrier, fold, flux, False) != (scheduled.carrier, scheduled.fold, scheduled.flux, scheduled.parity):
                 chosen.append((fused_settings(order, paths, {**given, "carrier": carrier, "fold": fold,
-                                                             "flux": flux}), ""))
+                                                             "flux": flux, "parity": False}), ""))
+        if (order + 1) % 2 == 0:  # parity (odd orders): each carrier, fold off, flux from arrays
+            for carrier in ROLES:
+                if (carrier, True) != (scheduled.carrier, scheduled.parity):
+                    chosen.append((fused_settings(order, paths, {**given, "carrier": carrier, "fold": False,
+                                                                 "flux": "array", "parity": True}), ""))
     elif variants == "tiles":
         from composer.epilogues.carrier_sweep import candidates
         from composer.epilogues.carrier_tiles import tile_tag
@@ -145,13 +150,15 @@ def gemm_fused_jobs(order: int, arch: str, mma: str | None = None, variants: str
                                     BuildJob(f"dgemm_p{order:04d}_{role}_m{shape}", "cute", arch, order, spec))
                 continue
             variant = "" if gemm.plain else "_" + (
-                ("carry_fold" if settings.fold else "carry") if role == settings.carrier else "fold")
+                ("carry_fold" if settings.fold else "carry_split" if settings.parity else "carry")
+                if role == settings.carrier else "fold")
             tag = tagged if role == settings.carrier else ""  # only the carrier's tile varies
             name = f"dgemm_p{order:04d}_{role}_m{shape}{variant}{formed}{tag}"
             if not gemm.plain:
                 spec = {**spec, "epilogue": gemm.describe()}
             jobs.setdefault(name, BuildJob(name, "cute", arch, order, {
-                **spec, "fused": {"carrier": settings.carrier, "fold": settings.fold, "flux": settings.flux}}))
+                **spec, "fused": {"carrier": settings.carrier, "fold": settings.fold, "flux": settings.flux,
+                                  **({"parity": True} if settings.parity else {})}}))
     return list(jobs.values())
 
 

@@ -157,7 +157,8 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
     (the carrier's tile fields over GEMM_CUTE's tile for that role), ``store_group`` (sites a
     tree kernel computes before storing them) and ``flux`` ("array", or "mainloop" / "staged": the
     GEMMs form q times the velocity themselves, at the fragment loads or once per staged element,
-    every GEMM then a CuTe one), checked by the resolver the
+    every GEMM then a CuTe one) and ``parity`` (bool: the non-carriers split, the carrier merging; odd
+    orders, fold off, flux from arrays), checked by the resolver the
     path and the build use (``composer.epilogues.settings``); the carrier's kernel configuration is
     checked by ``GemmConfig.validate`` when an MMA shape is named (else the build's ``--mma``
     decides, and only the types are checked here)."""
@@ -171,6 +172,7 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
     for key in OVERLAP_KEYS:  # checked once the settings are resolved, below
         table.optional(key, lambda value: value)
     table.optional("flux", one_of(FLUX_SOURCES))
+    table.optional("parity", boolean)
     mma = table.optional("mma", one_of(SHAPES))
     _check_library(table)
     tile = table.optional_table("carrier_tile")
@@ -189,6 +191,9 @@ def _gemm_fused(table: Table, context: PathContext) -> None:
     plan = settings.plan
     if settings.forms_flux and table.data.get("overlap_sms"):
         raise table.error("overlap_sms", f"needs flux = array (flux = {settings.flux} forms the products in the GEMMs)")
+    if settings.parity and table.data.get("overlap_sms"):
+        raise table.error("overlap_sms", "parity and overlap_sms do not combine (the overlap's product kernels write "
+                                         "the fluxes unsplit)")
     allowed = ("x",) if plan.fold else tuple(r for r in ROLES if r != plan.carrier)
     _overlap(table, allowed, "the fold runs x first" if plan.fold else f"{plan.carrier} carries: it runs last",
              forms=True)

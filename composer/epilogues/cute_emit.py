@@ -20,12 +20,12 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import cutlass
-from cutlass import Int32, Int64, Uint32
+from cutlass import Float64, Int32, Int64, Uint32
 
 from composer.epilogues.evaluate import site_values
 from composer.epilogues.index import OutputIndex
 from composer.epilogues.kernels import DEFAULT_STORE_GROUP
-from composer.epilogues.tree import Face, Store, aux_names, check_tree, face_names, text, to_dict, walk
+from composer.epilogues.tree import Face, Store, aux_names, check_tree, face_names, reads_split, text, to_dict, walk
 from composer.gemm.cute.atom import fma_f64, ldg_f64, ldg_f64_if, ldg_f64x2, ldg_f64x2_if
 from composer.gemm.cute.config import AUX_SLOTS
 from composer.gemm.cute.epilogue import Epilogue, EpilogueContext, OutputSite
@@ -60,6 +60,14 @@ class DslBackend:
     def wide(self, value: Any) -> Any:
         return Int64(value)
 
+    def aux_at(self, name: str, offset: Any) -> Any:
+        return ldg_f64((self.ctx.aux[self.slots[name]] + offset).toint())
+
+    def select(self, predicate: Any, a: Any, b: Any) -> Any:
+        if isinstance(a, float):
+            a, b = Float64(a), Float64(b)
+        return cutlass.select_(predicate, a, b)
+
 
 def _flag(predicate: Any) -> Int32:
     """A DSL boolean as the Int32 the predicated loads test."""
@@ -80,9 +88,10 @@ class TreeEpilogue(Epilogue):
         self.slots = {name: slot for slot, name in enumerate(aux_names(tree))}
         self.face_array = next(iter(face_names(tree)), None)
         has_face = any(isinstance(n, Face) for n in walk(tree))
-        # a pair's LIFT relies on both nodes sharing a row (Nq even); aux-only trees just need
-        # adjacent elements, which C n-contiguous gives
-        self.pairs = index.pairs_share_row if has_face else index.c_n_contiguous  # type: ignore[misc]
+        # a pair's LIFT and a split array's merge rely on both nodes sharing a row (Nq even); aux-only
+        # trees just need adjacent elements, which C n-contiguous gives
+        by_node = has_face or reads_split(tree)
+        self.pairs = index.pairs_share_row if by_node else index.c_n_contiguous  # type: ignore[misc]
 
     def values(self, ctx: EpilogueContext, site: OutputSite, acc: Sequence[Any]) -> list[Any]:
         # unsigned: the coordinates are non-negative, and // and % by the constant Nq then need no

@@ -10,6 +10,10 @@ LIFT on a pair (width 2): the two nodes are (i, i+1) of one row with i even and 
 (``OutputIndex.pairs_share_row``), so the -x face can only hold the first and the +x face only the
 second node, while each y and z face either holds both or neither, at adjacent face offsets: one
 predicated 16-byte load per y/z face, one 8-byte load per x face.
+
+SplitAux (a parity GEMM's split derivative merged at the node) loads two elements per node at the
+node's mirrored position along the split axis, one element at a time: on a pair site the two
+nodes (i, i+1) mirror to (p-i, p-i-1) along x, so no 16-byte load serves them.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 from typing import Any, Protocol, Sequence
 
 from composer.epilogues.index import NodeIndex
-from composer.epilogues.tree import Accumulator, Add, Aux, Face, Fma, Mul, Neg, Node, Scalar, Store
+from composer.epilogues.tree import Accumulator, Add, Aux, Face, Fma, Mul, Neg, Node, Scalar, SplitAux, Store
 
 
 class Backend(Protocol):
@@ -46,6 +50,12 @@ class Backend(Protocol):
     def wide(self, value: Any) -> Any:
         """An index as a 64-bit integer (element offsets of the face array exceed 2^31)."""
 
+    def aux_at(self, name: str, offset: Any) -> Any:
+        """Aux array ``name`` at element ``offset`` (a 64-bit node index): one 8-byte load."""
+
+    def select(self, predicate: Any, a: Any, b: Any) -> Any:
+        """``a`` where ``predicate`` holds, else ``b`` (no branch)."""
+
 
 def site_values(tree: Store, backend: Backend, node: NodeIndex, nq: int) -> list[Any]:
     """The values the tree stores at the site whose first element is ``node``."""
@@ -61,6 +71,8 @@ def _values(n: Node, be: Backend, node: NodeIndex, nq: int) -> list[Any]:
         return [be.scalar(n.name)] * be.width
     if isinstance(n, Face):
         return lift(be, n.name, node, nq)
+    if isinstance(n, SplitAux):
+        return merged(be, n.name, n.axis, node, nq)
     if isinstance(n, Neg):
         return [-a for a in _values(n.a, be, node, nq)]
     if isinstance(n, (Mul, Add)):
@@ -94,3 +106,21 @@ def lift(be: Backend, name: str, node: NodeIndex, nq: int) -> list[Any]:
         v0, v1 = be.face_pair(name, predicate, base + (f * nq2 + offset))
         first, second = first + v0, second + v1
     return [first, second]
+
+
+def merged(be: Backend, name: str, axis: str, node: NodeIndex, nq: int) -> list[Any]:
+    """Split array ``name`` merged at the site's nodes along ``axis`` (``tree.SplitAux``): per node,
+    ``fma(s, u, w)`` with ``s = +1`` below the middle and ``-1`` above, exactly ``w + u`` or ``w - u``.
+    The coordinates stay non-negative (``p - c``, never ``c' - c``): the kernel's are unsigned."""
+    h, p = nq // 2, nq - 1
+    out = []
+    for lane in range(be.width):  # a pair site's nodes are (i, i + 1) of one row
+        coords = {"x": node.i + lane, "y": node.j, "z": node.k}
+        c = coords[axis]
+        low = c < h
+        coords[axis] = be.select(low, c, p - c)
+        stride = {"x": 1, "y": nq, "z": nq * nq}[axis]
+        offset = ((be.wide(node.e) * nq + coords["z"]) * nq + coords["y"]) * nq + coords["x"]
+        u, w = be.aux_at(name, offset), be.aux_at(name, offset + h * stride)
+        out.append(be.fma(be.select(low, 1.0, -1.0), u, w))
+    return out

@@ -51,6 +51,12 @@ class NumpyBackend:
     def wide(self, value: Any) -> np.ndarray:
         return np.asarray(value, dtype=np.int64)
 
+    def aux_at(self, name: str, offset: Any) -> np.ndarray:
+        return self.arrays[name][offset]
+
+    def select(self, predicate: Any, a: Any, b: Any) -> Any:
+        return np.where(predicate, a, b)
+
 
 def c_strides(prob: KernelProblem) -> tuple[int, int]:
     """Element strides of C(m, n) within a batch: m-contiguous or n-contiguous by the majors."""

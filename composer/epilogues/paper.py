@@ -12,6 +12,10 @@
   ``Gx`` unweighted and y applies both factors, ``partial = Ex partial + Ey Gy`` (the paper's
   Nq = 64 form). y updates ``partial`` in place: each element is read and written by one thread.
 
+Parity (beyond the paper, ``composer.parity``; no fold): the non-carriers run as parity GEMMs and
+write their derivatives split along their axes; the carrier's tree merges each at the node
+(``SplitAux``), the carrier itself a full GEMM (its accumulator is the derivative at the node).
+
 Array names are the ones the path declares to the scheduler (``composer.paths.program``): the
 metric ``Ex, Ey, Ez``, the non-carriers' derivatives ``dx, dy, dz``, the fold's ``partial`` and
 the face flux ``fstar``; C is ``dqdt`` for the carrier.
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from composer.epilogues.tree import ACC, Aux, Face, Mul, Node, Store, aux_names, face_names, fma
+from composer.epilogues.tree import ACC, Aux, Face, Mul, Node, SplitAux, Store, aux_names, face_names, fma
 from composer.errors import ComposerError
 from composer.gemm.roles import ROLES
 
@@ -69,15 +73,21 @@ def fold_y(nq: int) -> Store:
     return Store(fma(weight("x"), Aux(PARTIAL), Mul(weight("y"), ACC)))
 
 
-def carry(carrier: str, fold: bool, nq: int) -> Store:
-    """The carrier's epilogue: ``dqdt = -(volume sum + LIFT(fstar))``."""
+def carry(carrier: str, fold: bool, nq: int, parity: bool = False) -> Store:
+    """The carrier's epilogue: ``dqdt = -(volume sum + LIFT(fstar))``; with ``parity`` the
+    non-carriers' derivatives are read split and merged at the node."""
     if fold:
         if carrier != "z":
             raise FusedPlanError(f"the fold needs the z GEMM to carry (x and y feed it), not {carrier}")
+        if parity:
+            raise FusedPlanError("parity needs the fold off: the fold's x and y epilogues would weight split "
+                                 "derivatives, which hold no node's value")
         volume: Node = fma(weight("z"), ACC, Aux(PARTIAL))
     else:
         def g(role: str) -> Node:
-            return ACC if role == carrier else Aux(derivative(role))
+            if role == carrier:
+                return ACC
+            return SplitAux(derivative(role), role) if parity else Aux(derivative(role))
 
         volume = fma(weight("z"), g("z"), fma(weight("y"), g("y"), Mul(weight("x"), g("x"))))
     return Store(-(volume + Face("fstar")))
@@ -93,6 +103,7 @@ class FusedPlan:
     nq: int
     trees: Mapping[str, Store]
     outputs: Mapping[str, str]
+    parity: bool = False  # the non-carriers run as parity GEMMs (their outputs split along their axes)
 
     @property
     def roles(self) -> tuple[str, ...]:
@@ -113,11 +124,14 @@ class FusedPlan:
         return tuple(dict.fromkeys(self.outputs[r] for r in self.roles if r != self.carrier))
 
 
-def fused_plan(carrier: str, fold: bool, nq: int) -> FusedPlan:
-    """The paper's trees for ``carrier`` and ``fold`` at ``nq`` (a fold needs carrier z)."""
+def fused_plan(carrier: str, fold: bool, nq: int, parity: bool = False) -> FusedPlan:
+    """The paper's trees for ``carrier`` and ``fold`` at ``nq`` (a fold needs carrier z); with
+    ``parity`` (no fold, even ``nq``) the non-carriers split, the carrier merging."""
     if carrier not in ROLES:
         raise FusedPlanError(f"carrier must be one of {', '.join(ROLES)}, got {carrier!r}")
-    trees: dict[str, Store] = {carrier: carry(carrier, fold, nq)}
+    if parity and nq % 2:
+        raise FusedPlanError(f"parity needs an even number of nodes (an odd order), got Nq = {nq}")
+    trees: dict[str, Store] = {carrier: carry(carrier, fold, nq, parity)}
     outputs = {carrier: "dqdt"}
     for role in ROLES:
         if role == carrier:
@@ -128,4 +142,4 @@ def fused_plan(carrier: str, fold: bool, nq: int) -> FusedPlan:
         else:
             trees[role] = store()
             outputs[role] = derivative(role)
-    return FusedPlan(carrier, fold, nq, MappingProxyType(trees), MappingProxyType(outputs))
+    return FusedPlan(carrier, fold, nq, MappingProxyType(trees), MappingProxyType(outputs), parity)

@@ -14,6 +14,11 @@ kernel, since cuBLAS has no epilogue, and so does every GEMM when the flux is fo
 mainloop (``flux = "mainloop"``); the others follow GEMM_CUTE's assignment. Naming cuBLAS for such
 a GEMM in GEMM_FUSED's own ``library`` (table or option) is an error, as is a fold with a carrier
 other than z.
+
+Parity (``parity = true``, beyond the paper; odd orders): the volume flux kernel writes every flux
+split, the non-carriers run as two half-size products each and write their derivatives split, and
+the carrier contracts its split flux against the split basis and merges the others in its tree
+(``composer.epilogues.paper``). It needs the fold off (its default then) and the flux from arrays.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ DEFAULT_CARRIER = "z"
 FLUX_SOURCES = ("array", "mainloop", "staged")
 DEFAULT_FLUX = "array"
 #: Settings a ``[paths.GEMM_FUSED]`` table may hold (``library`` overrides GEMM_CUTE's per role).
-TABLE_KEYS = ("carrier", "fold", "carrier_tile", "mma", "library", "store_group", "flux")
+TABLE_KEYS = ("carrier", "fold", "carrier_tile", "mma", "library", "store_group", "flux", "parity")
 
 
 class FusedSettingsError(ComposerError, ValueError):
@@ -73,6 +78,7 @@ class FusedSettings:
     carrier_tile: Mapping[str, Any] = field(default_factory=dict)
     store_group: int = DEFAULT_STORE_GROUP  # sites a tree kernel computes before their stores
     flux: str = DEFAULT_FLUX  # "array": the volume_flux kernel's arrays; "mainloop"/"staged": formed by the GEMMs
+    parity: bool = False  # the non-carriers split (composer.parity), the carrier merging them
 
     @property
     def forms_flux(self) -> bool:
@@ -81,7 +87,7 @@ class FusedSettings:
 
     @property
     def plan(self) -> FusedPlan:
-        return fused_plan(self.carrier, self.fold, self.order + 1)
+        return fused_plan(self.carrier, self.fold, self.order + 1, self.parity)
 
     def gemms(self, formed_roles: Collection[str] = ()) -> dict[str, FusedGemm]:
         """Each role's kernel (GEMM_CUTE's tile, the carrier's overridden by ``carrier_tile``);
@@ -114,17 +120,33 @@ def fused_settings(order: int, paths: Mapping[str, Mapping[str, Any]],
     carrier = carrier or DEFAULT_CARRIER
     if carrier not in ROLES:
         raise FusedSettingsError(carrier_from, "carrier", f"expected one of {', '.join(ROLES)}, got {carrier!r}")
+    parity, parity_from = _pick("parity", options, fused)
+    parity = bool(parity)
+    if parity and (order + 1) % 2:
+        raise FusedSettingsError(parity_from, "parity", f"the parity decomposition needs an odd order, got p = {order}")
+    # parity asked for by option overrides the table's fold and flux (the defaults it cannot run with)
+    overrides = parity and parity_from == "option"
     fold, fold_from = _pick("fold", options, fused)
-    fold = default_fold(order + 1, carrier) if fold is None else bool(fold)
+    if overrides and fold_from == "schedule":
+        fold = False
+    fold = (default_fold(order + 1, carrier) and not parity) if fold is None else bool(fold)
     if fold and carrier != "z":  # only when asked for: the default fold needs carrier z
         raise FusedSettingsError(fold_from, "fold", f"the fold needs the z GEMM to carry (x and y feed it), "
                                                  f"carrier is {carrier}")
+    if fold and parity:
+        raise FusedSettingsError(fold_from if fold_from == "option" else parity_from, "parity",
+                                 "parity needs the fold off (the fold's x and y epilogues would weight split "
+                                 "derivatives, which hold no node's value)")
     mma = str(options.get("mma") or fused.get("mma") or cute.get("mma") or DEFAULT_MMA)
-    plan = fused_plan(carrier, fold, order + 1)
+    plan = fused_plan(carrier, fold, order + 1, parity)
     flux, flux_from = _pick("flux", options, fused)
-    flux = flux or DEFAULT_FLUX
+    flux = DEFAULT_FLUX if overrides and flux_from == "schedule" else flux or DEFAULT_FLUX
     if flux not in FLUX_SOURCES:
         raise FusedSettingsError(flux_from, "flux", f"expected one of {', '.join(FLUX_SOURCES)}, got {flux!r}")
+    if parity and flux != "array":
+        raise FusedSettingsError(flux_from if flux_from == "option" else parity_from, "parity",
+                                 f"parity needs flux = \"array\" (the volume flux kernel splits the fluxes; "
+                                 f"a GEMM forming its own product, flux = \"{flux}\", would not)")
 
     def needs_cute(role: str) -> str | None:
         """Why ``role`` must run the CuTe kernel (None: either library can)."""
@@ -155,4 +177,4 @@ def fused_settings(order: int, paths: Mapping[str, Mapping[str, Any]],
     else:
         carrier_tile = dict(fused.get("carrier_tile") or {}) if own else {}
     store_group = int(fused.get("store_group") or DEFAULT_STORE_GROUP)
-    return FusedSettings(order, mma, carrier, fold, library, tiles, carrier_tile, store_group, flux)
+    return FusedSettings(order, mma, carrier, fold, library, tiles, carrier_tile, store_group, flux, parity)

@@ -9,6 +9,8 @@ the root :class:`Store` writes one value per output element to the kernel's C:
   the three derivatives, the metric weights and the fold's partial sum are all volume arrays);
 - :class:`Face`: face data at the boundary nodes: the LIFT of a face array (``fstar``), i.e. the
   sum of the face values of every face the output node lies on (``shared/spec/operator.md``);
+- :class:`SplitAux`: a derivative a parity GEMM wrote split along its axis (``composer.parity``:
+  ``[A e | B o]``), merged at the output node: two loads at the node's mirrored position;
 - :class:`Scalar`: one of the kernel ABI's runtime scalars (``alpha``, ``beta``);
 - :class:`Mul`, :class:`Add`, :class:`Neg`, :class:`Fma` (``a * b + c``, one rounding on the GPU).
 
@@ -27,6 +29,8 @@ from composer.errors import ComposerError
 
 #: The runtime scalars of the GEMM kernel ABI a Scalar leaf may read.
 SCALARS = ("alpha", "beta")
+#: The directions a SplitAux leaf merges along (the GEMM roles: x along i, y along j, z along k).
+SPLIT_AXES = ("x", "y", "z")
 
 
 class EpilogueTreeError(ComposerError, ValueError):
@@ -82,6 +86,19 @@ class Face(Node):
 
 
 @dataclass(frozen=True)
+class SplitAux(Node):
+    """Volume array ``name`` written split along ``axis``'s direction (``x``: i, ``y``: j, ``z``: k) by a
+    parity GEMM, merged at the output node: with ``c`` the node's coordinate along the axis and
+    ``h = Nq/2``, ``u + w`` at ``c < h`` and ``w - u`` at ``c >= h``, where ``u`` and ``w`` are the
+    array at the node moved to coordinate ``c' = min(c, p - c)`` and to ``c' + h``
+    (``composer.parity.reference.merge``)."""
+
+    name: str
+    axis: str
+    kind: ClassVar[str] = "split"
+
+
+@dataclass(frozen=True)
 class Scalar(Node):
     """The kernel's runtime scalar ``name`` (one of SCALARS)."""
 
@@ -130,7 +147,8 @@ class Store(Node):
 #: The accumulator leaf (the one instance trees share; every Accumulator() is equal to it).
 ACC = Accumulator()
 
-_KINDS: dict[str, type[Node]] = {cls.kind: cls for cls in (Accumulator, Aux, Face, Scalar, Mul, Add, Neg, Fma, Store)}
+_KINDS: dict[str, type[Node]] = {cls.kind: cls for cls in (Accumulator, Aux, SplitAux, Face, Scalar, Mul, Add, Neg,
+                                                             Fma, Store)}
 
 
 def fma(a: Node, b: Node, c: Node) -> Fma:
@@ -146,8 +164,13 @@ def walk(node: Node) -> Iterator[Node]:
 
 
 def aux_names(tree: Node) -> tuple[str, ...]:
-    """The Aux arrays a tree reads, in order of first appearance (the kernel's aux slot order)."""
-    return tuple(dict.fromkeys(n.name for n in walk(tree) if isinstance(n, Aux)))
+    """The Aux and SplitAux arrays a tree reads, in order of first appearance (the kernel's aux slot order)."""
+    return tuple(dict.fromkeys(n.name for n in walk(tree) if isinstance(n, (Aux, SplitAux))))
+
+
+def reads_split(tree: Node) -> bool:
+    """Whether the tree merges a split array (its loads then follow each node's own coordinates)."""
+    return any(isinstance(n, SplitAux) for n in walk(tree))
 
 
 def face_names(tree: Node) -> tuple[str, ...]:
@@ -178,6 +201,14 @@ def check_tree(tree: Node, max_aux: int, max_faces: int = 1) -> Store:
             value = getattr(n, f.name)
             if f.name == "name" and not (isinstance(value, str) and value.isidentifier()):
                 problems.append(f"{n.kind} name {value!r} is not an identifier")
+        if isinstance(n, SplitAux) and n.axis not in SPLIT_AXES:
+            problems.append(f"split({n.name}) along {n.axis!r}: the axis is one of {', '.join(SPLIT_AXES)}")
+    split_as = {}
+    for n in walk(tree):
+        if isinstance(n, (Aux, SplitAux)):
+            form = n.axis if isinstance(n, SplitAux) else None
+            if split_as.setdefault(n.name, form) != form:
+                problems.append(f"array {n.name} read both split and unsplit (or split along two axes)")
     if problems:
         raise EpilogueTreeError(f"epilogue tree {text(tree)}: " + "; ".join(problems))
     return tree
@@ -189,6 +220,8 @@ def text(node: Node) -> str:
         return "acc"
     if isinstance(node, (Aux, Face, Scalar)):
         return f"{node.kind}({node.name})"
+    if isinstance(node, SplitAux):
+        return f"split({node.name}, {node.axis})"
     return f"{node.kind}({', '.join(text(c) for c in node.children())})"
 
 

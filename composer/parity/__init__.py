@@ -17,7 +17,8 @@ the benchmarks run.
 ``gemm`` the column-major BLAS calls that contract a split flux array.
 """
 
-from composer.parity.reference import (check_order, contract, merge, parity_matrices, split,
+from composer.parity.reference import (check_order, contract, merge, parity_matrices, split, split_basis,
                                        split_fluxes, split_derivatives)
 
-__all__ = ["check_order", "contract", "merge", "parity_matrices", "split", "split_derivatives", "split_fluxes"]
+__all__ = ["check_order", "contract", "merge", "parity_matrices", "split", "split_basis", "split_derivatives",
+           "split_fluxes"]

@@ -43,6 +43,18 @@ def parity_rows(diff: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.concatenate([mats[0], mats[1]], axis=1))
 
 
+def split_basis(diff: np.ndarray) -> np.ndarray:
+    """``M`` (``Nq x Nq``, row-major like D) with ``M split(f) = D f`` along a line: the full contraction
+    of a split flux, written at the nodes. ``M[r, m] = (D[r, m] + D[r, p-m]) / 2`` and
+    ``M[r, h+m] = (D[r, m] - D[r, p-m]) / 2`` (m < h), since ``f_m = (e_m + o_m) / 2`` and
+    ``f_{p-m} = (e_m - o_m) / 2``: what a GEMM that must produce a node's derivative (GEMM_FUSED's
+    carrier) reads in place of D when every flux comes split."""
+    nq = diff.shape[0]
+    h = check_order(nq - 1)
+    left, mirrored = diff[:, :h], diff[:, ::-1][:, :h]
+    return np.ascontiguousarray(np.concatenate([0.5 * (left + mirrored), 0.5 * (left - mirrored)], axis=1))
+
+
 def split(f: np.ndarray, axis: int) -> np.ndarray:
     """``f`` split along ``axis``: even parts in the first half, odd parts in the second."""
     f = np.moveaxis(f, axis, 0)

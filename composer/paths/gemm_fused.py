@@ -112,8 +112,10 @@ class GemmFusedPath(GemmCutePath):
     name = "GEMM_FUSED"
     build_kinds = frozenset({"cute_tree", "support"})
     options = MappingProxyType({
-        # no parity: its epilogue trees read and write the unsplit arrays (composer.paths.parity)
-        **{key: option for key, option in GemmCutePath.options.items() if key != "parity"},
+        **GemmCutePath.options,
+        "parity": PathOption(bool_option, "the non-carriers as two half-size GEMMs on split fluxes (composer.parity), "
+                                          "the carrier contracting the split basis and merging them in its tree; "
+                                          "odd orders, fold off, flux array (default: the schedule's, else false)"),
         "carrier": PathOption(carrier_option, "which GEMM carries the lift and assembly: x, y or z "
                                               "(default: the schedule's, else z)"),
         "fold": PathOption(bool_option, "fold the metric weights into the x and y epilogues (carrier z only; "
@@ -135,18 +137,21 @@ class GemmFusedPath(GemmCutePath):
                            if s.library[r] == "cute")
         return (f"mma={s.mma} library=" + ",".join(f"{r}:{s.library[r]}" for r in ROLES)
                 + f" carrier={s.carrier} fold={'on' if s.fold else 'off'} flux={s.flux} kernels={kernels}"
-                + cls.overlap_tag(order, options))
+                + cls.overlap_tag(order, options) + (" parity" if s.parity else ""))
 
     @classmethod
     def overlap_options(cls, order: int, options: Mapping[str, Any]) -> dict[str, Any]:
-        """The flux formed in the mainloop has no volume flux to overlap: the schedule's overlap keys
-        then do not apply (an option asking for the overlap is an error)."""
+        """The flux formed in the mainloop has no volume flux to overlap, and parity's is split (the
+        overlap's product kernels write it whole): the schedule's overlap keys then do not apply (an
+        option asking for the overlap is an error)."""
         settings = settings_for(order, {k: v for k, v in options.items() if k not in OVERLAP_KEYS})
-        if settings.forms_flux:
+        if settings.forms_flux or settings.parity:
             given = next((k for k in sorted(OVERLAP_KEYS) if options.get(k)), None)
             if given is not None:
-                raise ComposerError(f"path GEMM_FUSED at p={order}: option {given} needs flux = array "
-                                    f"(flux = {settings.flux} forms the products in the GEMMs)")
+                why = ("parity splits the fluxes, which the overlap's product kernels write whole" if settings.parity
+                       else f"flux = {settings.flux} forms the products in the GEMMs")
+                need = "parity off" if settings.parity else "flux = array"
+                raise ComposerError(f"path GEMM_FUSED at p={order}: option {given} needs {need} ({why})")
             return {}
         return super().overlap_options(order, options)
 
@@ -184,6 +189,21 @@ class GemmFusedPath(GemmCutePath):
         return dataclasses.replace(settings, library={**settings.library, formed: "cute"}), formed
 
     @classmethod
+    def parity(cls, order: int, options: Mapping[str, Any]) -> bool:
+        """The settings' parity (option, else the schedule's table); not with the overlap."""
+        settings, _ = cls.resolved_settings(order, options)
+        if settings.parity and cls.overlap_options(order, options).get("overlap_sms"):
+            raise ComposerError(f"path {cls.name}: parity and overlap_sms do not combine (the overlap's product "
+                                f"kernels write the fluxes unsplit)")
+        return settings.parity
+
+    @classmethod
+    def split_roles(cls, order: int, options: Mapping[str, Any]) -> tuple[str, ...]:
+        """The non-carriers: the carrier must produce each node's derivative for its tree."""
+        carrier = cls.resolved_settings(order, options)[0].carrier
+        return tuple(r for r in ROLES if r != carrier)
+
+    @classmethod
     def workspace_items(cls, order: int, grid: counts.Grid,
                         options: Mapping[str, Any] | None = None) -> tuple[counts.MemoryItem, ...]:
         """GEMM's workspace less the carrier's derivative (and, with the fold, less the second of
@@ -198,7 +218,8 @@ class GemmFusedPath(GemmCutePath):
         note = ("partial = Ex Gx + Ey Gy, written by x, updated in place by y, read by the z carrier"
                 if plan.fold else f"{', '.join(outputs)}: the non-carriers' results, read by the {plan.carrier} carrier")
         gemm_outputs = counts.MemoryItem("GEMM outputs", len(outputs), counts.volume_array_bytes(order, grid), note)
-        return (gemm_outputs, fstar) if settings.forms_flux else (fluxes, gemm_outputs, fstar)
+        items = (gemm_outputs, fstar) if settings.forms_flux else (fluxes, gemm_outputs, fstar)
+        return items + cls.parity_items(order, options or {})
 
     @classmethod
     def program(cls, order: int, num_elements: int, machine: Machine, **options: Any) -> list[KernelNode]:
@@ -208,9 +229,10 @@ class GemmFusedPath(GemmCutePath):
         vol, face = volume_bytes(nq, ne), face_bytes(nq, ne)
         _, surface_flux = cls.flux_nodes(nq, ne, machine)
         fluxes = [] if in_mainloop else cls.volume_flux_nodes(nq, ne, machine, options)
-        gemm_flop = 2 * nq * ne * nq**3
+        split = cls.split_roles(order, options) if settings.parity else ()
 
         def gemm(role: str) -> KernelNode:
+            gemm_flop = nq * ne * nq**3 * (1 if role in split else 2)  # a split role: two half-size products
             reads = plan.reads(role)
             kind = "carrier" if role == plan.carrier else ("gemm_fold" if plan.fused(role) else "gemm")
             operands = ("q", VELOCITY[role]) if in_mainloop or role == formed else (f"flux_{role}",)
