@@ -321,3 +321,23 @@ def test_gemm_fused_parity_contract() -> None:
     assert nodes["gemm_x"].cost < plain["gemm_x"].cost and nodes["gemm_z"].cost == plain["gemm_z"].cost
     names = {i.name for i in gf.memory_estimate(511, 1, {"parity": "on"}).items}
     assert {"parity matrices", "split basis"} <= names
+
+
+def test_the_parity_carriers_compile_without_spills(tmp_path):
+    """The y and z parity carriers at p = 255 (the trees with split leaves): the DMMA shape, no spills (x's
+    carrier spills as the plain x carrier does: 264 B against 64 B at p = 255, 464 against 96 at 511)."""
+    from composer.arch.sass import inspect_cubin
+    from composer.build import build, plan
+    from composer.runtime.manifest import read_manifest
+
+    jobs = [j for j in plan("sm_90", "16x8x4", [255], ["GEMM_FUSED"], fused_variants="all")
+            if j.name in ("dgemm_p0255_y_m16_8_4_carry_split", "dgemm_p0255_z_m16_8_4_carry_split")]
+    assert len(jobs) == 2
+    build(jobs, tmp_path)
+    entries = read_manifest(tmp_path / "manifest.json")
+    assert len(entries) == 2
+    for entry in entries:
+        (sass,) = inspect_cubin(tmp_path / entry.cubin).values()
+        assert sass.spill_bytes == 0, entry.symbol
+        assert set(sass.dmma) == {"16x8x4"} and sass.dmma["16x8x4"] > 0, entry.symbol
+        assert entry.config["epilogue"]["text"].count("split(") == 2
