@@ -87,3 +87,24 @@ def fake_runtime(memory: Memory) -> SimpleNamespace:
             pass
 
     return SimpleNamespace(Buffer=Buffer, Device=Device, Stream=Stream, Event=Event)
+
+
+def fake_module(kernel_of):
+    """A ``composer.runtime.module.Module`` stand-in for manifest entries: ``entry_kernel()`` returns
+    ``kernel_of(entry)`` (the test's emulation of that CUBIN's kernel)."""
+
+    class Module:
+        def __init__(self, entry) -> None:
+            self.entry = entry
+
+        @classmethod
+        def from_manifest_entry(cls, entry, device=None):
+            return cls(entry)
+
+        def entry_kernel(self):
+            return kernel_of(self.entry)
+
+        def close(self) -> None:
+            pass
+
+    return Module

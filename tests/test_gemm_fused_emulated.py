@@ -22,7 +22,7 @@ from composer.gemm.roles import emulate, gemm_spec  # noqa: E402
 from composer.kernels.support import PRODUCT_ARGS, PRODUCT_WORK_BYTES, PRODUCTS_SIGNATURE, SIGNATURES  # noqa: E402
 from composer.paths.problem import DeviceProblem  # noqa: E402
 from composer.paths.registry import path_class  # noqa: E402
-from tests.emulated_runtime import Memory, fake_runtime  # noqa: E402
+from tests.emulated_runtime import Memory, fake_module, fake_runtime  # noqa: E402
 
 ORDERS = {7: (2, 1, 3), 63: (2, 1, 1)}
 VARIANTS = [(c, f, flux) for flux in ("array", "mainloop", "staged") for c, f in (("x", False), ("y", False), ("z", False),
@@ -89,19 +89,7 @@ def runtime(monkeypatch):
                                        arrays)
             memory.at(a["c"], size)[:] = acc.reshape(-1)
 
-    class Module:
-        def __init__(self, entry) -> None:
-            self.entry = entry
-
-        @classmethod
-        def from_manifest_entry(cls, entry, device=None):
-            return cls(entry)
-
-        def entry_kernel(self):
-            return GemmKernel(self.entry)
-
-        def close(self) -> None:
-            pass
+    Module = fake_module(GemmKernel)
 
     class SupportKernels:
         @classmethod

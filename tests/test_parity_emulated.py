@@ -20,7 +20,7 @@ from composer.parity import reference as par
 from composer.paths.problem import DeviceProblem
 from composer.paths.registry import path_class
 from composer.validation import relative_max_difference
-from tests.emulated_runtime import Memory, fake_runtime
+from tests.emulated_runtime import Memory, fake_module, fake_runtime
 
 
 def _fake_cublas(memory: Memory, log: list[str]) -> SimpleNamespace:
@@ -173,21 +173,7 @@ def runtime(monkeypatch):
                         lambda nq, device: {f: SupportKernel(f) for f in ("volume_flux_parity", "separable_lift_parity")})
     monkeypatch.setattr(cublas, "_bindings", lambda: _fake_cublas(memory, log))
 
-    class Module:
-        def __init__(self, entry) -> None:
-            self.entry = entry
-
-        @classmethod
-        def from_manifest_entry(cls, entry, device=None):
-            return cls(entry)
-
-        def entry_kernel(self):
-            return _cute_kernel(memory, log, self.entry, lambda: meshes[0])
-
-        def close(self) -> None:
-            pass
-
-    monkeypatch.setattr(gemm_cute, "Module", Module)
+    monkeypatch.setattr(gemm_cute, "Module", fake_module(lambda entry: _cute_kernel(memory, log, entry, lambda: meshes[0])))
     monkeypatch.setattr(base, "highest_priority", lambda device=None: -5)
 
     def upload(fields, order, grid) -> DeviceProblem:
