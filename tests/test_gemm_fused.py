@@ -80,6 +80,16 @@ BAD_TABLES = {
     "bad carrier tile": ('mma = "16x8x4"\ncarrier_tile = { bm = 96 }',
                          "paths.GEMM_FUSED.carrier_tile: with mma 16x8x4, carrier z: GEMM config "
                          "m16_8_4_t96x64x16_w4x2_s3_mkm_v2_store: bm=96 must be a power of two"),
+    "parity with the fold": ('carrier = "z"\nfold = true\nparity = true',
+                             "paths.GEMM_FUSED.parity: parity needs the fold off (the fold's x and y epilogues would "
+                             "weight split derivatives, which hold no node's value)"),
+    "parity with a formed flux": ('parity = true\nflux = "staged"',
+                                  'paths.GEMM_FUSED.parity: parity needs flux = "array" (the volume flux kernel splits '
+                                  'the fluxes; a GEMM forming its own product, flux = "staged", would not)'),
+    "parity with the overlap": ('carrier = "z"\nparity = true\noverlap_sms = 44',
+                                "paths.GEMM_FUSED.overlap_sms: parity and overlap_sms do not combine (the overlap's "
+                                "product kernels write the fluxes unsplit)"),
+    "parity not a bool": ('parity = 1', "paths.GEMM_FUSED.parity: expected a boolean (true or false), got 1"),
     "unknown shape": ('mma = "16x8x2"',
                       "paths.GEMM_FUSED.mma: expected one of '16x8x16', '16x8x4', '16x8x8', '8x8x4', got '16x8x2'"),
 }

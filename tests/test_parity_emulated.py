@@ -188,16 +188,23 @@ def runtime(monkeypatch):
     yield memory, log, upload
 
 
-@pytest.mark.parametrize(("order", "grid"), [(1, (3, 2, 1)), (3, (2, 3, 1)), (7, (1, 2, 3)), (15, (2, 1, 2))])
-@pytest.mark.parametrize("parity", [False, True])
-def test_gemm_path_launches_compute_the_reference(runtime, order, grid, parity):
+def run_against_reference(runtime, path_name: str, order: int, grid: tuple, **options):
+    """Launch ``path_name`` with ``options`` on the emulated runtime and check dqdt against the reference
+    on the point-varying input; returns the launch log and the path."""
     memory, log, upload = runtime
     fields = dg.make_fields(order, grid, varying=True)
     pb = upload(fields, order, grid)
-    path = path_class("GEMM")(pb, parity=parity)
+    path = path_class(path_name)(pb, **options)
     path.launch(pb.ptr("q"), pb.dqdt.ptr)
     got = memory.arrays[pb.dqdt.ptr].reshape(pb.mesh.volume_shape)
     assert relative_max_difference(got, dg.reference_tendency(fields, order, grid)) <= 1e-13
+    return log, path
+
+
+@pytest.mark.parametrize(("order", "grid"), [(1, (3, 2, 1)), (3, (2, 3, 1)), (7, (1, 2, 3)), (15, (2, 1, 2))])
+@pytest.mark.parametrize("parity", [False, True])
+def test_gemm_path_launches_compute_the_reference(runtime, order, grid, parity):
+    log, path = run_against_reference(runtime, "GEMM", order, grid, parity=parity)
     suffix = "_parity" if parity else ""
     assert f"volume_flux{suffix}" in log and f"separable_lift{suffix}" in log
     gemms = [name for name in log if name.startswith("dgemm")]
@@ -226,14 +233,8 @@ def cute_build(tmp_path_factory):
 def test_gemm_cute_path_launches_compute_the_reference(runtime, cute_build, order, library, parity):
     """GEMM_CUTE with ``parity`` runs the half-size calls on the kernels built for the full contractions
     (x transposed below Nq = 64: the swapped operands at their offsets), cuBLAS where the library says."""
-    memory, log, upload = runtime
-    grid = CUTE_ORDERS[order]
-    fields = dg.make_fields(order, grid, varying=True)
-    pb = upload(fields, order, grid)
-    path = path_class("GEMM_CUTE")(pb, parity=parity, library=library, build_dir=cute_build)
-    path.launch(pb.ptr("q"), pb.dqdt.ptr)
-    got = memory.arrays[pb.dqdt.ptr].reshape(pb.mesh.volume_shape)
-    assert relative_max_difference(got, dg.reference_tendency(fields, order, grid)) <= 1e-13
+    log, path = run_against_reference(runtime, "GEMM_CUTE", order, CUTE_ORDERS[order], parity=parity,
+                                      library=library, build_dir=cute_build)
     suffix = "_parity" if parity else ""
     assert f"volume_flux{suffix}" in log and f"separable_lift{suffix}" in log
     cute = [name for name in log if name.startswith("dgemm_p")]
@@ -266,15 +267,9 @@ def test_gemm_fused_parity_computes_the_reference(runtime, fused_build, order, c
     """GEMM_FUSED with parity: every flux split, the non-carriers two half-size products each (on our CuTe
     kernels or cuBLAS), the carrier a whole GEMM on the split basis whose tree merges the split derivatives
     (two loads at each node's mirror) and lifts; no lift kernel, no fold."""
-    memory, log, upload = runtime
-    grid = CUTE_ORDERS[order]
-    fields = dg.make_fields(order, grid, varying=True)
-    pb = upload(fields, order, grid)
     others = ",".join(f"{r}={library}" for r in "xyz" if r != carrier)
-    path = path_class("GEMM_FUSED")(pb, parity=True, carrier=carrier, library=others, build_dir=fused_build)
-    path.launch(pb.ptr("q"), pb.dqdt.ptr)
-    got = memory.arrays[pb.dqdt.ptr].reshape(pb.mesh.volume_shape)
-    assert relative_max_difference(got, dg.reference_tendency(fields, order, grid)) <= 1e-13
+    log, path = run_against_reference(runtime, "GEMM_FUSED", order, CUTE_ORDERS[order], parity=True, carrier=carrier,
+                                      library=others, build_dir=fused_build)
     assert "volume_flux_parity" in log and not any(name.startswith("separable_lift") for name in log)
     cute = [name for name in log if name.startswith("dgemm_p")]
     assert f"_{carrier}_m16_8_4_carry_split" in cute[-1]

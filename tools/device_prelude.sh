@@ -106,3 +106,16 @@ named_bench() {
   unset COMPOSER_BUILD_DIR
   grep -E "^\| (FUSED|GEMM)" "$OUT/logs/bench_$name.log" | cut -d'|' -f2,3,6,10
 }
+# `ab_where_applied PATHS`: after a `sweep_apply`, A B B A benches of PATHS (`ab_benches` into $OUT/ab) at the orders
+# whose table changed in $OUT/sched, with what $LIMIT leaves; below 320 s left only the first changed order (p = 767's
+# benches take about twice p = 511's, H200 session 5), below 100 s none.
+ab_where_applied() {
+  local changed left
+  changed=$(applied_orders "$OUT/sched")
+  echo "applied at: ${changed:-none}" | tee -a "$OUT/logs/times.txt"
+  left=$(( LIMIT - 10 - $(elapsed) ))
+  [ $left -lt 320 ] && changed=${changed%%,*}
+  if [ -n "$changed" ] && [ $left -gt 100 ]; then
+    ab_benches "$OUT/sched" "$1" "$changed" $(( (left - 20) / 4 )) ab
+  fi
+}

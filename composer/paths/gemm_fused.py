@@ -137,7 +137,7 @@ class GemmFusedPath(GemmCutePath):
                            if s.library[r] == "cute")
         return (f"mma={s.mma} library=" + ",".join(f"{r}:{s.library[r]}" for r in ROLES)
                 + f" carrier={s.carrier} fold={'on' if s.fold else 'off'} flux={s.flux} kernels={kernels}"
-                + cls.overlap_tag(order, options) + (" parity" if s.parity else ""))
+                + cls.overlap_tag(order, options) + cls.parity_tag(order, options))
 
     @classmethod
     def overlap_options(cls, order: int, options: Mapping[str, Any]) -> dict[str, Any]:
@@ -190,12 +190,9 @@ class GemmFusedPath(GemmCutePath):
 
     @classmethod
     def parity(cls, order: int, options: Mapping[str, Any]) -> bool:
-        """The settings' parity (option, else the schedule's table); not with the overlap."""
-        settings, _ = cls.resolved_settings(order, options)
-        if settings.parity and cls.overlap_options(order, options).get("overlap_sms"):
-            raise ComposerError(f"path {cls.name}: parity and overlap_sms do not combine (the overlap's product "
-                                f"kernels write the fluxes unsplit)")
-        return settings.parity
+        """The settings' parity (option, else the schedule's table); ``overlap_options`` refuses the
+        overlap beside it."""
+        return cls.resolved_settings(order, options)[0].parity
 
     @classmethod
     def split_roles(cls, order: int, options: Mapping[str, Any]) -> tuple[str, ...]:

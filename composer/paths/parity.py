@@ -1,4 +1,4 @@
-"""The ``parity`` option of the library paths (GEMM and GEMM_CUTE; beyond the paper, ``composer.parity``).
+"""The ``parity`` option of the library paths (GEMM, GEMM_CUTE, GEMM_FUSED; beyond the paper, ``composer.parity``).
 
 The volume flux is written split into even and odd parts along each contraction axis, each role's
 GEMM becomes two half-size products (``composer.parity.gemm.parity_specs``: half the multiply-adds)

@@ -29,12 +29,5 @@ if [ $left -gt 70 ]; then
   tail -3 "$OUT/logs/v511.log"
 fi
 [[ "$GPU" == *H200* ]] || export COMPOSER_SCHEDULE_MACHINE=generic
-CHANGED=$(applied_orders "$OUT/sched")
-echo "applied at: ${CHANGED:-none}" | tee -a "$OUT/logs/times.txt"
-left=$(( LIMIT - 10 - $(elapsed) ))
-# p = 767's benches take about twice p = 511's (H200 session 5): below 320 s left, the first changed order only
-[ $left -lt 320 ] && CHANGED=${CHANGED%%,*}
-if [ -n "$CHANGED" ] && [ $left -gt 100 ]; then
-  ab_benches "$OUT/sched" GEMM,FUSED_TC16 "$CHANGED" $(( (left - 20) / 4 )) ab
-fi
+ab_where_applied GEMM,FUSED_TC16
 finish_call v sw sched ab

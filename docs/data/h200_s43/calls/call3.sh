@@ -32,12 +32,6 @@ if [ $left -gt 60 ]; then
     0.01 --timing stages
   grep -E '^\{' "$OUT/logs/sweep.log" | cut -c1-200
   unset COMPOSER_SCHEDULES
-  CHANGED=$(applied_orders "$OUT/sched")
-  echo "applied at: ${CHANGED:-none}" | tee -a "$OUT/logs/times.txt"
-  left=$(( LIMIT - 10 - $(elapsed) ))
-  [ $left -lt 320 ] && CHANGED=${CHANGED%%,*}
-  if [ -n "$CHANGED" ] && [ $left -gt 100 ]; then
-    ab_benches "$OUT/sched" GEMM,FUSED_TC16 "$CHANGED" $(( (left - 20) / 4 )) ab
-  fi
+  ab_where_applied GEMM,FUSED_TC16
 fi
 finish_call v sw sched ab
