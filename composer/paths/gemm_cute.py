@@ -198,13 +198,15 @@ class GemmCutePath(ParityGemms, LibraryPath):
             if prob.majors != (cfg.a_major, cfg.b_major, cfg.c_major):
                 raise ComposerError(f"{entry.symbol}: built for majors {cfg.a_major}{cfg.b_major}"
                                     f"{cfg.c_major}, role {role} needs {''.join(prob.majors)}")
-            if cfg.vec == 2 and not prob.vec2_ok:
-                raise ComposerError(f"{entry.symbol}: 16-byte loads need even leading dimensions")
+            # the calls the role runs (parity: two half-size ones, on the same kernel: same majors)
+            calls = tuple((spec, kernel_problem(spec, bool(entry.config["swap"]))) for spec in self.gemm_calls[role])
+            aligned = all(call.vec2_ok and spec.a_offset % 2 == spec.b_offset % 2 == 0 for spec, call in calls)
+            if cfg.vec == 2 and not (prob.vec2_ok and aligned):
+                raise ComposerError(f"{entry.symbol}: 16-byte loads need even leading dimensions, batch strides and "
+                                    f"operand offsets (p={pb.order}{' with parity' if self.parity_on else ''})")
             module = Module.from_manifest_entry(entry, device=pb.device)
             self.kernels[role] = (module.entry_kernel(), cfg, prob)
-            # the calls the role runs (parity: two half-size ones, on the same kernel: same majors)
-            self.call_problems[role] = tuple((spec, kernel_problem(spec, bool(entry.config["swap"])))
-                                             for spec in self.gemm_calls[role])
+            self.call_problems[role] = calls
             self._modules = getattr(self, "_modules", []) + [module]
 
     def run_gemm(self, role: str, stream: Stream) -> None:
